@@ -1,0 +1,43 @@
+"""The ``lakecat`` command: every command module registers itself here."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+import typer
+
+from . import catalogs, tables
+from ._common import dumps
+
+app = typer.Typer(
+    name="lakecat",
+    help="One catalog and maintenance toolkit over Apache Iceberg and Delta Lake.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+for module in (catalogs, tables):
+    module.register(app)
+
+
+def main() -> None:
+    """Console-script entry point: usage errors get exit 2 (and a JSON error with --json)."""
+    try:
+        code = app(standalone_mode=False)
+    except click.exceptions.Exit as e:
+        sys.exit(e.exit_code)
+    except click.exceptions.Abort:
+        sys.stderr.write("aborted\n")
+        sys.exit(1)
+    except click.ClickException as e:
+        if "--json" in sys.argv:
+            sys.stdout.write(dumps({"error": {"type": "UsageError", "message": e.format_message(), "exit_code": 2}}) + "\n")
+        e.show()
+        sys.exit(e.exit_code)
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+if __name__ == "__main__":
+    main()

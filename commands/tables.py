@@ -1,0 +1,123 @@
+"""`lakecat create / list / describe / drop`: the catalog's tables."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from lakecat.units import human_size
+
+from ._common import CatalogOpt, JsonOpt, Output, VerboseOpt, confirm, connect, parse_properties, run, table
+
+
+def create(
+    name: Annotated[str, typer.Argument(help="namespace.table")],
+    format: Annotated[str, typer.Option("--format", "-f", help="iceberg or delta.")],
+    schema: Annotated[str, typer.Option("--schema", "-s", help='Columns, e.g. "id BIGINT NOT NULL, ts TIMESTAMP".')],
+    partition_by: Annotated[
+        Optional[str], typer.Option("--partition-by", "-p", help='Transforms, e.g. "days(ts), region", "bucket(16, id)".')
+    ] = None,
+    property: Annotated[Optional[list[str]], typer.Option("--property", help="Table property key=value (repeatable).")] = None,
+    if_not_exists: Annotated[bool, typer.Option("--if-not-exists", help="Succeed if the table exists already.")] = False,
+    catalog: CatalogOpt = None,
+    json_: JsonOpt = False,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Create a partitioned Iceberg or Delta table.
+
+    Example: lakecat create sales.orders --format delta --schema "id BIGINT, ts TIMESTAMP" --partition-by "days(ts)"
+    """
+    out = Output(json_, verbose)
+
+    def api():  # type: ignore[no-untyped-def]
+        cat = connect(catalog)
+        props = parse_properties(property)
+        with out.status(f"creating {name} ({format})"):
+            t = cat.create_table(
+                name, schema=schema, format=format, partition_by=partition_by, properties=props, if_not_exists=if_not_exists
+            )
+        return t.describe()
+
+    run(out, api, _render_description)
+
+
+def list_(
+    namespace: Annotated[Optional[str], typer.Argument(help="Only this namespace.")] = None,
+    format: Annotated[Optional[str], typer.Option("--format", "-f", help="Only iceberg or only delta tables.")] = None,
+    catalog: CatalogOpt = None,
+    json_: JsonOpt = False,
+    verbose: VerboseOpt = False,
+) -> None:
+    """List tables of both formats (no JVM: answers from the metastore)."""
+    out = Output(json_, verbose)
+
+    def human(console, result):  # type: ignore[no-untyped-def]
+        if not len(result):
+            console.print("no tables")
+            return
+        t = table("name", "format", "location")
+        for row in result:
+            t.add_row(row.name, row.format, row.location)
+        console.print(t)
+
+    run(out, lambda: connect(catalog).list_tables(namespace, format=format), human)
+
+
+def describe(
+    name: Annotated[str, typer.Argument(help="namespace.table")],
+    catalog: CatalogOpt = None,
+    json_: JsonOpt = False,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Schema, partitioning, properties, current version, files, size and capabilities (no JVM)."""
+    out = Output(json_, verbose)
+    run(out, lambda: connect(catalog).load_table(name).describe(), _render_description)
+
+
+def drop(
+    name: Annotated[str, typer.Argument(help="namespace.table")],
+    purge: Annotated[bool, typer.Option("--purge", help="Also delete the table's data and metadata files.")] = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+    catalog: CatalogOpt = None,
+    json_: JsonOpt = False,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Drop a table from the catalog (with --purge, delete its files too)."""
+    out = Output(json_, verbose)
+
+    def api():  # type: ignore[no-untyped-def]
+        cat = connect(catalog)
+        entry = cat.entry(name)
+        what = "drop and DELETE ALL FILES of" if purge else "drop"
+        confirm(out, f"{what} {entry.format} table {entry.ident} at {entry.location}?", yes)
+        return cat.drop_table(name, purge=purge)
+
+    def human(console, r):  # type: ignore[no-untyped-def]
+        console.print(f"dropped {r.format} table {r.name}" + (" and deleted its files" if r.purged else f" (files kept at {r.location})"))
+
+    run(out, api, human)
+
+
+def _render_description(console, d) -> None:  # type: ignore[no-untyped-def]
+    console.print(f"[bold]{d.name}[/]  ({d.format})  {d.location}")
+    t = table("column", "type", "nullable", "note")
+    for c in d.schema:
+        note = f"generated: {c.generated}" if c.generated else (c.comment or "")
+        t.add_row(c.name, c.type, "yes" if c.nullable else "no", note)
+    console.print(t)
+    console.print(f"partitioning: {', '.join(d.partitioning) or '(none)'}")
+    console.print(
+        f"version: {d.current_version if d.current_version is not None else '(empty)'}   files: {d.files}   "
+        f"size: {human_size(d.size_bytes)}   records: {d.records if d.records is not None else '?'}"
+    )
+    if d.properties:
+        console.print("properties: " + ", ".join(f"{k}={v}" for k, v in sorted(d.properties.items())))
+    console.print("capabilities: " + ", ".join(k for k, v in d.capabilities.items() if v))
+
+
+def register(app: typer.Typer) -> None:
+    app.command("create")(create)
+    app.command("list")(list_)
+    app.command("describe")(describe)
+    app.command("drop")(drop)

@@ -1,0 +1,36 @@
+"""lakecat: one catalog and maintenance toolkit over Apache Iceberg and Delta Lake.
+
+Example:
+    >>> import lakecat
+    >>> cat = lakecat.connect()
+    >>> t = cat.create_table("sales.orders", schema="id BIGINT, ts TIMESTAMP", format="iceberg",
+    ...                      partition_by=["days(ts)"])
+    >>> t.describe().to_dict()
+"""
+
+from .catalog import Catalog, connect
+from .errors import (
+    CommitConflictError,
+    ConfigError,
+    InvalidArgumentError,
+    LakecatError,
+    TableAlreadyExistsError,
+    TableNotFoundError,
+    UnsupportedOperationError,
+)
+from .table import Table
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Catalog",
+    "CommitConflictError",
+    "ConfigError",
+    "InvalidArgumentError",
+    "LakecatError",
+    "Table",
+    "TableAlreadyExistsError",
+    "TableNotFoundError",
+    "UnsupportedOperationError",
+    "connect",
+]

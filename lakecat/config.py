@@ -1,0 +1,210 @@
+"""Catalog configuration: which metastore, which warehouse, which Spark.
+
+Resolution order (like pyiceberg's): an explicit ``connect(catalog)`` argument, else the
+``LAKECAT_CATALOG`` environment variable, else the embedded default ``local`` (everything under
+``$LAKECAT_HOME``, default ``~/.lakecat``). A catalog is named (looked up as ``NAME.toml`` in
+``$LAKECAT_CONF_DIR``, ``$LAKECAT_HOME/catalogs`` and lakecat's bundled ``catalog_conf/``) or given
+as a path to a TOML file. ``${VAR}`` and ``${VAR:-default}`` are expanded; secrets belong in the
+environment, never in the file.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+from .errors import ConfigError
+from .identifiers import validate_part
+
+DEFAULT_CATALOG = "local"
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+def lakecat_home() -> Path:
+    return Path(os.environ.get("LAKECAT_HOME") or "~/.lakecat").expanduser()
+
+
+def bundled_conf_dir() -> Path:
+    """Where the catalog configs shipped with lakecat live (source tree or installed wheel)."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "catalog_conf", here.parent / "catalog_conf"):
+        if (candidate / "local.toml").is_file():
+            return candidate
+    raise ConfigError("lakecat's bundled catalog_conf/local.toml is missing: reinstall lakecat")
+
+
+def expand_env(value: Any, *, source: str = "config") -> Any:
+    """Expand ``${VAR}`` / ``${VAR:-default}`` in every string of a parsed TOML document."""
+    if isinstance(value, dict):
+        return {k: expand_env(v, source=source) for k, v in value.items()}
+    if isinstance(value, list):
+        return [expand_env(v, source=source) for v in value]
+    if not isinstance(value, str):
+        return value
+
+    def repl(m: re.Match[str]) -> str:
+        name, default = m.group(1), m.group(2)
+        if name == "LAKECAT_HOME" and not os.environ.get(name):
+            return str(lakecat_home())
+        val = os.environ.get(name)
+        if val is None or (val == "" and default is not None):
+            if default is None:
+                raise ConfigError(f"{source}: environment variable {name} is not set (referenced as ${{{name}}})")
+            return default
+        return val
+
+    return _VAR.sub(repl, value)
+
+
+@dataclass
+class Metastore:
+    """Where the Iceberg JDBC catalog tables and lakecat's Delta registry live."""
+
+    url: str
+
+    @property
+    def kind(self) -> str:
+        return urlparse(self.url).scheme.split("+")[0]
+
+    @property
+    def sqlite_path(self) -> Path | None:
+        if self.kind != "sqlite":
+            return None
+        return Path(unquote(self.url.split("sqlite:///", 1)[1]))
+
+    @property
+    def sqlalchemy_url(self) -> str:
+        if self.kind == "postgresql" and "+" not in urlparse(self.url).scheme:
+            return "postgresql+psycopg2://" + self.url.split("://", 1)[1]
+        return self.url
+
+    def jdbc(self) -> tuple[str, dict[str, str]]:
+        """JDBC URI and connection properties for Iceberg's JdbcCatalog."""
+        if self.kind == "sqlite":
+            return f"jdbc:sqlite:{self.sqlite_path}", {}
+        if self.kind == "postgresql":
+            u = urlparse(self.url)
+            props = {}
+            if u.username:
+                props["user"] = unquote(u.username)
+            if u.password:
+                props["password"] = unquote(u.password)
+            port = f":{u.port}" if u.port else ""
+            query = f"?{u.query}" if u.query else ""
+            return f"jdbc:postgresql://{u.hostname}{port}{u.path}{query}", props
+        raise ConfigError(f"unsupported metastore {self.url!r}: use sqlite:///PATH or postgresql://...")
+
+
+@dataclass
+class CatalogConfig:
+    """A resolved catalog configuration."""
+
+    name: str
+    warehouse: str
+    metastore: Metastore
+    source: str = "<built-in>"
+    iceberg: dict[str, str] = field(default_factory=dict)
+    spark_master: str = "local[2]"
+    spark_conf: dict[str, str] = field(default_factory=dict)
+    spark_packages: list[str] = field(default_factory=list)
+    storage: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def warehouse_uri(self) -> str:
+        """The warehouse as a URI (``file:///...`` for local paths)."""
+        if "://" in self.warehouse:
+            return self.warehouse
+        return Path(self.warehouse).expanduser().resolve().as_uri()
+
+    @property
+    def warehouse_path(self) -> Path | None:
+        """The warehouse as a local path, when it is one."""
+        if "://" not in self.warehouse:
+            return Path(self.warehouse).expanduser().resolve()
+        if self.warehouse.startswith("file://"):
+            return Path(unquote(urlparse(self.warehouse).path))
+        return None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "source": self.source,
+            "warehouse": self.warehouse_uri,
+            "metastore": _redact(self.metastore.url),
+            "spark_master": self.spark_master,
+        }
+
+
+def _redact(url: str) -> str:
+    return re.sub(r"(://[^:/@]+:)[^@]+@", r"\1***@", url)
+
+
+def load_config_file(path: Path) -> CatalogConfig:
+    """Read one catalog TOML file."""
+    try:
+        raw = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"catalog config {path} does not exist") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise ConfigError(f"catalog config {path} is not valid TOML: {e}") from None
+    data = expand_env(raw, source=str(path))
+    try:
+        name = validate_part(str(data["name"]), what="catalog name")
+        warehouse = str(data["warehouse"])
+        metastore = Metastore(str(data["metastore"]))
+    except KeyError as e:
+        raise ConfigError(f"catalog config {path} lacks the key {e.args[0]!r}") from None
+    if metastore.kind not in ("sqlite", "postgresql"):
+        raise ConfigError(f"catalog config {path}: unsupported metastore {metastore.url!r}; use sqlite:///PATH or postgresql://...")
+    spark = data.get("spark", {})
+    return CatalogConfig(
+        name=name,
+        warehouse=warehouse,
+        metastore=metastore,
+        source=str(path),
+        iceberg={str(k): str(v) for k, v in data.get("iceberg", {}).items()},
+        spark_master=str(spark.get("master", "local[2]")),
+        spark_conf={str(k): str(v) for k, v in spark.get("conf", {}).items()},
+        spark_packages=[str(p) for p in spark.get("packages", [])],
+        storage={str(k): str(v) for k, v in data.get("storage", {}).items()},
+    )
+
+
+def _search_dirs() -> list[Path]:
+    dirs = []
+    if os.environ.get("LAKECAT_CONF_DIR"):
+        dirs.append(Path(os.environ["LAKECAT_CONF_DIR"]).expanduser())
+    dirs.append(lakecat_home() / "catalogs")
+    dirs.append(bundled_conf_dir())
+    return dirs
+
+
+def resolve_config(catalog: str | Path | CatalogConfig | None = None) -> CatalogConfig:
+    """Resolve a catalog argument (name, path, config or None) to a CatalogConfig."""
+    if isinstance(catalog, CatalogConfig):
+        return catalog
+    choice = str(catalog) if catalog else (os.environ.get("LAKECAT_CATALOG") or DEFAULT_CATALOG)
+    path = Path(choice).expanduser()
+    if choice.endswith(".toml") or os.sep in choice:
+        return load_config_file(path)
+    validate_part(choice, what="catalog name")
+    for d in _search_dirs():
+        candidate = d / f"{choice}.toml"
+        if candidate.is_file():
+            return load_config_file(candidate)
+    raise ConfigError(f"unknown catalog {choice!r}: no {choice}.toml in {', '.join(str(d) for d in _search_dirs())}")
+
+
+def available_catalogs() -> list[tuple[str, Path]]:
+    """Every catalog config lakecat can find by name, first match wins."""
+    found: dict[str, Path] = {}
+    for d in _search_dirs():
+        if d.is_dir():
+            for p in sorted(d.glob("*.toml")):
+                found.setdefault(p.stem, p)
+    return sorted(found.items())

@@ -1,0 +1,70 @@
+"""One exception root for everything lakecat raises on purpose.
+
+Every error carries the process exit code the CLI uses for it, so the command line and the Python
+API agree on what kind of failure happened.
+"""
+
+from __future__ import annotations
+
+
+class LakecatError(Exception):
+    """Root of every error lakecat raises on purpose (exit code 1: the operation failed)."""
+
+    exit_code = 1
+
+    @property
+    def type_name(self) -> str:
+        return type(self).__name__
+
+
+class ConfigError(LakecatError):
+    """A catalog configuration is missing, unreadable or inconsistent."""
+
+
+class TableNotFoundError(LakecatError):
+    """The named table is not in the catalog."""
+
+
+class TableAlreadyExistsError(LakecatError):
+    """A table of that name exists already."""
+
+
+class NamespaceNotEmptyError(LakecatError):
+    """A namespace still holds tables."""
+
+
+class CommitConflictError(LakecatError):
+    """A commit lost a race with a concurrent writer, even after retries."""
+
+
+class VersionNotFoundError(LakecatError):
+    """The requested version or timestamp does not exist (or its files were expired)."""
+
+
+class EnvironmentProblemError(LakecatError):
+    """Something outside lakecat is missing or broken: Java, the network to Maven Central, a port."""
+
+
+class UnsupportedOperationError(LakecatError):
+    """The operation exists, but not for this table's format (exit code 3)."""
+
+    exit_code = 3
+
+
+class InvalidArgumentError(ValueError, LakecatError):
+    """The caller passed something malformed: an identifier, a schema, a duration (exit code 2)."""
+
+    exit_code = 2
+
+
+class InternalError(LakecatError):
+    """A bug in lakecat (exit code 4)."""
+
+    exit_code = 4
+
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_UNSUPPORTED = 3
+EXIT_INTERNAL = 4

@@ -1,0 +1,387 @@
+"""Run a real single-node Apache Kafka broker (KRaft, broker+controller) locally.
+
+The broker jars are resolved once from Maven Central with ``mvn`` and cached under
+``$LAKECAT_JARS_CACHE`` (default ``~/.cache/lakecat/jars``) in ``kafka-<version>/libs``.
+The broker runs detached from the calling process; its pid and ports are recorded in
+``<data_dir>/kafka-state.json`` so that a later process can find, reuse or stop it.
+
+Topic auto-creation is disabled (``auto.create.topics.enable=false``) so that a typo
+in a topic name fails loudly instead of silently creating a one-partition topic; use
+:func:`create_topic` first.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import fcntl
+import html
+import json
+import logging
+import os
+import pathlib
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import uuid
+from collections.abc import Iterable
+from typing import Any
+
+from confluent_kafka import KafkaError, KafkaException, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+_LOG = logging.getLogger(__name__)
+
+#: Newest 4.x ``org.apache.kafka:kafka_2.13`` whose whole dependency tree is on Maven
+#: Central (4.4.0 is listed, but e.g. ``kafka-tools-api:4.4.0`` is not published).
+KAFKA_VERSION = "4.3.1"
+#: Log4j 2 version matching the ``log4j-core`` that Kafka itself depends on.
+LOG4J_VERSION = "2.25.4"
+_DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.8.1"
+_MARKER = ".lakecat-complete"
+_STATE_FILE = "kafka-state.json"
+# Kafka's own poms carry no SLF4J binding (the distribution adds one), so we add log4j's.
+_POM = """<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>
+<groupId>lakecat.local</groupId><artifactId>kafka-runtime</artifactId><version>1</version><dependencies>
+<dependency><groupId>org.apache.kafka</groupId><artifactId>kafka_2.13</artifactId><version>{kafka}</version></dependency>
+<dependency><groupId>org.apache.logging.log4j</groupId><artifactId>log4j-slf4j-impl</artifactId>
+<version>{log4j}</version></dependency></dependencies></project>
+"""
+# INFO to broker.log only (stdout/stderr of the JVM go there too, both in append mode).
+_LOG4J_XML = """<?xml version="1.0" encoding="UTF-8"?><Configuration status="WARN">
+<Appenders><File name="file" fileName="{path}" append="true"><PatternLayout pattern="[%d] %p %m (%c)%n"/></File>
+</Appenders><Loggers><Logger name="kafka.request.logger" level="WARN"/><Logger name="state.change.logger" level="WARN"/>
+<Root level="INFO"><AppenderRef ref="file"/></Root></Loggers></Configuration>
+"""
+
+
+class LocalKafkaError(RuntimeError):
+    """Raised when the local Kafka broker cannot be resolved, started or used."""
+
+
+def jars_cache_dir() -> pathlib.Path:
+    """Return the root jar cache: ``$LAKECAT_JARS_CACHE`` or ``~/.cache/lakecat/jars``."""
+    env = os.environ.get("LAKECAT_JARS_CACHE")
+    return pathlib.Path(env).expanduser() if env else pathlib.Path.home() / ".cache" / "lakecat" / "jars"
+
+
+def _require(tool: str) -> str:
+    path = shutil.which(tool)
+    if path is None:
+        raise LocalKafkaError(f"'{tool}' not found on PATH; install a JDK (17+) and Maven, e.g. "
+                              "apt-get install openjdk-17-jre-headless maven")
+    return path
+
+
+def resolve_kafka_jars(*, timeout: float = 900.0) -> pathlib.Path:
+    """Download Kafka and its runtime dependencies once, with Maven, into the jar cache.
+
+    Args:
+        timeout: Seconds to allow Maven to run.
+
+    Returns:
+        The directory holding the jars (use ``<dir>/*`` as the Java classpath).
+
+    Raises:
+        LocalKafkaError: If ``mvn`` is missing or the resolution fails.
+    """
+    libs = jars_cache_dir() / f"kafka-{KAFKA_VERSION}" / "libs"
+    if (libs / _MARKER).exists():
+        return libs
+    mvn = _require("mvn")
+    libs.mkdir(parents=True, exist_ok=True)
+    with open(libs.parent / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # another process may be resolving right now
+        if (libs / _MARKER).exists():
+            return libs
+        _LOG.info("resolving kafka_2.13:%s from Maven Central into %s", KAFKA_VERSION, libs)
+        started = time.monotonic()
+        with tempfile.TemporaryDirectory(prefix="lakecat-kafka-pom-") as tmp:
+            (pathlib.Path(tmp) / "pom.xml").write_text(_POM.format(kafka=KAFKA_VERSION, log4j=LOG4J_VERSION))
+            cmd = [mvn, "-q", "-B", f"{_DEPENDENCY_PLUGIN}:copy-dependencies",
+                   f"-DoutputDirectory={libs}", "-DincludeScope=runtime"]
+            try:
+                res = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True, timeout=timeout, check=False)
+            except subprocess.TimeoutExpired as exc:
+                raise LocalKafkaError(f"Maven did not resolve Kafka jars within {timeout:.0f}s; "
+                                      "check access to Maven Central and retry") from exc
+        if res.returncode != 0 or not any(libs.glob("kafka_2.13-*.jar")):
+            out = re.sub(r"\x1b\[[0-9;]*m", "", res.stdout + res.stderr)  # drop ANSI colours
+            lines = [ln for ln in out.splitlines() if "ERROR" in ln] or ["no output"]
+            raise LocalKafkaError(f"Maven failed to resolve org.apache.kafka:kafka_2.13:{KAFKA_VERSION}; "
+                                  f"check access to Maven Central (~/.m2/settings.xml) and retry: {lines[0].strip()}")
+        (libs / _MARKER).write_text(KAFKA_VERSION + "\n")
+        _LOG.info("resolved %d jars in %.1fs", len(list(libs.glob("*.jar"))), time.monotonic() - started)
+    return libs
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the JVM does
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _pid_alive(pid: int) -> bool:
+    with contextlib.suppress(ChildProcessError):
+        if os.waitpid(pid, os.WNOHANG)[0] == pid:  # our own child that exited: reap it
+            return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    cmdline = pathlib.Path(f"/proc/{pid}/cmdline")
+    if cmdline.exists():  # guard against pid reuse and zombies
+        try:
+            stat = pathlib.Path(f"/proc/{pid}/stat").read_text()
+            return "kafka.Kafka" in cmdline.read_text() and stat.rsplit(")", 1)[1].split()[0] != "Z"
+        except (OSError, IndexError):
+            return False
+    return True
+
+
+def _cluster_id() -> str:
+    while True:  # Kafka itself avoids ids starting with '-' (they look like CLI flags)
+        cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        if not cid.startswith("-"):
+            return cid
+
+
+def _admin(bootstrap: str) -> AdminClient:
+    conf: dict[str, Any] = {"bootstrap.servers": bootstrap, "logger": _LOG}  # librdkafka logs -> logging
+    return AdminClient(conf)
+
+
+def _ready(port: int) -> bool:
+    """Whether a broker on ``port`` accepts connections and answers a metadata request."""
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        return bool(_admin(f"127.0.0.1:{port}").list_topics(timeout=2).brokers)
+    except (OSError, KafkaException):
+        return False
+
+
+class LocalKafka:
+    """A single-node KRaft Kafka broker whose data and state live in ``data_dir``.
+
+    Args:
+        data_dir: Directory for the server config, log segments, state and ``broker.log``.
+        port: PLAINTEXT listener port on 127.0.0.1.
+        controller_port: KRaft controller listener port; by default the previously used
+            one for this ``data_dir``, else a free ephemeral port.
+    """
+
+    def __init__(self, *, data_dir: pathlib.Path, port: int = 9092, controller_port: int | None = None) -> None:
+        self.data_dir = pathlib.Path(data_dir).expanduser().resolve()
+        self.port = port
+        self.controller_port = controller_port
+        self.log_file = self.data_dir / "broker.log"
+
+    def _read_state(self) -> dict[str, Any] | None:
+        try:
+            state = json.loads((self.data_dir / _STATE_FILE).read_text())
+        except (OSError, ValueError):
+            return None
+        return state if isinstance(state, dict) else None
+
+    def _running_state(self) -> dict[str, Any] | None:
+        state = self._read_state()
+        if state and isinstance(state.get("pid"), int) and _pid_alive(state["pid"]):
+            return state
+        return None
+
+    def _tail(self, lines: int = 30) -> str:
+        try:
+            text = "\n".join(self.log_file.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            text = "(missing)"
+        return f"end of {self.log_file}:\n{text}"
+
+    def _write_config(self, controller_port: int) -> pathlib.Path:
+        rf1 = ("offsets.topic", "transaction.state.log", "share.coordinator.state.topic")
+        props = {
+            "process.roles": "broker,controller", "node.id": "1",
+            # Static quorum (no --standalone format): the controller port may change between runs.
+            "controller.quorum.voters": f"1@127.0.0.1:{controller_port}",
+            "listeners": f"PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{controller_port}",
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+            "controller.listener.names": "CONTROLLER", "inter.broker.listener.name": "PLAINTEXT",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "log.dirs": str(self.data_dir / "kraft-logs"), "num.partitions": "1",
+            "group.initial.rebalance.delay.ms": "0", "auto.create.topics.enable": "false",
+            **{f"{t}.replication.factor": "1" for t in rf1},
+            **{f"{t}.min.isr": "1" for t in rf1[1:]},
+        }
+        path = self.data_dir / "server.properties"
+        path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+        (self.data_dir / "log4j2.xml").write_text(_LOG4J_XML.format(path=html.escape(str(self.log_file))))
+        return path
+
+    def _java(self, java: str, libs: pathlib.Path) -> list[str]:
+        return [java, "-Xms128m", "-Xmx512m", "-XX:+UseG1GC", "-Djava.awt.headless=true",
+                f"-Dlog4j2.configurationFile={self.data_dir / 'log4j2.xml'}", "-cp", f"{libs}/*"]
+
+    def start(self, *, timeout: float = 60.0) -> str:
+        """Start the broker unless the one recorded in ``data_dir`` is already running.
+
+        Args:
+            timeout: Seconds to wait for the broker to answer metadata requests.
+
+        Returns:
+            The bootstrap address, e.g. ``"127.0.0.1:9092"`` (if a broker recorded in
+            ``data_dir`` is already running, its address, whatever ``port`` says).
+
+        Raises:
+            LocalKafkaError: If a port is taken, Java/Maven are missing, or the broker
+                does not come up in time (the message includes the end of ``broker.log``).
+        """
+        state = self._running_state()
+        if state:
+            return f"127.0.0.1:{state['port']}"
+        old = self._read_state() or {}
+        cport = self.controller_port or old.get("controller_port") or _free_port()
+        for p, flag in ((self.port, "--port"), (cport, "--controller-port")):
+            if not _port_free(p):
+                raise LocalKafkaError(f"port {p} is already in use; pass {flag}")
+        java_bin = _require("java")
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        java = self._java(java_bin, resolve_kafka_jars())
+        config = self._write_config(cport)
+        if not (self.data_dir / "kraft-logs" / "meta.properties").exists():
+            cmd = [*java, "kafka.tools.StorageTool", "format", "-t", _cluster_id(), "-c", str(config)]
+            res = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
+            if res.returncode != 0:
+                raise LocalKafkaError(f"kafka storage format failed: {(res.stdout + res.stderr).strip()[-2000:]}")
+        with open(self.log_file, "ab") as log:
+            proc = subprocess.Popen([*java, "kafka.Kafka", str(config)], stdin=subprocess.DEVNULL, stdout=log,
+                                    stderr=subprocess.STDOUT, cwd=self.data_dir, start_new_session=True)
+        (self.data_dir / _STATE_FILE).write_text(json.dumps(
+            {"pid": proc.pid, "port": self.port, "controller_port": cport, "version": KAFKA_VERSION}))
+        bootstrap = f"127.0.0.1:{self.port}"
+        _LOG.info("started kafka %s (pid %d) on %s", KAFKA_VERSION, proc.pid, bootstrap)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                raise LocalKafkaError(f"kafka exited with code {proc.returncode}; {self._tail()}")
+            if _ready(self.port):
+                return bootstrap
+            time.sleep(0.5)
+        self.stop()
+        raise LocalKafkaError(f"kafka did not become ready within {timeout:.0f}s; {self._tail()}")
+
+    def stop(self, *, timeout: float = 30.0) -> bool:
+        """Stop the broker: SIGTERM, then SIGKILL after ``timeout`` seconds.
+
+        Returns:
+            Whether a broker was running.
+        """
+        state = self._running_state()
+        old = self._read_state()
+        if old is not None:  # drop the pid but keep the ports for the next start
+            (self.data_dir / _STATE_FILE).write_text(json.dumps({**old, "pid": None}))
+        if state is None:
+            return False
+        pid = state["pid"]
+        for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 10.0)):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, sig)
+            deadline = time.monotonic() + wait
+            while time.monotonic() < deadline:
+                if not _pid_alive(pid):
+                    _LOG.info("stopped kafka (pid %d)", pid)
+                    return True
+                time.sleep(0.2)
+            _LOG.warning("kafka (pid %d) did not exit after %s", pid, sig.name)
+        raise LocalKafkaError(f"could not stop kafka pid {pid}; kill it manually")
+
+    def status(self) -> dict[str, Any]:
+        """Describe the broker recorded in ``data_dir``.
+
+        Returns:
+            ``{"running", "pid", "bootstrap", "data_dir", "version"}``.
+        """
+        state = self._running_state()
+        return {"running": state is not None, "pid": state["pid"] if state else None,
+                "bootstrap": f"127.0.0.1:{state['port']}" if state else None,
+                "data_dir": str(self.data_dir), "version": KAFKA_VERSION}
+
+
+def create_topic(bootstrap: str, name: str, partitions: int = 3, *, timeout: float = 30.0) -> bool:
+    """Create a topic (replication factor 1) unless it already exists.
+
+    Returns:
+        True if created, False if it already existed.
+
+    Raises:
+        LocalKafkaError: If creation fails for another reason.
+    """
+    admin = _admin(bootstrap)  # must outlive the future
+    future = admin.create_topics([NewTopic(name, partitions, 1)], request_timeout=timeout)[name]
+    try:
+        future.result(timeout=timeout)
+    except KafkaException as exc:
+        if exc.args and exc.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS:
+            return False
+        raise LocalKafkaError(f"could not create topic {name!r}: {exc}") from exc
+    return True
+
+
+def produce(bootstrap: str, topic: str, values: Iterable[bytes | str], key: bytes | str | None = None,
+            *, timeout: float = 30.0) -> int:
+    """Produce values to a topic and wait until all are acknowledged.
+
+    Args:
+        bootstrap: Broker address.
+        topic: Existing topic name.
+        values: Message payloads.
+        key: Optional key applied to every message.
+        timeout: Seconds to wait for outstanding deliveries.
+
+    Returns:
+        The number of messages delivered.
+
+    Raises:
+        LocalKafkaError: If any delivery fails or times out.
+    """
+    errors: list[str] = []
+    delivered = 0
+
+    def on_delivery(err: KafkaError | None, _msg: object) -> None:
+        nonlocal delivered
+        if err is None:
+            delivered += 1
+        else:
+            errors.append(str(err))
+
+    conf: dict[str, Any] = {"bootstrap.servers": bootstrap, "linger.ms": 5, "acks": "all", "logger": _LOG}
+    producer = Producer(conf)
+    sent = 0
+    for value in values:
+        while True:
+            try:
+                producer.produce(topic, value=value, key=key, on_delivery=on_delivery)
+                break
+            except BufferError:
+                producer.poll(0.1)
+        sent += 1
+        producer.poll(0)
+    remaining = producer.flush(timeout)
+    if errors or remaining:
+        raise LocalKafkaError(f"produced {delivered}/{sent} messages to {topic!r}: "
+                              f"{errors[0] if errors else f'{remaining} still in flight after {timeout:.0f}s'}")
+    return delivered

@@ -1,0 +1,182 @@
+"""The Spark session factory: one session with Delta and Iceberg side by side.
+
+``spark_catalog`` is Delta's catalog; each lakecat catalog's Iceberg tables live in a Spark catalog
+of the same name (type jdbc over the metastore). Jars come from Maven Central through
+``configure_spark_with_delta_pip(..., extra_packages=...)``. The JVM's own output goes to
+``$LAKECAT_HOME/logs/spark.log`` so that stdout stays clean for ``--json``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import sys
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Iterator
+
+from .config import CatalogConfig, lakecat_home
+from .errors import ConfigError, EnvironmentProblemError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+ICEBERG_RUNTIME = "org.apache.iceberg:iceberg-spark-runtime-4.1_2.13:1.11.0"
+KAFKA_SQL = "org.apache.spark:spark-sql-kafka-0-10_2.13:4.1.1"
+# Maven Central has no spark-token-provider-kafka 4.1.x (nor 4.0.1); 4.0.0's classes are what
+# spark-sql-kafka 4.1.1 links against, so it is excluded from the resolution and pinned here.
+KAFKA_TOKEN_PROVIDER = "org.apache.spark:spark-token-provider-kafka-0-10_2.13:4.0.0"
+KAFKA_TOKEN_PROVIDER_EXCLUDE = "org.apache.spark:spark-token-provider-kafka-0-10_2.13"
+SQLITE_JDBC = "org.xerial:sqlite-jdbc:3.53.0.0"  # the version Iceberg 1.11.0 builds with
+POSTGRES_JDBC = "org.postgresql:postgresql:42.7.8"
+
+_lock = threading.RLock()
+_session: SparkSession | None = None
+_catalogs: dict[str, dict[str, str]] = {}
+
+
+def iceberg_catalog_conf(config: CatalogConfig) -> dict[str, str]:
+    """Spark settings for the config's Iceberg catalog (named like the lakecat catalog)."""
+    prefix = f"spark.sql.catalog.{config.name}"
+    conf = {prefix: "org.apache.iceberg.spark.SparkCatalog", f"{prefix}.warehouse": config.warehouse_uri}
+    kind = config.iceberg.get("type", "jdbc")
+    if kind == "jdbc":
+        uri, props = config.metastore.jdbc()
+        conf[f"{prefix}.type"] = "jdbc"
+        conf[f"{prefix}.uri"] = uri
+        for k, v in props.items():
+            conf[f"{prefix}.jdbc.{k}"] = v
+    for k, v in config.iceberg.items():
+        conf[f"{prefix}.{k}"] = v
+    return conf
+
+
+def _packages(config: CatalogConfig) -> list[str]:
+    packages = [ICEBERG_RUNTIME, KAFKA_SQL, KAFKA_TOKEN_PROVIDER, SQLITE_JDBC]
+    if config.metastore.kind == "postgresql":
+        packages.append(POSTGRES_JDBC)
+    return packages + [p for p in config.spark_packages if p not in packages]
+
+
+def _check_java() -> None:
+    java_home = os.environ.get("JAVA_HOME")
+    if java_home and (Path(java_home) / "bin" / "java").exists():
+        return
+    if shutil.which("java") is None:
+        raise EnvironmentProblemError(
+            "no Java found: lakecat's Spark path needs Java 17 (install e.g. 'apt-get install openjdk-17-jdk-headless' "
+            "or set JAVA_HOME); list/describe/history work without it"
+        )
+
+
+@contextlib.contextmanager
+def _jvm_output_to(log_path: Path) -> Iterator[None]:
+    """Point fds 1 and 2 at the log file while the JVM starts, so it inherits them for good."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = os.dup(1), os.dup(2)
+    fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        os.dup2(fd, 1)
+        os.dup2(fd, 2)
+        yield
+    finally:
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for f in (*saved, fd):
+            os.close(f)
+
+
+def _log_tail(path: Path, lines: int = 6) -> str:
+    try:
+        text = path.read_text(errors="replace").strip().splitlines()
+    except OSError:
+        return ""
+    return " | ".join(line.strip() for line in text[-lines:])
+
+
+def get_spark(config: CatalogConfig) -> SparkSession:
+    """The process's Spark session, with ``config``'s Iceberg catalog registered in it."""
+    global _session
+    with _lock:
+        if _session is None:
+            _session = _start(config)
+        _register_catalog(_session, config)
+        return _session
+
+
+def active_session() -> SparkSession | None:
+    return _session
+
+
+def _register_catalog(spark: SparkSession, config: CatalogConfig) -> None:
+    conf = iceberg_catalog_conf(config)
+    known = _catalogs.get(config.name)
+    if known == conf:
+        return
+    if known is not None:
+        raise ConfigError(
+            f"this process already uses a catalog named {config.name!r} with other settings; "
+            "two catalogs in one process need different names"
+        )
+    for k, v in conf.items():
+        spark.conf.set(k, v)
+    _catalogs[config.name] = conf
+
+
+def _start(config: CatalogConfig) -> SparkSession:
+    _check_java()
+    from delta import configure_spark_with_delta_pip
+    from pyspark.sql import SparkSession
+
+    home = lakecat_home()
+    log_path = Path(os.environ.get("LAKECAT_SPARK_LOG") or home / "logs" / "spark.log")
+    log4j = Path(__file__).with_name("log4j2.properties")
+    builder = (
+        SparkSession.builder.master(config.spark_master)
+        .appName("lakecat")
+        .config(
+            "spark.sql.extensions",
+            "io.delta.sql.DeltaSparkSessionExtension,org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions",
+        )
+        .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
+        .config("spark.jars.excludes", KAFKA_TOKEN_PROVIDER_EXCLUDE)
+        .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={log4j.as_uri()}")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.default.parallelism", "2")
+        .config("spark.databricks.delta.snapshotPartitions", "2")
+        .config("spark.sql.streaming.stopGracefullyOnShutdown", "true")
+    )
+    for k, v in config.spark_conf.items():
+        builder = builder.config(k, v)
+    for k, v in iceberg_catalog_conf(config).items():
+        builder = builder.config(k, v)
+    builder = configure_spark_with_delta_pip(builder, extra_packages=_packages(config))
+    try:
+        with _jvm_output_to(log_path):
+            spark = builder.getOrCreate()
+    except Exception as e:  # the JVM died before talking to us: say why in one line
+        tail = _log_tail(log_path, 40)
+        if "unresolved dependency" in tail or "not found" in tail and "central" in tail:
+            raise EnvironmentProblemError(
+                "Spark could not download its jars from Maven Central (first start needs the network to "
+                f"repo1.maven.org, later starts use the Ivy cache); see {log_path}"
+            ) from e
+        raise EnvironmentProblemError(f"Spark failed to start: {e}; see {log_path}") from e
+    spark.sparkContext.setLogLevel("ERROR")
+    _catalogs[config.name] = iceberg_catalog_conf(config)
+    return spark
+
+
+def stop_spark() -> None:
+    global _session
+    with _lock:
+        if _session is not None:
+            _session.stop()
+            _session = None
+            _catalogs.clear()

@@ -1,0 +1,92 @@
+"""Durations, sizes and timestamps as users type them."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timedelta, timezone
+
+from .errors import InvalidArgumentError
+
+_DURATION = re.compile(r"\s*(\d+)\s*(s|m|h|d|w)\s*\Z", re.IGNORECASE)
+_DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+_SIZE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([KMGT]i?B|B)?\s*\Z", re.IGNORECASE)
+_SIZE_UNITS = {
+    "b": 1,
+    "kb": 1000, "mb": 1000**2, "gb": 1000**3, "tb": 1000**4,
+    "kib": 1024, "mib": 1024**2, "gib": 1024**3, "tib": 1024**4,
+}  # fmt: skip
+
+
+def parse_duration(text: str | timedelta) -> timedelta:
+    """Parse ``30m``, ``12h``, ``7d``, ``2w`` (also ``45s``) into a timedelta."""
+    if isinstance(text, timedelta):
+        return text
+    m = _DURATION.match(str(text))
+    if not m:
+        raise InvalidArgumentError(f"invalid duration {text!r}: use e.g. 30m, 12h, 7d or 2w")
+    return timedelta(seconds=int(m.group(1)) * _DURATION_UNITS[m.group(2).lower()])
+
+
+def format_duration(delta: timedelta) -> str:
+    """The shortest exact spelling of a duration in lakecat's units."""
+    secs = int(delta.total_seconds())
+    for unit in ("w", "d", "h", "m"):
+        if secs and secs % _DURATION_UNITS[unit] == 0:
+            return f"{secs // _DURATION_UNITS[unit]}{unit}"
+    return f"{secs}s"
+
+
+def parse_size(text: str | int) -> int:
+    """Parse ``128MB``, ``1GiB`` or a plain byte count into bytes (MB = 10^6, MiB = 2^20)."""
+    if isinstance(text, int):
+        return text
+    m = _SIZE.match(str(text))
+    if not m:
+        raise InvalidArgumentError(f"invalid size {text!r}: use e.g. 128MB or 1GiB")
+    value = float(m.group(1)) * _SIZE_UNITS[(m.group(2) or "b").lower()]
+    if value < 1:
+        raise InvalidArgumentError(f"invalid size {text!r}: must be at least one byte")
+    return int(value)
+
+
+def human_size(n: int | float | None) -> str:
+    if n is None:
+        return "-"
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(value) < 1024 or unit == "TiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value} B"  # pragma: no cover
+
+
+def parse_timestamp(text: str | datetime) -> datetime:
+    """Parse an ISO 8601 timestamp; a naive one means UTC. Returns an aware UTC datetime."""
+    if isinstance(text, datetime):
+        dt = text
+    else:
+        raw = str(text).strip()
+        if raw.endswith(("Z", "z")):
+            raw = raw[:-1] + "+00:00"
+        try:
+            dt = datetime.fromisoformat(raw)
+        except ValueError:
+            raise InvalidArgumentError(
+                f"invalid timestamp {text!r}: use ISO 8601, e.g. 2026-01-31T12:00:00 (naive means UTC)"
+            ) from None
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=timezone.utc)
+    return dt.astimezone(timezone.utc)
+
+
+def iso(dt: datetime | None) -> str | None:
+    """ISO 8601 in UTC with a trailing Z, millisecond precision."""
+    if dt is None:
+        return None
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=timezone.utc)
+    return dt.astimezone(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def from_millis(ms: int) -> datetime:
+    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc)

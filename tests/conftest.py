@@ -1,0 +1,84 @@
+"""Shared fixtures: one Spark session per run, a private LAKECAT_HOME, a format parametrization."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+import uuid
+from pathlib import Path
+
+import pytest
+
+# Keep a developer's own ~/.lakecat and LAKECAT_* settings out of the run: decided before lakecat is imported.
+_HOME = Path(tempfile.mkdtemp(prefix="lakecat-test-"))
+for var in [v for v in os.environ if v.startswith("LAKECAT_")]:
+    os.environ.pop(var)
+os.environ["LAKECAT_HOME"] = str(_HOME)
+os.environ["NO_COLOR"] = "1"
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+
+FORMATS = ["iceberg", "delta"]
+
+
+def pytest_sessionfinish(session, exitstatus):  # noqa: ARG001
+    try:
+        from lakecat.spark import stop_spark
+
+        stop_spark()
+    finally:
+        shutil.rmtree(_HOME, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def lakecat_home() -> Path:
+    return _HOME
+
+
+@pytest.fixture(scope="session")
+def catalog():
+    import lakecat
+
+    return lakecat.connect()
+
+
+@pytest.fixture(scope="session")
+def spark(catalog):
+    return catalog.session()
+
+
+@pytest.fixture(params=FORMATS, ids=FORMATS)
+def table_format(request) -> str:
+    request.applymarker(getattr(pytest.mark, request.param))
+    return request.param
+
+
+def pytest_collection_modifyitems(config, items):  # noqa: ARG001
+    # A parametrized table_format test carries its format's marker, so `-m delta` selects one format.
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        if callspec is not None and "table_format" in callspec.params:
+            item.add_marker(getattr(pytest.mark, callspec.params["table_format"]))
+
+
+@pytest.fixture
+def ns() -> str:
+    """A fresh namespace per test, so tests never see each other's tables."""
+    return "t_" + uuid.uuid4().hex[:10]
+
+
+@pytest.fixture
+def cli():
+    """Run a lakecat command in-process; returns (exit_code, stdout, stderr)."""
+    from typer.testing import CliRunner
+
+    from lakecat.commands.main import app
+
+    runner = CliRunner()
+
+    def invoke(*args: str, input: str | None = None):
+        result = runner.invoke(app, [str(a) for a in args], input=input, catch_exceptions=False)
+        return result.exit_code, result.stdout, result.stderr
+
+    return invoke

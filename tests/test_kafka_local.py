@@ -1,0 +1,112 @@
+"""End-to-end tests for lakecat.kafka_local against a real single-node KRaft broker."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import socket
+import time
+from collections.abc import Iterator
+
+import pytest
+from confluent_kafka import Consumer
+
+from lakecat.kafka_local import KAFKA_VERSION, LocalKafka, LocalKafkaError, create_topic, produce
+
+pytestmark = pytest.mark.kafka
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LocalKafka, str]]:
+    """One real broker for the module, on a free port, always stopped at the end."""
+    kafka = LocalKafka(data_dir=tmp_path_factory.mktemp("kafka"), port=_free_port())
+    try:
+        yield kafka, kafka.start(timeout=90)
+    finally:
+        kafka.stop()
+
+
+def test_produce_and_consume_roundtrip(broker: tuple[LocalKafka, str]) -> None:
+    """1000 messages produced to a 3-partition topic all come back."""
+    _, bootstrap = broker
+    assert create_topic(bootstrap, "events", partitions=3) is True
+    assert create_topic(bootstrap, "events", partitions=3) is False  # idempotent
+    expected = {f"msg-{i}" for i in range(1000)}
+    assert produce(bootstrap, "events", sorted(expected)) == 1000
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "test-roundtrip",
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    seen: list[str] = []
+    partitions: set[int] = set()
+    try:
+        consumer.subscribe(["events"])
+        deadline = time.monotonic() + 30
+        while len(seen) < 1000 and time.monotonic() < deadline:
+            for msg in consumer.consume(num_messages=500, timeout=1.0):
+                assert msg.error() is None, msg.error()
+                seen.append(msg.value().decode())
+                partitions.add(msg.partition())
+    finally:
+        consumer.close()
+    assert len(seen) == 1000 and set(seen) == expected
+    assert partitions == {0, 1, 2}
+
+
+def test_status_and_idempotent_start(broker: tuple[LocalKafka, str]) -> None:
+    """status() sees the broker; start() again reuses it instead of launching another."""
+    kafka, bootstrap = broker
+    status = kafka.status()
+    assert status["running"] is True and status["bootstrap"] == bootstrap
+    assert status["version"] == KAFKA_VERSION and status["data_dir"] == str(kafka.data_dir)
+    pid = status["pid"]
+    os.kill(pid, 0)
+
+    again = LocalKafka(data_dir=kafka.data_dir, port=kafka.port)  # e.g. a second CLI invocation
+    assert again.start() == bootstrap
+    assert again.status()["pid"] == pid
+
+
+def test_port_in_use_raises(tmp_path: pathlib.Path, broker: tuple[LocalKafka, str]) -> None:
+    """A second data dir on the same port fails fast with an actionable message."""
+    kafka, _ = broker
+    other = LocalKafka(data_dir=tmp_path / "other", port=kafka.port)
+    with pytest.raises(LocalKafkaError, match=rf"port {kafka.port} is already in use; pass --port"):
+        other.start()
+    assert other.status()["running"] is False
+
+
+def test_stop_frees_port(broker: tuple[LocalKafka, str]) -> None:
+    """stop() ends the process, frees the port, clears the pid; a second stop() is a no-op."""
+    kafka, _ = broker
+    pid = kafka.status()["pid"]
+    assert kafka.stop() is True
+    assert kafka.status() == {"running": False, "pid": None, "bootstrap": None,
+                              "data_dir": str(kafka.data_dir), "version": KAFKA_VERSION}
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+    assert _port_free(kafka.port)
+    assert kafka.stop() is False
+
+
+def test_missing_tools_raise_clear_error(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without java/mvn on PATH (and no cached jars) start() says what to install."""
+    monkeypatch.setenv("LAKECAT_JARS_CACHE", str(tmp_path / "jars"))
+    monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))
+    with pytest.raises(LocalKafkaError, match="not found on PATH; install"):
+        LocalKafka(data_dir=tmp_path / "k", port=_free_port()).start()

@@ -1,0 +1,118 @@
+"""Pure-Python parsing: identifiers, schemas, transforms, durations, sizes, timestamps, configs."""
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from lakecat.errors import ConfigError, InvalidArgumentError, UnsupportedOperationError
+from lakecat.identifiers import TableIdent, parse_columns
+from lakecat.partitioning import (
+    delta_generated_columns,
+    describe_delta_partitioning,
+    iceberg_transform_word,
+    parse_partition_spec,
+)
+from lakecat.schema import parse_schema
+from lakecat.units import parse_duration, parse_size, parse_timestamp
+
+
+@pytest.mark.parametrize("bad", ["orders", "a.b.c", "shop.x; DROP TABLE y", "1a.b", "a.`b`", "", "a.", ".b", "a-b.c"])
+def test_identifiers_reject(bad):
+    with pytest.raises(InvalidArgumentError, match="invalid table name"):
+        TableIdent.parse(bad)
+
+
+def test_identifier_quoting():
+    ident = TableIdent.parse("sales.orders_2")
+    assert ident.quoted == "`sales`.`orders_2`"
+    assert str(ident) == "sales.orders_2"
+    assert parse_columns("a, b ,c") == ["a", "b", "c"]
+    with pytest.raises(InvalidArgumentError):
+        parse_columns("a, b c")
+
+
+def test_schema_parsing():
+    cols = parse_schema("id long not null, ts TIMESTAMP, price decimal(10, 2), tags ARRAY<string>, "
+                        "m MAP<STRING, INT>, s STRUCT<a: INT, b STRING> COMMENT 'it''s'")
+    assert [(c.name, c.type, c.nullable) for c in cols] == [
+        ("id", "BIGINT", False), ("ts", "TIMESTAMP", True), ("price", "DECIMAL(10,2)", True),
+        ("tags", "ARRAY<STRING>", True), ("m", "MAP<STRING, INT>", True), ("s", "STRUCT<`a`: INT, `b`: STRING>", True),
+    ]  # fmt: skip
+    assert cols[0].ddl() == "`id` BIGINT NOT NULL"
+
+
+@pytest.mark.parametrize(
+    "bad, msg",
+    [("", "empty"), ("id BIGINTY", "unknown type"), ("id BIGINT, id INT", "twice"), ("id", "ended early"),
+     ("id BIGINT; DROP TABLE x", "unexpected"), ("x-y INT", "expected"), ("id DECIMAL(50,2)", "out of range")],
+)  # fmt: skip
+def test_schema_errors(bad, msg):
+    with pytest.raises(InvalidArgumentError, match=msg):
+        parse_schema(bad)
+
+
+def test_partition_specs():
+    cols = parse_schema("id BIGINT, ts TIMESTAMP, d DATE, region STRING")
+    fields = parse_partition_spec("days(ts), region, bucket(16, id), truncate(2, region), years(d)", cols)
+    assert [str(f) for f in fields] == ["days(ts)", "region", "bucket(16, id)", "truncate(2, region)", "years(d)"]
+    assert parse_partition_spec(["day(ts)"], cols)[0].transform == "days"
+    for bad, msg in [("days(region)", "not a date"), ("hours(d)", "needs a timestamp"), ("nope", "no column"),
+                     ("weeks(ts)", "invalid partition transform"), ("days(ts), days(ts)", "twice")]:  # fmt: skip
+        with pytest.raises(InvalidArgumentError, match=msg):
+            parse_partition_spec(bad, cols)
+
+
+def test_delta_mapping_and_back():
+    cols = parse_schema("id BIGINT, ts TIMESTAMP, region STRING, n INT")
+    fields = parse_partition_spec("years(ts), months(ts), days(ts), hours(ts), region, truncate(3, region), truncate(10, n)", cols)
+    extra, names = delta_generated_columns(fields, cols)
+    assert names == ["ts_year", "ts_month", "ts_day", "ts_hour", "region", "region_trunc", "n_trunc"]
+    generation = {n: e.split("GENERATED ALWAYS AS (", 1)[1][:-1] for n, e in zip([x for x in names if x != "region"], extra)}
+    assert describe_delta_partitioning(names, generation) == [
+        "years(ts)", "months(ts)", "days(ts)", "hours(ts)", "region", "truncate(3, region)", "truncate(10, n)"
+    ]
+    with pytest.raises(UnsupportedOperationError, match="not supported for delta"):
+        delta_generated_columns(parse_partition_spec("bucket(4, id)", cols), cols)
+    assert iceberg_transform_word("bucket[16]", "id") == "bucket(16, id)"
+    assert iceberg_transform_word("day", "ts") == "days(ts)"
+
+
+def test_durations_sizes_timestamps():
+    assert parse_duration("30m") == timedelta(minutes=30)
+    assert parse_duration("2w") == timedelta(weeks=2)
+    assert parse_size("128MB") == 128_000_000
+    assert parse_size("1GiB") == 2**30
+    assert parse_timestamp("2026-01-31T12:00:00") == datetime(2026, 1, 31, 12, tzinfo=timezone.utc)
+    assert parse_timestamp("2026-01-31T13:00:00+01:00") == datetime(2026, 1, 31, 12, tzinfo=timezone.utc)
+    for fn, bad in [(parse_duration, "7 days"), (parse_duration, "-1d"), (parse_size, "12XB"), (parse_timestamp, "yesterday")]:
+        with pytest.raises(InvalidArgumentError):
+            fn(bad)
+
+
+def test_config_resolution(tmp_path, monkeypatch, lakecat_home):
+    from lakecat.config import bundled_conf_dir, load_config_file, resolve_config
+
+    default = resolve_config(None)
+    assert default.name == "local"
+    assert default.warehouse_path == lakecat_home / "warehouse"
+    assert default.metastore.sqlite_path == lakecat_home / "catalog.db"
+    assert load_config_file(bundled_conf_dir() / "local.toml") == default  # local.toml *is* the default
+
+    conf = tmp_path / "team.toml"
+    conf.write_text('name = "team"\nwarehouse = "${WH}"\nmetastore = "postgresql://lake:${PGPW}@db:5432/meta"\n')
+    monkeypatch.setenv("WH", "s3a://bucket/wh")
+    with pytest.raises(ConfigError, match="PGPW is not set"):
+        resolve_config(str(conf))
+    monkeypatch.setenv("PGPW", "s3cret")
+    cfg = resolve_config(str(conf))
+    assert cfg.metastore.jdbc() == ("jdbc:postgresql://db:5432/meta", {"user": "lake", "password": "s3cret"})
+    assert "s3cret" not in str(cfg.to_dict())
+    monkeypatch.setenv("LAKECAT_CONF_DIR", str(tmp_path))
+    assert resolve_config("team").name == "team"
+    monkeypatch.setenv("LAKECAT_CATALOG", "team")
+    assert resolve_config(None).name == "team"
+    with pytest.raises(ConfigError, match="unknown catalog"):
+        resolve_config("nope")
+    (tmp_path / "broken.toml").write_text("name = [")
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        resolve_config("broken")
