@@ -7,7 +7,7 @@ import sys
 import click
 import typer
 
-from . import catalogs, tables
+from . import catalogs, local, tables
 from ._common import dumps
 
 app = typer.Typer(
@@ -18,7 +18,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-for module in (catalogs, tables):
+for module in (catalogs, tables, local):
     module.register(app)
 
 

@@ -1,0 +1,83 @@
+"""`lakecat local kafka start|stop|status`: a real single-node KRaft broker for development and tests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+
+from lakecat.config import lakecat_home
+from lakecat.errors import EnvironmentProblemError
+
+from ._common import JsonOpt, Output, VerboseOpt, run
+
+app = typer.Typer(help="Local development services (a Kafka broker).", no_args_is_help=True)
+kafka = typer.Typer(help="A single-node KRaft Kafka broker from Maven Central jars (no Docker).", no_args_is_help=True)
+app.add_typer(kafka, name="kafka")
+
+PortOpt = Annotated[int, typer.Option("--port", help="Port the broker listens on (127.0.0.1).")]
+DataDirOpt = Annotated[
+    Optional[Path], typer.Option("--data-dir", help="Broker state and logs (default: $LAKECAT_HOME/kafka).")
+]
+
+
+class _Status(dict):  # type: ignore[type-arg]
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self)
+
+
+def _broker(port: int, data_dir: Path | None):  # type: ignore[no-untyped-def]
+    from lakecat.kafka_local import LocalKafka
+
+    return LocalKafka(data_dir=(data_dir or lakecat_home() / "kafka").expanduser(), port=port)
+
+
+def _translate(fn):  # type: ignore[no-untyped-def]
+    from lakecat.kafka_local import LocalKafkaError
+
+    try:
+        return fn()
+    except LocalKafkaError as e:
+        raise EnvironmentProblemError(str(e)) from e
+
+
+@kafka.command("start")
+def start(port: PortOpt = 9092, data_dir: DataDirOpt = None, json_: JsonOpt = False, verbose: VerboseOpt = False) -> None:
+    """Start the broker (or find it running) and wait until it accepts connections."""
+    out = Output(json_, verbose)
+
+    def api() -> _Status:
+        broker = _broker(port, data_dir)
+        with out.status("starting Kafka (first start downloads the broker jars from Maven Central)"):
+            bootstrap = _translate(lambda: broker.start())
+        return _Status(broker.status(), bootstrap=bootstrap)
+
+    run(out, api, lambda c, s: c.print(f"Kafka {s['version']} listening on {s['bootstrap']} (pid {s['pid']}, data in {s['data_dir']})"))
+
+
+@kafka.command("stop")
+def stop(port: PortOpt = 9092, data_dir: DataDirOpt = None, json_: JsonOpt = False, verbose: VerboseOpt = False) -> None:
+    """Stop the broker cleanly."""
+    out = Output(json_, verbose)
+
+    def api() -> _Status:
+        broker = _broker(port, data_dir)
+        return _Status(stopped=_translate(broker.stop), **broker.status())
+
+    run(out, api, lambda c, s: c.print("Kafka stopped" if s["stopped"] else "Kafka was not running"))
+
+
+@kafka.command("status")
+def status(port: PortOpt = 9092, data_dir: DataDirOpt = None, json_: JsonOpt = False, verbose: VerboseOpt = False) -> None:
+    """Tell whether the broker runs and where it listens."""
+    out = Output(json_, verbose)
+    run(
+        out,
+        lambda: _Status(_broker(port, data_dir).status()),
+        lambda c, s: c.print(f"Kafka running on {s['bootstrap']} (pid {s['pid']})" if s["running"] else "Kafka is not running"),
+    )
+
+
+def register(root: typer.Typer) -> None:
+    root.add_typer(app, name="local")
