@@ -8,7 +8,6 @@ from typing import Annotated, Any, Optional
 import typer
 
 from lakecat.config import lakecat_home
-from lakecat.errors import EnvironmentProblemError
 
 from ._common import JsonOpt, Output, VerboseOpt, run
 
@@ -33,15 +32,6 @@ def _broker(port: int, data_dir: Path | None):  # type: ignore[no-untyped-def]
     return LocalKafka(data_dir=(data_dir or lakecat_home() / "kafka").expanduser(), port=port)
 
 
-def _translate(fn):  # type: ignore[no-untyped-def]
-    from lakecat.kafka_local import LocalKafkaError
-
-    try:
-        return fn()
-    except LocalKafkaError as e:
-        raise EnvironmentProblemError(str(e)) from e
-
-
 @kafka.command("start")
 def start(port: PortOpt = 9092, data_dir: DataDirOpt = None, json_: JsonOpt = False, verbose: VerboseOpt = False) -> None:
     """Start the broker (or find it running) and wait until it accepts connections."""
@@ -50,7 +40,7 @@ def start(port: PortOpt = 9092, data_dir: DataDirOpt = None, json_: JsonOpt = Fa
     def api() -> _Status:
         broker = _broker(port, data_dir)
         with out.status("starting Kafka (first start downloads the broker jars from Maven Central)"):
-            bootstrap = _translate(lambda: broker.start())
+            bootstrap = broker.start()
         return _Status(broker.status(), bootstrap=bootstrap)
 
     run(out, api, lambda c, s: c.print(f"Kafka {s['version']} listening on {s['bootstrap']} (pid {s['pid']}, data in {s['data_dir']})"))
@@ -63,7 +53,7 @@ def stop(port: PortOpt = 9092, data_dir: DataDirOpt = None, json_: JsonOpt = Fal
 
     def api() -> _Status:
         broker = _broker(port, data_dir)
-        return _Status(stopped=_translate(broker.stop), **broker.status())
+        return _Status(stopped=broker.stop(), **broker.status())
 
     run(out, api, lambda c, s: c.print("Kafka stopped" if s["stopped"] else "Kafka was not running"))
 

@@ -34,6 +34,8 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from .errors import EnvironmentProblemError
+
 _LOG = logging.getLogger(__name__)
 
 #: Newest 4.x ``org.apache.kafka:kafka_2.13`` whose whole dependency tree is on Maven
@@ -59,7 +61,7 @@ _LOG4J_XML = """<?xml version="1.0" encoding="UTF-8"?><Configuration status="WAR
 """
 
 
-class LocalKafkaError(RuntimeError):
+class LocalKafkaError(EnvironmentProblemError, RuntimeError):
     """Raised when the local Kafka broker cannot be resolved, started or used."""
 
 

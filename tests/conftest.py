@@ -82,3 +82,6 @@ def cli():
         return result.exit_code, result.stdout, result.stderr
 
     return invoke
+
+# Benchmarks print figures; they are scripts, not tests.
+collect_ignore = ["bench"]

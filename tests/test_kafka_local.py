@@ -110,3 +110,31 @@ def test_missing_tools_raise_clear_error(tmp_path: pathlib.Path, monkeypatch: py
     monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))
     with pytest.raises(LocalKafkaError, match="not found on PATH; install"):
         LocalKafka(data_dir=tmp_path / "k", port=_free_port()).start()
+
+
+def test_cli_local_kafka_start_status_stop(tmp_path):
+    """`lakecat local kafka` drives the same broker: start, status, a busy port, stop."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from lakecat.commands.main import app
+
+    runner = CliRunner()
+    port = _free_port()
+    data = str(tmp_path / "k")
+
+    def run(*args):
+        r = runner.invoke(app, ["local", "kafka", *args, "--port", str(port), "--data-dir", data, "--json"])
+        return r.exit_code, json.loads(r.stdout)
+
+    code, doc = run("start")
+    try:
+        assert code == 0 and doc["running"] is True and doc["bootstrap"] == f"127.0.0.1:{port}"
+        code, doc = run("status")
+        assert code == 0 and doc["running"] is True
+        other = runner.invoke(app, ["local", "kafka", "start", "--port", str(port), "--data-dir", str(tmp_path / "other"), "--json"])
+        assert other.exit_code == 1 and "already in use" in json.loads(other.stdout)["error"]["message"]
+    finally:
+        code, doc = run("stop")
+    assert code == 0 and doc["stopped"] is True and doc["running"] is False

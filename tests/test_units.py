@@ -116,3 +116,20 @@ def test_config_resolution(tmp_path, monkeypatch, lakecat_home):
     (tmp_path / "broken.toml").write_text("name = [")
     with pytest.raises(ConfigError, match="not valid TOML"):
         resolve_config("broken")
+
+
+def test_bundled_example_configs_parse(monkeypatch):
+    """Every shipped catalog config is valid TOML with the keys lakecat needs, once its env is set."""
+    from lakecat.config import bundled_conf_dir, load_config_file
+    from lakecat.spark import iceberg_catalog_conf
+
+    for var in ("PGPASSWORD", "LAKECAT_WAREHOUSE", "LAKECAT_BUCKET", "ICEBERG_REST_CREDENTIAL"):
+        monkeypatch.setenv(var, "x")
+    files = sorted(p for p in bundled_conf_dir().glob("*.toml") if "plan" not in p.name)
+    assert {p.stem for p in files} >= {"local", "team-postgres", "cluster", "object-storage", "rest"}
+    for path in files:
+        cfg = load_config_file(path)
+        conf = iceberg_catalog_conf(cfg)
+        assert conf[f"spark.sql.catalog.{cfg.name}"] == "org.apache.iceberg.spark.SparkCatalog"
+    rest = load_config_file(bundled_conf_dir() / "rest.toml")
+    assert iceberg_catalog_conf(rest)["spark.sql.catalog.rest.type"] == "rest"
