@@ -53,9 +53,8 @@ def iceberg_catalog_conf(config: CatalogConfig) -> dict[str, str]:
 
 
 def _packages(config: CatalogConfig) -> list[str]:
-    packages = [ICEBERG_RUNTIME, KAFKA_SQL, KAFKA_TOKEN_PROVIDER, SQLITE_JDBC]
-    if config.metastore.kind == "postgresql":
-        packages.append(POSTGRES_JDBC)
+    # Both JDBC drivers always: catalogs of either metastore kind can join the running session later.
+    packages = [ICEBERG_RUNTIME, KAFKA_SQL, KAFKA_TOKEN_PROVIDER, SQLITE_JDBC, POSTGRES_JDBC]
     return packages + [p for p in config.spark_packages if p not in packages]
 
 
