@@ -17,7 +17,9 @@ from .errors import (
     TableAlreadyExistsError,
     TableNotFoundError,
     UnsupportedOperationError,
+    VersionNotFoundError,
 )
+from .sources import FileSource, KafkaSource
 from .table import Table
 
 __version__ = "0.1.0"
@@ -26,11 +28,14 @@ __all__ = [
     "Catalog",
     "CommitConflictError",
     "ConfigError",
+    "FileSource",
     "InvalidArgumentError",
+    "KafkaSource",
     "LakecatError",
     "Table",
     "TableAlreadyExistsError",
     "TableNotFoundError",
     "UnsupportedOperationError",
+    "VersionNotFoundError",
     "connect",
 ]

@@ -206,3 +206,44 @@ class Catalog:
                 filesystem.delete_dir(path)
         except OSError as e:
             raise LakecatError(f"dropped from the catalog, but deleting {location} failed: {e}") from e
+
+    # --- ingest ------------------------------------------------------------------------------
+    def ingest(self, table: str | TableIdent, source: Any, *, trigger: str = "available-now",
+               background: bool = False, **options: Any) -> Any:  # fmt: skip
+        """Stream a ``KafkaSource`` or ``FileSource`` into a table of either format, exactly once.
+
+        Args:
+            table: ``namespace.table``.
+            source: ``lakecat.KafkaSource(bootstrap, topic)`` or ``lakecat.FileSource(dir, format="json")``.
+            trigger: ``available-now`` (drain and return) or ``every <duration>`` (runs until stopped).
+            background: return an ``IngestHandle`` at once (``.stop()``, ``.await_termination()``, ``.report()``).
+            **options: ``checkpoint``, ``dlq`` (a table name, True for ``<table>_dlq``, False to fail on bad
+                records), ``merge_schema``, ``dedupe_key``, ``watermark``, ``event_time``,
+                ``max_records_per_batch``, ``max_files_per_batch``, ``metrics_file``, ``on_progress``.
+
+        Returns:
+            An ``IngestReport`` (or an ``IngestHandle`` with ``background=True``).
+
+        Example:
+            >>> cat.ingest("sales.orders", lakecat.KafkaSource("localhost:9092", "orders")).rows_written
+        """
+        from .ingest import run_ingest, start_ingest
+
+        if background:
+            options.pop("on_progress", None)
+            return start_ingest(self, table, source, trigger=trigger, **options)
+        return run_ingest(self, table, source, trigger=trigger, **options)
+
+    # --- maintenance (lakecat/maintenance.py) ---------------------------------------------------
+    def maintain(self, pattern: str | None = None, *, plan: str | Path | dict[str, Any] | None = None,
+                 dry_run: bool = False, progress: Any = None) -> Any:  # fmt: skip
+        """Run each matching table's maintenance policy (compact, expire, clean orphans, metadata upkeep).
+
+        Carries on past a failing table; ``report.failed`` counts failures.
+
+        Example:
+            >>> cat.maintain("sales.*", dry_run=True).to_dict()
+        """
+        from .maintenance import maintain
+
+        return maintain(self, pattern, plan=plan, dry_run=dry_run, progress=progress)

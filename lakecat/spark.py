@@ -28,6 +28,34 @@ KAFKA_SQL = "org.apache.spark:spark-sql-kafka-0-10_2.13:4.1.1"
 # spark-sql-kafka 4.1.1 links against, so it is excluded from the resolution and pinned here.
 KAFKA_TOKEN_PROVIDER = "org.apache.spark:spark-token-provider-kafka-0-10_2.13:4.0.0"
 KAFKA_TOKEN_PROVIDER_EXCLUDE = "org.apache.spark:spark-token-provider-kafka-0-10_2.13"
+# The exclude drops every version of it from Ivy's resolution, 4.0.0 included: the jar comes in through spark.jars.
+KAFKA_TOKEN_PROVIDER_JAR = "org/apache/spark/spark-token-provider-kafka-0-10_2.13/4.0.0/spark-token-provider-kafka-0-10_2.13-4.0.0.jar"
+
+
+def _token_provider_jar() -> str:
+    """The Kafka token provider jar, downloaded once from Maven Central into lakecat's jar cache."""
+    local = Path.home() / ".m2" / "repository" / KAFKA_TOKEN_PROVIDER_JAR
+    if local.exists():
+        return local.as_uri()
+    from .kafka_local import jars_cache_dir
+
+    cached = jars_cache_dir() / Path(KAFKA_TOKEN_PROVIDER_JAR).name
+    if not cached.exists():
+        import urllib.request
+
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cached.with_suffix(".part")
+        try:
+            with urllib.request.urlopen(f"https://repo1.maven.org/maven2/{KAFKA_TOKEN_PROVIDER_JAR}", timeout=60) as r:
+                tmp.write_bytes(r.read())
+        except OSError as e:
+            raise EnvironmentProblemError(
+                f"Spark could not download its jars from Maven Central (first start needs the network to repo1.maven.org): {e}"
+            ) from e
+        tmp.replace(cached)
+    return cached.as_uri()
+
+
 SQLITE_JDBC = "org.xerial:sqlite-jdbc:3.53.0.0"  # the version Iceberg 1.11.0 builds with
 POSTGRES_JDBC = "org.postgresql:postgresql:42.7.8"
 
@@ -39,7 +67,12 @@ _catalogs: dict[str, dict[str, str]] = {}
 def iceberg_catalog_conf(config: CatalogConfig) -> dict[str, str]:
     """Spark settings for the config's Iceberg catalog (named like the lakecat catalog)."""
     prefix = f"spark.sql.catalog.{config.name}"
-    conf = {prefix: "org.apache.iceberg.spark.SparkCatalog", f"{prefix}.warehouse": config.warehouse_uri}
+    conf = {
+        prefix: "org.apache.iceberg.spark.SparkCatalog",
+        f"{prefix}.warehouse": config.warehouse_uri,
+        # Other engines (pyiceberg, other lakecat processes) commit too: always read the current metadata.
+        f"{prefix}.cache-enabled": "false",
+    }
     kind = config.iceberg.get("type", "jdbc")
     if kind == "jdbc":
         uri, props = config.metastore.jdbc()
@@ -142,6 +175,7 @@ def _start(config: CatalogConfig) -> SparkSession:
         )
         .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
         .config("spark.jars.excludes", KAFKA_TOKEN_PROVIDER_EXCLUDE)
+        .config("spark.jars", _token_provider_jar())
         .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={log4j.as_uri()}")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
@@ -168,8 +202,19 @@ def _start(config: CatalogConfig) -> SparkSession:
             ) from e
         raise EnvironmentProblemError(f"Spark failed to start: {e}; see {log_path}") from e
     spark.sparkContext.setLogLevel("ERROR")
+    _quiet_python_loggers()
     _catalogs[config.name] = iceberg_catalog_conf(config)
     return spark
+
+
+def _quiet_python_loggers() -> None:
+    # pyspark logs every analysis error with its full Java stack trace to stderr; lakecat reports one line.
+    import logging
+
+    from pyspark.logger import PySparkLogger
+
+    for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
+        PySparkLogger.getLogger(name).setLevel(logging.CRITICAL)
 
 
 def stop_spark() -> None:

@@ -58,3 +58,69 @@ class Table:
         return self.catalog.session().table(self.spark_name) if self.format == "iceberg" else (
             self.catalog.session().read.format("delta").load(self.location)
         )
+
+    # --- versions (lakecat/versions.py) ---------------------------------------------------------
+    def history(self, *, limit: int | None = None):  # type: ignore[no-untyped-def]
+        """The table's commits, newest first (``version`` = Delta version / Iceberg snapshot id); no JVM."""
+        from .versions import history
+
+        return history(self, limit=limit)
+
+    def as_of(self, *, version: int | None = None, timestamp: str | None = None):  # type: ignore[no-untyped-def]
+        """A read-only view pinned to ``version``, or to the newest version at or before ``timestamp``.
+
+        Example:
+            >>> t.as_of(version=3).to_pandas()
+        """
+        from .versions import as_of
+
+        return as_of(self, version=version, timestamp=timestamp)
+
+    def changes(self, *, since: int, until: int | None = None):  # type: ignore[no-untyped-def]
+        """Rows changed after ``since`` (exclusive) up to ``until`` (inclusive, default current)."""
+        from .versions import changes
+
+        return changes(self, since=since, until=until)
+
+    def rollback(self, *, version: int | None = None, timestamp: str | None = None):  # type: ignore[no-untyped-def]
+        """Make the table read as it did at ``version`` (or as of ``timestamp``)."""
+        from .versions import rollback
+
+        return rollback(self, version=version, timestamp=timestamp)
+
+    # --- maintenance (lakecat/maintenance.py) ---------------------------------------------------
+    def compact(self, *, strategy: str = "binpack", by: list[str] | tuple[str, ...] | str = (),
+                target_file_size: int | str | None = None, where: str | None = None, dry_run: bool = False):  # type: ignore[no-untyped-def]  # fmt: skip
+        """Rewrite small files into fewer, larger ones; ``dry_run`` only reports what would be rewritten.
+
+        Example:
+            >>> t.compact(strategy="zorder", by=["user_id"], target_file_size="128MB").files_after
+        """
+        from .maintenance import compact
+
+        return compact(self, strategy=strategy, by=by, target_file_size=target_file_size, where=where, dry_run=dry_run)
+
+    def expire(self, *, older_than: str | None = None, retain_last: int | None = None, dry_run: bool = False,
+               force: bool = False):  # type: ignore[no-untyped-def]  # fmt: skip
+        """Expire versions older than ``older_than`` (keeping the newest ``retain_last``) and their files."""
+        from .maintenance import expire
+
+        return expire(self, older_than=older_than, retain_last=retain_last, dry_run=dry_run, force=force)
+
+    def clean_orphans(self, *, older_than: str | None = None, dry_run: bool = False, force: bool = False):  # type: ignore[no-untyped-def]
+        """Delete files no version references that are older than ``older_than``."""
+        from .maintenance import clean_orphans
+
+        return clean_orphans(self, older_than=older_than, dry_run=dry_run, force=force)
+
+    def rewrite_metadata(self, *, dry_run: bool = False):  # type: ignore[no-untyped-def]
+        """Iceberg: merge manifests; Delta: write a checkpoint and clean up expired log files."""
+        from .maintenance import rewrite_metadata
+
+        return rewrite_metadata(self, dry_run=dry_run)
+
+    def set_properties(self, properties: dict[str, str] | None = None, *, unset: list[str] | tuple[str, ...] = ()):  # type: ignore[no-untyped-def]
+        """Set or unset table properties (maintenance policies ``lakecat.*`` are validated)."""
+        from .maintenance import set_properties
+
+        return set_properties(self, properties, unset=unset)

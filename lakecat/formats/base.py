@@ -62,6 +62,11 @@ _CONFLICT_MARKERS = ("CommitFailedException", "ConcurrentAppendException", "Conc
                      "ConcurrentWriteException")  # fmt: skip
 
 
+# Spark error classes that mean the user's text (a predicate, a column list) is wrong: exit 2.
+_USAGE_MARKERS = ("PARSE_SYNTAX_ERROR", "UNRESOLVED_COLUMN", "DATATYPE_MISMATCH", "UNRESOLVED_ROUTINE",
+                  "WRONG_NUM_ARGS", "INVALID_WHERE_CONDITION")  # fmt: skip
+
+
 @contextlib.contextmanager
 def spark_errors(what: str, ident: TableIdent | None = None) -> Iterator[None]:
     """Translate Spark / Py4J exceptions into lakecat errors at the point they enter lakecat."""
@@ -86,7 +91,7 @@ def spark_errors(what: str, ident: TableIdent | None = None) -> Iterator[None]:
             raise TableNotFoundError(f"table {ident} not found") from e
         if any(marker in text for marker in _CONFLICT_MARKERS):
             raise CommitConflictError(f"{label}: commit conflict with a concurrent writer: {first_line(text)}") from e
-        if name in ("ParseException",) or "PARSE_SYNTAX_ERROR" in text or "UNRESOLVED_COLUMN" in text:
+        if name in ("ParseException",) or any(m in text for m in _USAGE_MARKERS):
             raise InvalidArgumentError(f"{label}: {first_line(text)}") from e
         raise LakecatError(f"{label} failed: {first_line(text)}") from e
 

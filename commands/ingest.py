@@ -1,0 +1,188 @@
+"""`lakecat ingest`: stream Kafka (or landed files) into a table of either format, exactly once."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+import time
+from typing import Annotated, Any
+
+import typer
+
+from lakecat.errors import InvalidArgumentError
+
+from ._common import CatalogOpt, JsonOpt, Output, VerboseOpt, connect, parse_properties, run
+
+
+def ingest(
+    name: Annotated[str, typer.Argument(help="namespace.table to write to.")],
+    kafka: Annotated[str | None, typer.Option("--kafka", help="Kafka bootstrap servers, e.g. localhost:9092.")] = None,
+    topic: Annotated[str | None, typer.Option("--topic", help="Topic to read (several: comma-separated).")] = None,
+    topic_pattern: Annotated[
+        str | None, typer.Option("--topic-pattern", help="Read every topic whose name matches this Java regex.")
+    ] = None,
+    files: Annotated[str | None, typer.Option("--files", help="Directory of landed files to read (new files only).")] = None,
+    file_format: Annotated[str, typer.Option("--file-format", help="json (one object per line), csv or parquet.")] = "json",
+    trigger: Annotated[
+        str, typer.Option("--trigger", help="available-now (drain what exists, then exit) or 'every 10s' (run until stopped).")
+    ] = "available-now",
+    checkpoint: Annotated[
+        str | None,
+        typer.Option("--checkpoint", help="Checkpoint directory (default: <warehouse>/_lakecat/checkpoints/<table>/<source>)."),
+    ] = None,
+    starting_offsets: Annotated[
+        str, typer.Option("--starting-offsets", help="earliest or latest; only used when the checkpoint is new.")
+    ] = "earliest",
+    dlq: Annotated[
+        str | None, typer.Option("--dlq", help="Dead-letter table (default <table>_dlq, created when missing).")
+    ] = None,
+    no_dlq: Annotated[bool, typer.Option("--no-dlq", help="Fail on the first bad record instead of dead-lettering.")] = False,
+    merge_schema: Annotated[
+        bool, typer.Option("--merge-schema", help="Add new fields of the events as new columns (else: ignored, counted).")
+    ] = False,
+    dedupe_key: Annotated[
+        str | None, typer.Option("--dedupe-key", help="Drop events whose key columns were seen within --watermark.")
+    ] = None,
+    watermark: Annotated[str | None, typer.Option("--watermark", help="How long to remember keys, e.g. 1h.")] = None,
+    event_time: Annotated[
+        str | None, typer.Option("--event-time", help="Event-time column for --watermark (default: the first TIMESTAMP column).")
+    ] = None,
+    max_records_per_batch: Annotated[
+        int | None, typer.Option("--max-records-per-batch", help="Kafka: at most N records per micro-batch.")
+    ] = None,
+    max_files_per_batch: Annotated[
+        int | None, typer.Option("--max-files-per-batch", help="Files: at most N files per micro-batch.")
+    ] = None,
+    with_kafka_metadata: Annotated[
+        bool,
+        typer.Option("--with-kafka-metadata", help="Fill _kafka_key/_kafka_topic/_kafka_partition/_kafka_offset/_kafka_timestamp."),
+    ] = False,
+    kafka_option: Annotated[
+        list[str] | None, typer.Option("--kafka-option", help="Extra Kafka client setting key=value (repeatable).")
+    ] = None,
+    metrics_file: Annotated[str | None, typer.Option("--metrics-file", help="Append one JSON line per batch here.")] = None,
+    catalog: CatalogOpt = None,
+    json_: JsonOpt = False,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Stream Kafka (or landed files) into an Iceberg or Delta table, exactly once, with a dead-letter table.
+
+    Example: lakecat ingest sales.orders --kafka localhost:9092 --topic orders --trigger available-now
+    """
+    out = Output(json_, verbose)
+    stop = threading.Event()
+
+    def api():  # type: ignore[no-untyped-def]
+        import lakecat
+
+        if not verbose:  # the error reaches the user as one line; engine loggers would repeat it with a stack
+            for logger in ("py4j", "DataFrameQueryContextLogger", "pyspark"):
+                logging.getLogger(logger).setLevel(logging.CRITICAL)
+
+        if (kafka is None) == (files is None):
+            raise InvalidArgumentError("give either --kafka BOOTSTRAP with --topic, or --files DIR")
+        if no_dlq and dlq:
+            raise InvalidArgumentError("--dlq and --no-dlq exclude each other")
+        if kafka is not None:
+            if not topic and not topic_pattern:
+                raise InvalidArgumentError("--kafka needs --topic or --topic-pattern")
+            source: Any = lakecat.KafkaSource(kafka, topic or None, topic_pattern or None, starting_offsets=starting_offsets,
+                                              with_metadata=with_kafka_metadata, options=parse_properties(kafka_option))  # fmt: skip
+        else:
+            if topic or topic_pattern or with_kafka_metadata:
+                raise InvalidArgumentError("--topic, --topic-pattern and --with-kafka-metadata need --kafka")
+            source = lakecat.FileSource(files or "", format=file_format)
+        cat = connect(catalog)
+        display = _Display(out)
+        try:
+            with _signals(stop):
+                return cat.ingest(
+                    name, source, trigger=trigger, checkpoint=checkpoint, dlq=False if no_dlq else (dlq or True),
+                    merge_schema=merge_schema, dedupe_key=dedupe_key, watermark=watermark, event_time=event_time,
+                    max_records_per_batch=max_records_per_batch, max_files_per_batch=max_files_per_batch,
+                    metrics_file=metrics_file, on_progress=display.update, stop_event=stop,
+                )  # fmt: skip
+        finally:
+            display.close()
+
+    def human(console, r):  # type: ignore[no-untyped-def]
+        console.print(
+            f"{r.rows_written} rows written to {r.table} ({r.format}), {r.rows_dead_lettered} dead-lettered"
+            + (f" to {r.dlq_table}" if r.dlq_table else "")
+            + f", {r.batches} batches in {r.duration_s:.1f}s"
+            + (f" ({r.batches_skipped} already committed)" if r.batches_skipped else "")
+        )
+        if r.unknown_fields:
+            console.print(f"{r.unknown_fields} records had fields the table lacks (ignored): {', '.join(r.unknown_field_names)}")
+        if r.added_columns:
+            console.print(f"columns added: {', '.join(r.added_columns)}")
+        if r.stopped_by not in ("drained",):
+            console.print(f"stopped: {r.stopped_by}")
+
+    run(out, api, human)
+
+
+class _signals:
+    """SIGINT / SIGTERM ask the stream to stop after the batch in flight; a second one exits at once."""
+
+    def __init__(self, stop: threading.Event) -> None:
+        self.stop = stop
+        self.saved: dict[int, Any] = {}
+
+    def _handler(self, signum: int, frame: Any) -> None:  # noqa: ARG002
+        if self.stop.is_set():
+            raise KeyboardInterrupt
+        self.stop.set()
+
+    def __enter__(self) -> _signals:
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                self.saved[sig] = signal.signal(sig, self._handler)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        for sig, old in self.saved.items():
+            signal.signal(sig, old)
+
+
+class _Display:
+    """Progress on stderr: a live line on a terminal, one plain line per batch otherwise (never in --json)."""
+
+    def __init__(self, out: Output) -> None:
+        self.out = out
+        self.live: Any = None
+        self.last_batch: int | None = None
+        self.enabled = not out.json
+        self.started = time.monotonic()
+
+    def update(self, handle: Any, progress: dict[str, Any] | None) -> None:
+        if not self.enabled:
+            return
+        r = handle.report()
+        lag = handle.lag if hasattr(handle, "lag") else None
+        rate = (progress or {}).get("processedRowsPerSecond") or 0.0
+        batch_ms = ((progress or {}).get("durationMs") or {}).get("triggerExecution")
+        text = (
+            f"{r.table}: {r.rows_written} rows, {r.rows_dead_lettered} dead-lettered, {r.batches} batches, "
+            f"{rate:,.0f} rows/s" + (f", batch {batch_ms / 1000:.1f}s" if batch_ms else "")
+            + (f", lag {lag}" if lag is not None else "")
+        )  # fmt: skip
+        if self.out.err.is_terminal:
+            if self.live is None:
+                from rich.live import Live
+
+                self.live = Live(text, console=self.out.err, refresh_per_second=4, transient=True)
+                self.live.start()
+            self.live.update(text)
+        elif progress and progress.get("batchId") != self.last_batch and progress.get("numInputRows"):
+            self.last_batch = progress.get("batchId")
+            self.out.err.print(text, markup=False, highlight=False)
+
+    def close(self) -> None:
+        if self.live is not None:
+            self.live.stop()
+
+
+def register(app: typer.Typer) -> None:
+    app.command("ingest")(ingest)

@@ -1,0 +1,194 @@
+"""`lakecat compact / expire / clean-orphans / maintain / alter`: keeping tables healthy."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from lakecat.units import human_size
+
+from ._common import CatalogOpt, JsonOpt, Output, VerboseOpt, connect, parse_properties, run, table
+
+DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Change nothing; report what would change.")]
+ForceOpt = Annotated[bool, typer.Option("--force", help="Allow a window shorter than the format's safety floor.")]
+
+
+def compact(
+    name: Annotated[str, typer.Argument(help="namespace.table")],
+    strategy: Annotated[str, typer.Option("--strategy", help="binpack, sort (Iceberg only) or zorder.")] = "binpack",
+    by: Annotated[Optional[str], typer.Option("--by", help='Sort / z-order columns, e.g. "user_id, ts".')] = None,
+    target_file_size: Annotated[
+        Optional[str], typer.Option("--target-file-size", help="e.g. 128MB (default: lakecat.compact.target-file-size, else 128MB).")
+    ] = None,
+    where: Annotated[Optional[str], typer.Option("--where", help="Only files that may hold rows matching this predicate (Delta: partition columns only).")] = None,
+    dry_run: DryRunOpt = False,
+    catalog: CatalogOpt = None,
+    json_: JsonOpt = False,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Rewrite small files into fewer, larger ones (Iceberg rewrite_data_files, Delta OPTIMIZE).
+
+    Example: lakecat compact sales.orders --strategy zorder --by user_id --target-file-size 128MB
+    """
+    out = Output(json_, verbose)
+
+    def api():  # type: ignore[no-untyped-def]
+        t = connect(catalog).load_table(name)
+        with out.status(f"{'planning' if dry_run else 'compacting'} {name}"):
+            return t.compact(strategy=strategy, by=by or (), target_file_size=target_file_size, where=where, dry_run=dry_run)
+
+    def human(console, r):  # type: ignore[no-untyped-def]
+        verb = "would rewrite" if r.dry_run else "rewrote"
+        console.print(
+            f"{r.table} ({r.format}, {r.strategy}): {verb} {r.files_rewritten} files into {r.files_added}; "
+            f"files {r.files_before} -> {r.files_after}, size {human_size(r.bytes_before)} -> {human_size(r.bytes_after)}"
+            + (f", {r.retries} retries" if r.retries else "") + ("" if r.dry_run else f" in {r.duration_s:.1f}s")
+        )
+        if r.partitions:
+            t = table("partition", "files", "size", "estimated output files")
+            for p in r.partitions:
+                t.add_row(p.partition, str(p.files), human_size(p.bytes), str(p.estimated_output_files))
+            console.print(t)
+
+    run(out, api, human)
+
+
+def expire(
+    name: Annotated[str, typer.Argument(help="namespace.table")],
+    older_than: Annotated[Optional[str], typer.Option("--older-than", help="Expire versions older than this (default: policy, else 7d).")] = None,
+    retain_last: Annotated[Optional[int], typer.Option("--retain-last", help="Always keep the newest N versions (default: policy, else 1).")] = None,
+    dry_run: DryRunOpt = False,
+    force: ForceOpt = False,
+    catalog: CatalogOpt = None,
+    json_: JsonOpt = False,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Expire old versions and delete the files only they reference (Iceberg expire_snapshots, Delta VACUUM).
+
+    Example: lakecat expire sales.orders --older-than 14d --retain-last 10 --dry-run
+    """
+    out = Output(json_, verbose)
+
+    def api():  # type: ignore[no-untyped-def]
+        t = connect(catalog).load_table(name)
+        with out.status(f"{'planning expiry of' if dry_run else 'expiring'} {name}"):
+            return t.expire(older_than=older_than, retain_last=retain_last, dry_run=dry_run, force=force)
+
+    def human(console, r):  # type: ignore[no-untyped-def]
+        verb = "would expire" if r.dry_run else "expired"
+        console.print(
+            f"{r.table} ({r.format}): {verb} {len(r.expired_versions)} versions, "
+            f"{'would delete' if r.dry_run else 'deleted'} {r.deleted_files} files ({human_size(r.deleted_bytes)}); "
+            f"{len(r.retained_versions)} versions kept (window {r.older_than}, newest {r.retain_last} always kept)"
+        )
+
+    run(out, api, human)
+
+
+def clean_orphans(
+    name: Annotated[str, typer.Argument(help="namespace.table")],
+    older_than: Annotated[Optional[str], typer.Option("--older-than", help="Only files older than this (default: policy, else Iceberg 3d / Delta 7d).")] = None,
+    dry_run: DryRunOpt = False,
+    force: ForceOpt = False,
+    catalog: CatalogOpt = None,
+    json_: JsonOpt = False,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Delete files in the table's directory that no version references (Iceberg remove_orphan_files, Delta VACUUM).
+
+    Example: lakecat clean-orphans sales.orders --older-than 3d --dry-run
+    """
+    out = Output(json_, verbose)
+
+    def api():  # type: ignore[no-untyped-def]
+        t = connect(catalog).load_table(name)
+        with out.status(f"looking for orphan files of {name}"):
+            return t.clean_orphans(older_than=older_than, dry_run=dry_run, force=force)
+
+    def human(console, r):  # type: ignore[no-untyped-def]
+        verb = "would delete" if r.dry_run else "deleted"
+        console.print(f"{r.table} ({r.format}): {verb} {r.deleted_files} orphan files ({human_size(r.deleted_bytes)}) older than {r.older_than}")
+        for f in r.orphan_files[:50]:
+            console.print(f"  {f}", markup=False)
+        if len(r.orphan_files) > 50:
+            console.print(f"  ... and {len(r.orphan_files) - 50} more (--json lists all)")
+
+    run(out, api, human)
+
+
+def maintain(
+    pattern: Annotated[Optional[str], typer.Argument(help="Tables to maintain, fnmatch style, e.g. 'sales.*' (default: all).")] = None,
+    plan: Annotated[Optional[Path], typer.Option("--plan", help="A maintenance plan (TOML), see catalog_conf/maintenance-plan.example.toml.")] = None,
+    dry_run: DryRunOpt = False,
+    catalog: CatalogOpt = None,
+    json_: JsonOpt = False,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Run every matching table's maintenance policy; exit 1 if any table failed (the others still run).
+
+    Example: lakecat maintain 'sales.*' --plan plan.toml --json
+    """
+    out = Output(json_, verbose)
+
+    def api():  # type: ignore[no-untyped-def]
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        cat = connect(catalog)
+        with Progress(TextColumn("maintain"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                      TextColumn("{task.description}"), console=out.err, transient=True) as bar:  # fmt: skip
+            task = bar.add_task("", total=None)
+
+            def progress(name: str, done: int, total: int) -> None:
+                bar.update(task, completed=done, total=total, description=name)
+
+            return cat.maintain(pattern, plan=plan, dry_run=dry_run, progress=progress)
+
+    def human(console, r):  # type: ignore[no-untyped-def]
+        t = table("table", "format", "status", "actions", "error")
+        for tm in r.tables:
+            acts = ", ".join(f"{a.action}:{a.status}" for a in tm.actions)
+            t.add_row(tm.name, tm.format, tm.status, acts, tm.error or "")
+        console.print(t)
+        console.print(f"{len(r.tables)} tables: {r.succeeded} maintained, {r.skipped} needed nothing, {r.failed} failed"
+                      + (" (dry run)" if r.dry_run else ""))  # fmt: skip
+
+    report = run(out, api, human)
+    if report.failed:
+        raise typer.Exit(1)
+
+
+def alter(
+    name: Annotated[str, typer.Argument(help="namespace.table")],
+    property: Annotated[Optional[list[str]], typer.Option("--property", help="Set key=value (repeatable), e.g. lakecat.expire.retain-last=10.")] = None,
+    unset: Annotated[Optional[list[str]], typer.Option("--unset", help="Remove a property (repeatable).")] = None,
+    catalog: CatalogOpt = None,
+    json_: JsonOpt = False,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Set or unset table properties, e.g. maintenance policies (lakecat.compact.*, lakecat.expire.*, ...).
+
+    Example: lakecat alter sales.orders --property lakecat.compact.target-file-size=256MB
+    """
+    out = Output(json_, verbose)
+
+    def api():  # type: ignore[no-untyped-def]
+        props = parse_properties(property)
+        t = connect(catalog).load_table(name)
+        return t.set_properties(props, unset=list(unset or []))
+
+    def human(console, r):  # type: ignore[no-untyped-def]
+        console.print(f"{r.table} ({r.format}) properties:")
+        for k, v in sorted(r.properties.items()):
+            console.print(f"  {k}={v}", markup=False)
+
+    run(out, api, human)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("compact")(compact)
+    app.command("expire")(expire)
+    app.command("clean-orphans")(clean_orphans)
+    app.command("maintain")(maintain)
+    app.command("alter")(alter)

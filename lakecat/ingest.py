@@ -1,0 +1,908 @@
+"""Streaming ingest: Kafka (or landed files) into an Iceberg or Delta table, exactly once.
+
+One pipeline for every source. Spark Structured Streaming reads the source; each record is parsed
+against the table's schema and validated in the same projection; ``foreachBatch`` writes the good
+rows to the table and the bad ones to a dead-letter table, each write idempotent per batch:
+
+- Delta: the writer options ``txnAppId`` / ``txnVersion`` (the batch id) — Delta itself refuses a
+  transaction version it has already committed for that application id;
+- Iceberg: the snapshot properties ``lakecat.query-id`` / ``lakecat.batch-id``; a batch whose id is
+  already in the table's snapshot history for this query is skipped.
+
+The application / query id is derived from the checkpoint location, so a restart with the same
+checkpoint (the default: one per table and source) resumes where the last committed batch ended and
+rewrites nothing, whether the previous run finished, was stopped or was killed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .errors import InvalidArgumentError, LakecatError
+from .formats.base import spark_errors
+from .identifiers import TableIdent, parse_columns, quote, validate_part
+from .results import Result
+from .sources import FileSource, KafkaSource
+from .units import iso, parse_duration
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.streaming import StreamingQuery
+    from pyspark.sql.types import DataType, StructField, StructType
+
+    from .catalog import Catalog
+    from .table import Table
+
+log = logging.getLogger(__name__)
+
+Source = KafkaSource | FileSource
+
+ERROR = "_lakecat_error"
+DETAIL = "_lakecat_detail"
+RAW = "_lakecat_raw"
+UNKNOWN = "_lakecat_unknown"
+VALUE = "_lakecat_value"
+CORRUPT = "_lakecat_corrupt"
+EVENT_TIME = "_lakecat_event_time"
+SALT = "_lakecat_salt"
+META = ("_lakecat_key", "_lakecat_topic", "_lakecat_partition", "_lakecat_offset", "_lakecat_ts", "_lakecat_source")
+#: Columns ``--with-kafka-metadata`` fills (the table must have them, or ``merge_schema`` adds them).
+KAFKA_METADATA_COLUMNS = {
+    "_kafka_key": "STRING",
+    "_kafka_topic": "STRING",
+    "_kafka_partition": "INT",
+    "_kafka_offset": "BIGINT",
+    "_kafka_timestamp": "TIMESTAMP",
+}
+#: The dead-letter table's schema (created with the table's format when missing).
+DLQ_SCHEMA = (
+    "raw_value BINARY, raw_text STRING, error STRING, error_detail STRING, source STRING, kafka_topic STRING, "
+    "kafka_partition INT, kafka_offset BIGINT, kafka_key BINARY, kafka_timestamp TIMESTAMP, ingest_time TIMESTAMP, "
+    "batch_id BIGINT"
+)
+DLQ_COLUMNS = ("raw_value", "raw_text", "error", "error_detail", "source", "kafka_topic", "kafka_partition", "kafka_offset",
+               "kafka_key", "kafka_timestamp", "ingest_time", "batch_id")  # fmt: skip
+GENERATED_KEY = "delta.generationExpression"
+
+
+# --- results -----------------------------------------------------------------------------------
+@dataclass
+class IngestReport(Result):
+    """What an ingest did in this run (``lakecat ingest --json``)."""
+
+    table: str
+    format: str
+    source: str
+    rows_written: int = 0
+    rows_dead_lettered: int = 0
+    batches: int = 0
+    batches_skipped: int = 0
+    duration_s: float = 0.0
+    unknown_fields: int = 0
+    unknown_field_names: list[str] = field(default_factory=list)
+    added_columns: list[str] = field(default_factory=list)
+    dlq_table: str | None = None
+    checkpoint: str = ""
+    trigger: str = "available-now"
+    stopped_by: str = "drained"
+    started_at: str | None = None
+    lag: int | None = None
+
+
+@dataclass(frozen=True)
+class Trigger:
+    available_now: bool
+    interval_s: int = 0
+
+    @classmethod
+    def parse(cls, text: str) -> Trigger:
+        """``available-now`` (drain what exists, then stop) or ``every <duration>`` (``every 10s``)."""
+        raw = str(text).strip().lower()
+        if raw in ("available-now", "availablenow", "available_now"):
+            return cls(True)
+        if raw.startswith("every "):
+            try:
+                secs = int(parse_duration(raw[len("every "):]).total_seconds())
+            except InvalidArgumentError:
+                secs = 0
+            if secs > 0:
+                return cls(False, secs)
+        raise InvalidArgumentError(f"invalid trigger {text!r}: use available-now or e.g. 'every 10s'")
+
+    def __str__(self) -> str:
+        return "available-now" if self.available_now else f"every {self.interval_s}s"
+
+
+# --- the table side ----------------------------------------------------------------------------
+@dataclass
+class _Target:
+    """A table the stream writes to, with its idempotence bookkeeping."""
+
+    table: Table
+    app_id: str
+    last_batch: int | None = None  # highest batch id known committed for app_id (None: not looked up yet)
+
+    @property
+    def is_delta(self) -> bool:
+        return self.table.format == "delta"
+
+    def committed_batch(self) -> int:
+        """The highest batch id this app id has committed to the table (-1: none), from table metadata."""
+        if self.last_batch is None:
+            self.last_batch = _delta_txn(self.table, self.app_id) if self.is_delta else _iceberg_txn(self.table, self.app_id)
+        return self.last_batch
+
+    def write(self, df: DataFrame, batch_id: int) -> bool:
+        """Append ``df`` as batch ``batch_id`` unless that batch is already committed; True if written."""
+        if batch_id <= self.committed_batch():
+            return False
+        with spark_errors("ingest into", self.table.entry.ident):
+            if self.is_delta:
+                (df.write.format("delta").mode("append").option("txnAppId", self.app_id)
+                 .option("txnVersion", str(batch_id)).save(self.table.location))  # fmt: skip
+            else:
+                (df.writeTo(self.table.spark_name).option("snapshot-property.lakecat.query-id", self.app_id)
+                 .option("snapshot-property.lakecat.batch-id", str(batch_id)).append())  # fmt: skip
+        self.last_batch = batch_id
+        return True
+
+
+def _delta_txn(table: Table, app_id: str) -> int:
+    from deltalake import DeltaTable
+
+    version = DeltaTable(table.location).transaction_version(app_id)
+    return -1 if version is None else int(version)
+
+
+def _iceberg_txn(table: Table, app_id: str) -> int:
+    entry = table.refresh()
+    tbl = table.adapter.load(entry)  # type: ignore[attr-defined]
+    snapshot = tbl.current_snapshot()
+    best = -1
+    by_id = {s.snapshot_id: s for s in tbl.metadata.snapshots}
+    while snapshot is not None:  # newest first along the current branch; batch ids only grow
+        props = snapshot.summary.additional_properties if snapshot.summary else {}
+        if props.get("lakecat.query-id") == app_id:
+            return max(best, int(props.get("lakecat.batch-id", -1)))
+        snapshot = by_id.get(snapshot.parent_snapshot_id) if snapshot.parent_snapshot_id else None
+    return best
+
+
+def _spark_schema(spark: SparkSession, table: Table) -> StructType:
+    with spark_errors("read schema of", table.entry.ident):
+        if table.format == "delta":
+            return spark.read.format("delta").load(table.location).schema
+        spark.sql(f"REFRESH TABLE {table.spark_name}")
+        return spark.table(table.spark_name).schema
+
+
+def _generated_columns(table: Table) -> set[str]:
+    """Delta's generated columns (Spark's read schema does not say which they are; the Delta log does)."""
+    if table.format != "delta":
+        return set()
+    from deltalake import DeltaTable
+
+    return {f.name for f in DeltaTable(table.location).schema().fields if f.metadata.get(GENERATED_KEY)}
+
+
+def _input_fields(schema: StructType, generated: set[str] | None = None) -> list[StructField]:
+    """The columns events fill: everything but Delta's generated columns (Delta computes those)."""
+    return [f for f in schema.fields if not f.metadata.get(GENERATED_KEY) and f.name not in (generated or ())]
+
+
+def _type_ddl(t: DataType) -> str:
+    from pyspark.sql import types as T
+
+    if isinstance(t, T.StructType):
+        return "STRUCT<" + ", ".join(f"{quote(f.name)}: {_type_ddl(f.dataType)}" for f in t.fields) + ">"
+    if isinstance(t, T.ArrayType):
+        return f"ARRAY<{_type_ddl(t.elementType)}>"
+    if isinstance(t, T.MapType):
+        return f"MAP<{_type_ddl(t.keyType)}, {_type_ddl(t.valueType)}>"
+    if isinstance(t, T.NullType):
+        return "STRING"
+    return t.simpleString().upper()
+
+
+def _add_columns(spark: SparkSession, table: Table, columns: list[tuple[str, str]]) -> None:
+    if not columns:
+        return
+    cols = ", ".join(f"{quote(name)} {ddl}" for name, ddl in columns)
+    from .formats.delta import spark_path
+
+    target = spark_path(table.location) if table.format == "delta" else table.spark_name
+    with spark_errors("add columns to", table.entry.ident):
+        spark.sql(f"ALTER TABLE {target} ADD COLUMNS ({cols})")
+
+
+# --- parsing -----------------------------------------------------------------------------------
+def _raw_columns(spark: SparkSession, source: Source, options: _Options) -> DataFrame:
+    """The source as rows of (value BINARY + metadata) — one shape for Kafka and JSON files."""
+    from pyspark.sql import functions as F
+
+    if isinstance(source, KafkaSource):
+        reader = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", source.bootstrap)
+                  .option("startingOffsets", source.starting_offsets).option("failOnDataLoss", "false"))  # fmt: skip
+        reader = reader.option("subscribe", source.topic) if source.topic else reader.option(
+            "subscribePattern", source.topic_pattern
+        )
+        for k, v in source.options.items():
+            reader = reader.option(k if k.startswith("kafka.") else f"kafka.{k}", v)
+        if options.max_records_per_batch:
+            reader = reader.option("maxOffsetsPerTrigger", str(options.max_records_per_batch))
+        df = reader.load()
+        return df.select(
+            F.col("value"),
+            F.col("key").alias("_lakecat_key"),
+            F.col("topic").alias("_lakecat_topic"),
+            F.col("partition").alias("_lakecat_partition"),
+            F.col("offset").alias("_lakecat_offset"),
+            F.col("timestamp").alias("_lakecat_ts"),
+            F.col("topic").alias("_lakecat_source"),
+        )
+    reader = spark.readStream.format("text")
+    if options.max_files_per_batch:
+        reader = reader.option("maxFilesPerTrigger", str(options.max_files_per_batch))
+    df = reader.load(source.uri)
+    return df.where(F.trim(F.col("value")) != "").select(
+        F.col("value").cast("binary").alias("value"),
+        F.lit(None).cast("binary").alias("_lakecat_key"),
+        F.lit(None).cast("string").alias("_lakecat_topic"),
+        F.lit(None).cast("int").alias("_lakecat_partition"),
+        F.lit(None).cast("bigint").alias("_lakecat_offset"),
+        F.col("_metadata.file_modification_time").alias("_lakecat_ts"),
+        F.col("_metadata.file_path").alias("_lakecat_source"),
+    )
+
+
+def _any(conditions: Any) -> Any:
+    import functools
+    import operator
+
+    return functools.reduce(operator.or_, conditions)
+
+
+def _parse_json(raw: DataFrame, fields: list[StructField], *, keep_value: bool, count_unknown: bool) -> DataFrame:
+    """Parse ``value`` against ``fields`` and classify every record in one projection.
+
+    ``from_json`` in PERMISSIVE mode with a corrupt-record column flags a value of the wrong type
+    (it would otherwise come back as a silent null); a second, all-STRING parse only runs for bad
+    records, to name the offending fields.
+    """
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    typed = T.StructType([T.StructField(f.name, f.dataType, True) for f in fields]
+                         + [T.StructField(CORRUPT, T.StringType(), True)])  # fmt: skip
+    as_text = T.StructType([T.StructField(f.name, T.StringType(), True) for f in fields])
+    text = F.col("value").cast("string")
+    opts = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT}
+    df = raw.select("*", F.from_json(text, typed, opts).alias("_lakecat_p"))
+    p = F.col("_lakecat_p")
+    required = [f.name for f in fields if not f.nullable]
+    missing = F.concat_ws(", ", *[F.when(p[n].isNull(), F.lit(n)) for n in required]) if required else F.lit("")
+    is_object = F.json_object_keys(text).isNotNull()
+    error = (
+        F.when(F.col("value").isNull(), F.lit("null_value"))
+        .when(~F.is_valid_utf8(text), F.lit("not_utf8"))
+        .when(p.isNull(), F.lit("invalid_json"))
+        .when(p[CORRUPT].isNotNull(), F.when(is_object, F.lit("type_mismatch")).otherwise(F.lit("invalid_json")))
+    )
+    if required:
+        error = error.when(_any(p[n].isNull() for n in required), F.lit("missing_required"))
+    ptext = F.from_json(text, as_text)
+    mismatched = F.concat_ws(
+        ", ", *[F.when(ptext[f.name].isNotNull() & p[f.name].isNull(), F.lit(f"{f.name} (expected {_type_ddl(f.dataType)})"))
+                for f in fields]  # fmt: skip
+    )
+    detail = (
+        F.when(F.col(ERROR) == "not_utf8", F.lit("value is not valid UTF-8"))
+        .when(F.col(ERROR) == "null_value", F.lit("value is null"))
+        .when(F.col(ERROR) == "invalid_json", F.lit("value is not a JSON object"))
+        .when(F.col(ERROR) == "type_mismatch", F.concat(F.lit("wrong type: "), mismatched))
+        .when(F.col(ERROR) == "missing_required", F.concat(F.lit("missing required field: "), missing))
+    )
+    df = df.select("*", error.alias(ERROR))
+    cols = [p[f.name].alias(f.name) for f in fields]
+    extra = []
+    if count_unknown:
+        known = F.array(*[F.lit(f.name) for f in fields])
+        extra.append(F.when(F.col(ERROR).isNull(), F.array_except(F.json_object_keys(text), known)).alias(UNKNOWN))
+    # the raw value travels only with bad records (or always when the schema may still grow)
+    raw_value = F.col("value") if keep_value else F.when(F.col(ERROR).isNotNull(), F.col("value"))
+    return df.select(*cols, ERROR, *META, *extra, F.when(F.col(ERROR).isNotNull(), detail).alias(DETAIL),
+                     raw_value.alias(RAW))  # fmt: skip
+
+
+def _read_typed_files(spark: SparkSession, source: FileSource, fields: list[StructField], options: _Options) -> DataFrame:
+    """csv / parquet through the reader, typed by the table's schema, into the same shape as _parse_json."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    schema = T.StructType([T.StructField(f.name, f.dataType, True) for f in fields])
+    reader = spark.readStream.format(source.format)
+    if options.max_files_per_batch:
+        reader = reader.option("maxFilesPerTrigger", str(options.max_files_per_batch))
+    if source.format == "csv":
+        schema = schema.add(T.StructField(CORRUPT, T.StringType(), True))
+        reader = reader.option("header", "true").option("mode", "PERMISSIVE").option("columnNameOfCorruptRecord", CORRUPT)
+    for k, v in source.options.items():
+        reader = reader.option(k, v)
+    df = reader.schema(schema).load(source.uri)
+    required = [f.name for f in fields if not f.nullable]
+    error = F.lit(None).cast("string")
+    if source.format == "csv":
+        error = F.when(F.col(CORRUPT).isNotNull(), F.lit("malformed_csv"))
+    if required:
+        error = F.when(error.isNotNull(), error).when(
+            _any(F.col(n).isNull() for n in required), F.lit("missing_required")
+        )
+    raw_text = F.col(CORRUPT) if source.format == "csv" else F.to_json(F.struct(*[F.col(f.name) for f in fields]))
+    if source.format == "csv":
+        raw_text = F.coalesce(F.col(CORRUPT), F.to_json(F.struct(*[F.col(f.name) for f in fields])))
+    missing = F.concat_ws(", ", *[F.when(F.col(n).isNull(), F.lit(n)) for n in required]) if required else F.lit("")
+    out = df.select(
+        *[F.col(f.name) for f in fields],
+        error.alias(ERROR),
+        F.lit(None).cast("binary").alias("_lakecat_key"),
+        F.lit(None).cast("string").alias("_lakecat_topic"),
+        F.lit(None).cast("int").alias("_lakecat_partition"),
+        F.lit(None).cast("bigint").alias("_lakecat_offset"),
+        F.col("_metadata.file_modification_time").alias("_lakecat_ts"),
+        F.col("_metadata.file_path").alias("_lakecat_source"),
+        raw_text.alias("_lakecat_text"),
+    )
+    detail = F.when(F.col(ERROR) == "malformed_csv", F.lit("row does not match the table's columns and types")).when(
+        F.col(ERROR) == "missing_required", F.concat(F.lit("missing required field: "), missing)
+    )
+    return out.select(
+        "*",
+        F.when(F.col(ERROR).isNotNull(), detail).alias(DETAIL),
+        F.when(F.col(ERROR).isNotNull(), F.col("_lakecat_text").cast("binary")).alias(RAW),
+    ).drop("_lakecat_text")
+
+
+def _check_parquet_types(spark: SparkSession, source: FileSource, fields: list[StructField], table: Table) -> None:
+    """Refuse parquet files whose column types the table cannot take, before anything is written."""
+    from pyspark.sql import types as T
+
+    try:
+        found = spark.read.format("parquet").load(source.uri).schema
+    except Exception:  # noqa: BLE001 - an empty directory has no schema yet; files arriving later are read typed
+        return
+    widen = {(T.IntegerType, T.LongType), (T.ShortType, T.IntegerType), (T.ShortType, T.LongType),
+             (T.ByteType, T.ShortType), (T.ByteType, T.IntegerType), (T.ByteType, T.LongType),
+             (T.FloatType, T.DoubleType), (T.IntegerType, T.DoubleType)}  # fmt: skip
+    by_name = {f.name: f.dataType for f in found.fields}
+    for f in fields:
+        got = by_name.get(f.name)
+        if got is None or got == f.dataType or (type(got), type(f.dataType)) in widen:
+            continue
+        raise InvalidArgumentError(
+            f"ingest into {table.name}: column {f.name} is {_type_ddl(got)} in the parquet files under {source.uri} "
+            f"but {_type_ddl(f.dataType)} in the table; nothing was written"
+        )
+
+
+# --- options and state -------------------------------------------------------------------------
+@dataclass
+class _Options:
+    trigger: Trigger
+    checkpoint: str
+    dlq: str | None
+    merge_schema: bool
+    dedupe_key: list[str] | None
+    watermark_s: int | None
+    event_time: str | None
+    max_records_per_batch: int | None
+    max_files_per_batch: int | None
+    metrics_file: Path | None
+    count_unknown: bool = True
+
+
+@dataclass
+class BatchStats:
+    batch_id: int
+    rows_written: int = 0
+    rows_dead_lettered: int = 0
+    unknown_fields: int = 0
+    skipped: bool = False
+    duration_s: float = 0.0
+    finished_at: float = 0.0
+
+
+class _State:
+    """Counters shared between the foreachBatch thread and the caller."""
+
+    def __init__(self, report: IngestReport) -> None:
+        self.lock = threading.Lock()
+        self.report = report
+        self.batches: dict[int, BatchStats] = {}
+        self.unknown_names: set[str] = set()
+        self.started = time.monotonic()
+        self.batch_active = False
+
+    def record(self, stats: BatchStats, unknown_names: list[str]) -> None:
+        with self.lock:
+            self.batches[stats.batch_id] = stats
+            r = self.report
+            if stats.skipped:
+                r.batches_skipped += 1
+            else:
+                r.batches += 1
+                r.rows_written += stats.rows_written
+                r.rows_dead_lettered += stats.rows_dead_lettered
+                r.unknown_fields += stats.unknown_fields
+                self.unknown_names.update(unknown_names)
+                r.unknown_field_names = sorted(self.unknown_names)[:100]
+
+    def snapshot(self) -> IngestReport:
+        with self.lock:
+            r = IngestReport(**{k: getattr(self.report, k) for k in self.report.__dataclass_fields__})
+            r.unknown_field_names = list(r.unknown_field_names)
+            r.added_columns = list(r.added_columns)
+        r.duration_s = round(time.monotonic() - self.started, 3)
+        return r
+
+
+# --- the pipeline ------------------------------------------------------------------------------
+class _Pipeline:
+    def __init__(self, catalog: Catalog, table: Table, source: Source, opts: _Options, report: IngestReport,
+                 dlq: Table | None, with_metadata: bool, fields: list[StructField]) -> None:  # fmt: skip
+        self.catalog = catalog
+        self.spark = catalog.session()
+        self.table = table
+        self.source = source
+        self.opts = opts
+        self.state = _State(report)
+        app = "lakecat-" + hashlib.sha256(opts.checkpoint.encode()).hexdigest()[:16]
+        self.target = _Target(table, app)
+        self.dlq = _Target(dlq, app + "-dlq") if dlq is not None else None
+        self.with_metadata = with_metadata
+        self.fields = fields  # the columns events fill, as of now (merge_schema may add more)
+        self.stream_fields = list(fields)  # the columns the streaming plan parses
+
+    # the streaming plan
+    def plan(self) -> DataFrame:
+        from pyspark.sql import functions as F
+
+        if isinstance(self.source, FileSource) and self.source.format != "json":
+            df = _read_typed_files(self.spark, self.source, self.fields, self.opts)
+        else:
+            raw = _raw_columns(self.spark, self.source, self.opts)
+            df = _parse_json(raw, self.fields, keep_value=self.opts.merge_schema, count_unknown=self.opts.count_unknown)
+        if self.opts.dedupe_key:
+            salt = F.when(F.col(ERROR).isNotNull(), F.concat_ws(":", F.col("_lakecat_source"), F.col("_lakecat_partition"),
+                                                                   F.col("_lakecat_offset"), F.xxhash64(F.col(RAW))))  # fmt: skip
+            df = df.withColumn(SALT, salt)
+            event = F.coalesce(F.col(self.opts.event_time), F.col("_lakecat_ts"), F.current_timestamp())  # type: ignore[arg-type]
+            df = df.withColumn(EVENT_TIME, event).withWatermark(EVENT_TIME, f"{self.opts.watermark_s} seconds")
+            df = df.dropDuplicatesWithinWatermark([*self.opts.dedupe_key, SALT])
+        return df
+
+    def start(self) -> StreamingQuery:
+        writer = self.plan().writeStream.foreachBatch(self._batch).option("checkpointLocation", self.opts.checkpoint)
+        writer = writer.queryName(f"lakecat_ingest_{self.table.entry.ident.namespace}_{self.table.entry.ident.name}"
+                                  f"_{uuid.uuid4().hex[:6]}")  # fmt: skip
+        writer = writer.trigger(availableNow=True) if self.opts.trigger.available_now else writer.trigger(
+            processingTime=f"{self.opts.trigger.interval_s} seconds"
+        )
+        with spark_errors("ingest into", self.table.entry.ident):
+            return writer.start()
+
+    # one micro-batch
+    def _batch(self, df: DataFrame, batch_id: int) -> None:
+        started = time.monotonic()
+        self.state.batch_active = True
+        try:
+            stats, names = self._write_batch(df, batch_id)
+        finally:
+            self.state.batch_active = False
+        stats.duration_s = round(time.monotonic() - started, 3)
+        stats.finished_at = time.time()
+        self.state.record(stats, names)
+
+    def _write_batch(self, df: DataFrame, batch_id: int) -> tuple[BatchStats, list[str]]:
+        from pyspark.sql import Observation
+        from pyspark.sql import functions as F
+
+        stats = BatchStats(batch_id)
+        done_table = batch_id <= self.target.committed_batch()
+        done_dlq = self.dlq is None or batch_id <= self.dlq.committed_batch()
+        if done_table and done_dlq:
+            stats.skipped = True
+            return stats, []
+        names: list[str] = []
+        cached = bool(self.opts.dedupe_key or self.opts.merge_schema or self.dlq is None)
+        base = df.persist() if cached else df
+        df = base
+        try:
+            if self.opts.merge_schema:
+                df = self._evolve(base)
+            if self.dlq is None:
+                first = df.where(F.col(ERROR).isNotNull()).select(ERROR, DETAIL, "_lakecat_source", "_lakecat_partition",
+                                                                 "_lakecat_offset").limit(1).collect()  # fmt: skip
+                if first:
+                    r = first[0]
+                    where = f"{r[2]}" + (f" partition {r[3]} offset {r[4]}" if r[3] is not None else "")
+                    raise LakecatError(f"record at {where} rejected ({r[0]}: {r[1]}) and --no-dlq is set; "
+                                       "nothing of this batch was written")  # fmt: skip
+            has_unknown = UNKNOWN in df.columns
+            metrics = [F.count(F.lit(1)).alias("rows"), F.count(F.col(ERROR)).alias("bad")]
+            if has_unknown:
+                metrics += [F.sum(F.when(F.size(F.col(UNKNOWN)) > 0, 1).otherwise(0)).alias("unknown"),
+                            F.slice(F.array_distinct(F.flatten(F.collect_set(F.col(UNKNOWN)))), 1, 100).alias("names")]  # fmt: skip
+            obs = Observation(f"lakecat_{batch_id}_{uuid.uuid4().hex[:8]}")
+            observed = df.observe(obs, *metrics)
+            if not done_table:
+                self.target.write(self._good_rows(observed), batch_id)
+                m = obs.get
+                rows, bad = int(m["rows"] or 0), int(m["bad"] or 0)
+                stats.rows_written = rows - bad
+                if has_unknown:
+                    stats.unknown_fields = int(m["unknown"] or 0)
+                    names = list(m["names"] or [])
+            else:  # a replay after a crash between the two writes: the table has this batch already
+                bad = self._bad_rows(df, batch_id).count()
+                stats.skipped = bad == 0
+            if self.dlq is not None and not done_dlq and bad:
+                self.dlq.write(self._bad_rows(df, batch_id), batch_id)
+                stats.rows_dead_lettered = bad
+        finally:
+            if df is not base:
+                df.unpersist()
+            if cached:
+                base.unpersist()
+        return stats, names
+
+    def _good_rows(self, df: DataFrame) -> DataFrame:
+        from pyspark.sql import functions as F
+
+        cols = [F.col(f.name) for f in self.fields]
+        if self.with_metadata:
+            cols += [
+                F.col("_lakecat_key").cast("string").alias("_kafka_key"),
+                F.col("_lakecat_topic").alias("_kafka_topic"),
+                F.col("_lakecat_partition").alias("_kafka_partition"),
+                F.col("_lakecat_offset").alias("_kafka_offset"),
+                F.col("_lakecat_ts").alias("_kafka_timestamp"),
+            ]
+        return df.where(F.col(ERROR).isNull()).select(*cols)
+
+    def _bad_rows(self, df: DataFrame, batch_id: int) -> DataFrame:
+        from pyspark.sql import functions as F
+
+        raw = F.col(RAW)
+        return df.where(F.col(ERROR).isNotNull()).select(
+            raw.alias("raw_value"),
+            F.when(F.is_valid_utf8(raw.cast("string")), raw.cast("string")).alias("raw_text"),
+            F.col(ERROR).alias("error"),
+            F.col(DETAIL).alias("error_detail"),
+            F.col("_lakecat_source").alias("source"),
+            F.col("_lakecat_topic").alias("kafka_topic"),
+            F.col("_lakecat_partition").alias("kafka_partition"),
+            F.col("_lakecat_offset").alias("kafka_offset"),
+            F.col("_lakecat_key").alias("kafka_key"),
+            F.when(F.col("_lakecat_topic").isNotNull(), F.col("_lakecat_ts")).alias("kafka_timestamp"),
+            F.current_timestamp().alias("ingest_time"),
+            F.lit(batch_id).cast("bigint").alias("batch_id"),
+        )
+
+    def _evolve(self, df: DataFrame) -> DataFrame:
+        """merge_schema: add the batch's new top-level fields as columns, then parse the batch again."""
+        from pyspark.sql import functions as F
+
+        if UNKNOWN in df.columns:
+            new_names = {n for row in df.select(F.explode(F.col(UNKNOWN))).distinct().collect() for n in row if n}
+        else:
+            new_names = set()
+        known = {f.name.lower() for f in self.fields}
+        new_names = {n for n in new_names if n.lower() not in known}
+        added: list[tuple[str, str]] = []
+        if new_names:
+            texts = df.where(F.col(UNKNOWN).isNotNull() & (F.size(F.col(UNKNOWN)) > 0)).select(
+                F.col(RAW).cast("string").alias("v")
+            )
+            inferred = self.spark.read.json(texts.rdd.map(lambda r: r.v)).schema  # noqa: PLW0108
+            for f in inferred.fields:
+                if f.name in new_names and f.name != "_corrupt_record":
+                    try:
+                        validate_part(f.name, what="column name")
+                    except InvalidArgumentError:
+                        continue  # a name lakecat cannot quote safely into every engine stays an unknown field
+                    added.append((f.name, _type_ddl(f.dataType)))
+            _add_columns(self.spark, self.table, added)
+            if added:
+                fields = _input_fields(_spark_schema(self.spark, self.table), _generated_columns(self.table))
+                self.fields = [f for f in fields if not (self.with_metadata and f.name in KAFKA_METADATA_COLUMNS)]
+                with self.state.lock:
+                    self.state.report.added_columns.extend(name for name, _ in added)
+        if [f.name for f in self.fields] == [f.name for f in self.stream_fields]:
+            return df
+        raw = df.select(F.col(RAW).alias("value"), *META)
+        reparsed = _parse_json(raw, self.fields, keep_value=True, count_unknown=self.opts.count_unknown)
+        return reparsed.persist()
+
+
+# --- running -----------------------------------------------------------------------------------
+class IngestHandle:
+    """A running ingest (``background=True``): stop it, wait for it, read its report."""
+
+    def __init__(self, pipeline: _Pipeline, query: StreamingQuery) -> None:
+        self._pipeline = pipeline
+        self.query = query
+        self._stopped_by: str | None = None
+        self._error: BaseException | None = None
+        self._restarts = 0
+        self.lag: int | None = None  # Kafka: records on the broker not yet read (updated while run_ingest waits)
+
+    @property
+    def is_active(self) -> bool:
+        if not self.query.isActive and self._stopped_by is None and self._restart_after_known_bug():
+            return True
+        return bool(self.query.isActive)
+
+    def _restart_after_known_bug(self, text: str | None = None) -> bool:
+        """Spark 4.1.1's Kafka source fails the first trigger after a restart that replays an uncommitted
+        batch: its progress metrics hit a null (SPARK-55271) *after* the batch and its commit-log entry are
+        written. The checkpoint is consistent, so starting the query again simply continues."""
+        if text is None:
+            exc = self.query.exception()
+            text = str(exc) if exc is not None else ""
+        if not ("IterableOps.map" in text and "Option.get()" in text) or self._restarts >= 3:
+            return False
+        self._restarts += 1
+        log.info("restarting the ingest query after SPARK-55271 (restart %d)", self._restarts)
+        self.query = self._pipeline.start()
+        return True
+
+    def stop(self, *, timeout: float = 600.0, reason: str = "stopped") -> IngestReport:
+        """Stop after the batch in flight has committed (never in the middle of a write)."""
+        self._stopped_by = reason
+        deadline = time.monotonic() + timeout
+        while self.query.isActive and self._pipeline.state.batch_active and time.monotonic() < deadline:
+            time.sleep(0.1)
+        with contextlib.suppress(Exception):
+            self.query.stop()
+        return self.report()
+
+    def await_termination(self, timeout: float | None = None) -> bool:
+        """Wait until the query ends (available-now: drained); True if it has ended. Raises its error."""
+        try:
+            ended = self.query.awaitTermination(timeout) if timeout is not None else self.query.awaitTermination()
+        except Exception as e:  # noqa: BLE001 - translated below
+            if self._restart_after_known_bug(str(e)):
+                return False
+            own = _own_error(str(e))
+            if own is not None:
+                raise own from None
+            with spark_errors("ingest into", self._pipeline.table.entry.ident):
+                raise
+        return ended is None or bool(ended)
+
+    def progress(self) -> dict[str, Any] | None:
+        return self.query.lastProgress
+
+    def report(self) -> IngestReport:
+        r = self._pipeline.state.snapshot()
+        if self._stopped_by:
+            r.stopped_by = self._stopped_by
+        elif self.query.isActive:
+            r.stopped_by = "running"
+        return r
+
+
+def _own_error(text: str) -> LakecatError | None:
+    """A lakecat error raised inside foreachBatch reaches the caller wrapped by Spark: unwrap it."""
+    from . import errors
+
+    for cls in ("InvalidArgumentError", "CommitConflictError", "TableNotFoundError", "LakecatError"):
+        tag = f"lakecat.errors.{cls}: "
+        if tag in text:
+            return getattr(errors, cls)(text.split(tag, 1)[1].split("\n", 1)[0].strip())  # type: ignore[no-any-return]
+    return None
+
+
+def default_checkpoint(catalog: Catalog, ident: TableIdent, source: Source) -> str:
+    """``<warehouse>/_lakecat/checkpoints/<ns>.<table>/<source fingerprint>``."""
+    return f"{catalog.config.warehouse_uri.rstrip('/')}/_lakecat/checkpoints/{ident}/{source.fingerprint()}"
+
+
+def start_ingest(
+    catalog: Catalog,
+    table: str | TableIdent,
+    source: Source,
+    *,
+    trigger: str = "available-now",
+    checkpoint: str | None = None,
+    dlq: str | bool | None = True,
+    merge_schema: bool = False,
+    dedupe_key: str | list[str] | None = None,
+    watermark: str | None = None,
+    event_time: str | None = None,
+    max_records_per_batch: int | None = None,
+    max_files_per_batch: int | None = None,
+    metrics_file: str | Path | None = None,
+    count_unknown_fields: bool = True,
+) -> IngestHandle:
+    """Validate everything, then start the stream; returns at once with a handle (see ``Catalog.ingest``)."""
+    if not isinstance(source, (KafkaSource, FileSource)):
+        raise InvalidArgumentError("source must be a lakecat.KafkaSource or a lakecat.FileSource")
+    source.validate()
+    tbl = catalog.load_table(table)  # TableNotFoundError before anything starts
+    ident = tbl.entry.ident
+    trig = Trigger.parse(trigger)
+    keys = parse_columns(dedupe_key) if dedupe_key else None
+    if keys and not watermark:
+        raise InvalidArgumentError("--dedupe-key needs --watermark (how long to remember keys, e.g. 1h)")
+    if watermark and not keys:
+        raise InvalidArgumentError("--watermark only applies with --dedupe-key")
+    watermark_s = int(parse_duration(watermark).total_seconds()) if watermark else None
+    for n, what in ((max_records_per_batch, "max records per batch"), (max_files_per_batch, "max files per batch")):
+        if n is not None and int(n) < 1:
+            raise InvalidArgumentError(f"{what} must be at least 1")
+    with_metadata = isinstance(source, KafkaSource) and source.with_metadata
+    if dlq is False or dlq is None:
+        dlq_name = None
+    elif dlq is True:
+        dlq_name = str(TableIdent(ident.namespace, f"{ident.name}_dlq"))
+    else:
+        dlq_name = str(TableIdent.parse(str(dlq)))
+        if dlq_name == str(ident):
+            raise InvalidArgumentError("the dead-letter table must not be the table itself")
+    if isinstance(source, KafkaSource):
+        source.check_reachable()
+    ckpt = checkpoint or default_checkpoint(catalog, ident, source)
+    if "://" not in ckpt:
+        ckpt = Path(ckpt).expanduser().resolve().as_uri()
+    metrics = Path(metrics_file).expanduser() if metrics_file else None
+    opts = _Options(trig, ckpt, dlq_name, merge_schema, keys, watermark_s, event_time, max_records_per_batch,
+                    max_files_per_batch, metrics, count_unknown_fields and not (isinstance(source, FileSource)
+                                                                                and source.format != "json"))  # fmt: skip
+    spark = catalog.session()
+    schema = _spark_schema(spark, tbl)
+    fields = _input_fields(schema, _generated_columns(tbl))
+    names = {f.name for f in schema.fields}
+    if with_metadata:
+        missing = [(n, t) for n, t in KAFKA_METADATA_COLUMNS.items() if n not in names]
+        if missing and not merge_schema:
+            raise InvalidArgumentError(
+                f"--with-kafka-metadata: table {ident} lacks the column(s) {', '.join(n for n, _ in missing)}; "
+                "add them (" + ", ".join(f"{n} {t}" for n, t in missing) + ") or pass --merge-schema"
+            )
+        _add_columns(spark, tbl, missing)
+        fields = [f for f in _input_fields(_spark_schema(spark, tbl), _generated_columns(tbl)) if f.name not in KAFKA_METADATA_COLUMNS]
+    if keys:
+        unknown = [k for k in keys if k not in {f.name for f in fields}]
+        if unknown:
+            raise InvalidArgumentError(f"--dedupe-key: table {ident} has no column {', '.join(unknown)}")
+        if event_time is None:
+            from pyspark.sql import types as T
+
+            ts = [f.name for f in fields if isinstance(f.dataType, (T.TimestampType, T.TimestampNTZType))]
+            opts.event_time = ts[0] if ts else "_lakecat_ts"
+        elif event_time not in {f.name for f in fields}:
+            raise InvalidArgumentError(f"--event-time: table {ident} has no column {event_time}")
+    if isinstance(source, FileSource) and source.format == "parquet":
+        _check_parquet_types(spark, source, fields, tbl)
+    dlq_table = None
+    if dlq_name is not None:
+        dlq_table = catalog.create_table(dlq_name, schema=DLQ_SCHEMA, format=tbl.format, if_not_exists=True)
+        have = {f.name for f in _spark_schema(spark, dlq_table).fields}
+        if not set(DLQ_COLUMNS) <= have:
+            raise InvalidArgumentError(
+                f"dead-letter table {dlq_name} lacks the columns {', '.join(sorted(set(DLQ_COLUMNS) - have))}"
+            )
+        if dlq_table.format != tbl.format:
+            log.info("dead-letter table %s is %s, the table is %s", dlq_name, dlq_table.format, tbl.format)
+    report = IngestReport(table=str(ident), format=tbl.format, source=source.describe(), dlq_table=dlq_name,
+                          checkpoint=ckpt, trigger=str(trig), started_at=iso(datetime.now(UTC)))  # fmt: skip
+    pipeline = _Pipeline(catalog, tbl, source, opts, report, dlq_table, with_metadata, fields)
+    query = pipeline.start()
+    return IngestHandle(pipeline, query)
+
+
+def run_ingest(
+    catalog: Catalog,
+    table: str | TableIdent,
+    source: Source,
+    *,
+    on_progress: Callable[[IngestHandle, dict[str, Any] | None], None] | None = None,
+    stop_event: threading.Event | None = None,
+    poll_s: float = 0.5,
+    **kwargs: Any,
+) -> IngestReport:
+    """Start an ingest and wait for it: until drained (available-now) or until ``stop_event`` is set."""
+    handle = start_ingest(catalog, table, source, **kwargs)
+    metrics = _MetricsWriter(handle, kwargs.get("metrics_file"), source)
+    try:
+        while True:
+            ended = handle.await_termination(poll_s)
+            progress = metrics.poll()
+            handle.lag = metrics.lag
+            if on_progress is not None:
+                on_progress(handle, progress)
+            if ended:
+                break
+            if stop_event is not None and stop_event.is_set():
+                handle.stop(reason="signal")
+                break
+    except KeyboardInterrupt:
+        handle.stop(reason="interrupted")
+    finally:
+        metrics.poll()
+    report = handle.report()
+    report.lag = metrics.lag
+    return report
+
+
+class _MetricsWriter:
+    """One JSON line per batch (``--metrics-file``) from Spark's progress and lakecat's batch counters."""
+
+    def __init__(self, handle: IngestHandle, path: str | Path | None, source: Source) -> None:
+        self.handle = handle
+        self.path = Path(path).expanduser() if path else None
+        self.source = source
+        self.seen: set[int] = set()
+        self.lag: int | None = None
+        self._lag_at = 0.0
+        self._consumer: Any = None
+
+    def poll(self) -> dict[str, Any] | None:
+        try:
+            recent = list(self.handle.query.recentProgress)
+        except Exception:  # noqa: BLE001 - the query is gone; nothing more to report
+            return None
+        last = recent[-1] if recent else None
+        if isinstance(self.source, KafkaSource) and last and time.monotonic() - self._lag_at > 2:
+            self._lag_at = time.monotonic()
+            self.lag = self._kafka_lag(last)
+        batches = self.handle._pipeline.state.batches
+        for p in recent:
+            bid = p.get("batchId")
+            if bid is None or bid in self.seen or bid not in batches or not p.get("numInputRows"):
+                continue
+            self.seen.add(bid)
+            if self.path is not None:
+                s = batches[bid]
+                line = {"batch_id": bid, "timestamp": p.get("timestamp"), "input_rows": p.get("numInputRows"),
+                        "rows_written": s.rows_written, "rows_dead_lettered": s.rows_dead_lettered,
+                        "unknown_fields": s.unknown_fields, "skipped": s.skipped, "batch_duration_s": s.duration_s,
+                        "trigger_duration_ms": (p.get("durationMs") or {}).get("triggerExecution"),
+                        "rows_per_s": p.get("processedRowsPerSecond"), "lag": self.lag}  # fmt: skip
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                with self.path.open("a") as fh:
+                    fh.write(json.dumps(line) + "\n")
+        return last
+
+    def _kafka_lag(self, progress: dict[str, Any]) -> int | None:
+        """End offsets on the broker minus the offsets the query has reached."""
+        try:
+            end = json.loads(progress["sources"][0]["endOffset"])
+        except (KeyError, IndexError, TypeError, ValueError):
+            return None
+        try:
+            from confluent_kafka import Consumer, TopicPartition
+
+            if self._consumer is None:
+                conf = {**self.source.admin_conf(), "group.id": "lakecat-lag", "enable.auto.commit": False}  # type: ignore[union-attr]
+                self._consumer = Consumer(conf)
+            lag = 0
+            for topic, parts in end.items():
+                for part, offset in parts.items():
+                    _, high = self._consumer.get_watermark_offsets(TopicPartition(topic, int(part)), timeout=2)
+                    lag += max(0, int(high) - int(offset))
+            return lag
+        except Exception:  # noqa: BLE001 - lag is best effort; the stream goes on
+            return None

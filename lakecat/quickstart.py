@@ -1,0 +1,153 @@
+"""The newcomer path: Kafka events into an Iceberg and a Delta table, time-travelled and compacted.
+
+Everything real: a local KRaft broker, Spark Structured Streaming, both table formats. Re-runnable: a
+second run reuses the tables and checkpoints, produces a fresh batch of events and ingests only those.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import socket
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from .catalog import Catalog
+from .config import lakecat_home
+from .results import Result
+
+TOPIC = "lakecat_quickstart_clicks"
+NAMESPACE = "quickstart"
+SCHEMA = (
+    "event_id STRING NOT NULL, user_id BIGINT NOT NULL, ts TIMESTAMP NOT NULL, page STRING, "
+    "action STRING, country STRING, duration_ms INT"
+)
+PARTITIONING = {"iceberg": ["days(ts)", "bucket(4, user_id)"], "delta": ["days(ts)", "country"]}
+PAGES = ["/", "/search", "/product/42", "/product/7", "/cart", "/checkout", "/help", "/blog/lakehouse"]
+ACTIONS = ["view", "view", "view", "click", "click", "add_to_cart", "purchase"]
+COUNTRIES = ["DE", "FR", "US", "US", "BR", "IN", "JP", "NL"]
+
+
+@dataclass
+class QuickstartReport(Result):
+    """What the quickstart did."""
+
+    run: int
+    bootstrap: str
+    topic: str
+    events_produced: int
+    malformed_produced: int
+    tables: dict[str, dict[str, Any]] = field(default_factory=dict)
+    next_commands: list[str] = field(default_factory=list)
+    duration_s: float = 0.0
+
+
+def clickstream(n: int, *, malformed: int, seed: int | None = None) -> list[bytes]:
+    """``n`` realistic click events as JSON, with ``malformed`` broken ones mixed in."""
+    rnd = random.Random(seed)
+    now = datetime.now(timezone.utc).replace(microsecond=0)
+    events: list[bytes] = []
+    for _ in range(n):
+        ts = now - timedelta(seconds=rnd.randint(0, 3 * 86400))
+        events.append(json.dumps({
+            "event_id": uuid.UUID(int=rnd.getrandbits(128)).hex, "user_id": rnd.randint(1, 500),
+            "ts": ts.isoformat().replace("+00:00", "Z"), "page": rnd.choice(PAGES), "action": rnd.choice(ACTIONS),
+            "country": rnd.choice(COUNTRIES), "duration_ms": rnd.randint(5, 60_000),
+        }).encode())  # fmt: skip
+    broken = [b'{"event_id": "x", "user_id": ', b"\xff\xfe not utf-8", b'{"event_id": "y", "user_id": "alice", "ts": "2026-01-01T00:00:00Z"}',
+              b'{"page": "/no-ids"}', b"not json at all"]  # fmt: skip
+    for i in range(malformed):
+        events.insert(rnd.randint(0, len(events)), broken[i % len(broken)])
+    return events
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) != 0
+
+
+def run_quickstart(
+    catalog: Catalog,
+    *,
+    port: int | None = None,
+    events: int = 3000,
+    malformed: int = 15,
+    keep_broker: bool = False,
+    say: Callable[[str], None] = lambda _: None,
+) -> QuickstartReport:
+    """Run the whole tour on ``catalog`` (see ``lakecat quickstart``)."""
+    from .kafka_local import LocalKafka, create_topic, produce
+    from .sources import KafkaSource
+
+    started = time.monotonic()
+    broker = LocalKafka(data_dir=lakecat_home() / "kafka", port=port or 9092)
+    status = broker.status()
+    was_running = bool(status["running"])
+    if not was_running and port is None and not _port_free(9092):
+        with socket.socket() as s:  # 9092 is someone else's: take a free port instead of failing
+            s.bind(("127.0.0.1", 0))
+            broker = LocalKafka(data_dir=lakecat_home() / "kafka", port=int(s.getsockname()[1]))
+    say("1/7 starting the local Kafka broker" + (" (already running)" if was_running else " (first start resolves its jars)"))
+    bootstrap = broker.start(timeout=120)
+    try:
+        create_topic(bootstrap, TOPIC, partitions=3)
+        names = {fmt: f"{NAMESPACE}.clicks_{fmt}" for fmt in ("iceberg", "delta")}
+        run = 2 if all(catalog.table_exists(n) for n in names.values()) else 1
+        payload = clickstream(events, malformed=malformed)
+        say(f"2/7 producing {events} click events (+{malformed} malformed) to topic {TOPIC} on {bootstrap}")
+        produce(bootstrap, TOPIC, payload)
+        report = QuickstartReport(run, bootstrap, TOPIC, events, malformed)
+        for fmt, name in names.items():
+            say(f"3/7 {'using' if run > 1 else 'creating'} the {fmt} table {name} partitioned by {', '.join(PARTITIONING[fmt])}")
+            table = catalog.create_table(name, schema=SCHEMA, format=fmt, partition_by=PARTITIONING[fmt], if_not_exists=True)
+            say(f"4/7 ingesting Kafka -> {name} (available-now, exactly once, bad records to {name}_dlq)")
+            ingest = catalog.ingest(
+                name, KafkaSource(bootstrap, TOPIC), trigger="available-now", max_records_per_batch=max(1, (events + malformed) // 3)
+            )
+            history = table.history()
+            entries = list(history)
+            first = entries[-1].version
+            say(f"5/7 {name}: {len(entries)} versions; time travel to the first one and reading what changed since")
+            first_count = table.as_of(version=first).count()
+            changes = table.changes(since=first)
+            change_count = changes.count()
+            say(f"6/7 {name}: compaction (dry run first), then expiry (dry run)")
+            plan = table.compact(dry_run=True)
+            compacted = table.compact()
+            expire = table.expire(retain_last=2, dry_run=True)
+            d = table.describe()
+            report.tables[name] = {
+                "format": fmt,
+                "rows_written": ingest.rows_written,
+                "rows_dead_lettered": ingest.rows_dead_lettered,
+                "dlq_table": ingest.dlq_table,
+                "versions": len(entries),
+                "first_version": first,
+                "rows_at_first_version": first_count,
+                "changes_since_first_version": change_count,
+                "compaction": {"would_rewrite": plan.files_rewritten, "files_before": compacted.files_before, "files_after": compacted.files_after},
+                "expire_dry_run": {"would_expire": len(expire.expired_versions), "older_than": expire.older_than},
+                "rows_now": d.records,
+                "files_now": d.files,
+            }
+        ice = names["iceberg"]
+        report.next_commands = [
+            "lakecat list quickstart",
+            f"lakecat describe {ice}",
+            f"lakecat history {ice}",
+            f"lakecat timetravel {ice} --version {report.tables[ice]['first_version']} --count",
+            f"lakecat changes {names['delta']} --since 0 --limit 5",
+            f"lakecat compact {names['delta']} --dry-run",
+            f"lakecat expire {ice} --retain-last 2 --dry-run",
+            "lakecat quickstart   # again: a second run ingests only the new events",
+        ]
+    finally:
+        if not was_running and not keep_broker:
+            say("7/7 stopping the broker")
+            broker.stop()
+    report.duration_s = round(time.monotonic() - started, 1)
+    return report

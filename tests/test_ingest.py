@@ -1,0 +1,339 @@
+"""lakecat ingest: Kafka and landed files into both formats, exactly once, with a dead-letter table.
+
+Every count is checked with an independent reader (pyiceberg / delta-rs), never through lakecat or Spark.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.spark, pytest.mark.kafka]
+
+SCHEMA = "id BIGINT NOT NULL, ts TIMESTAMP, name STRING, amt DECIMAL(10,2)"
+BAD_KINDS = {
+    "invalid_json": lambda i: f'{{"id": {i}, "name": '.encode(),
+    "not_utf8": lambda i: b'{"id": ' + str(i).encode() + b', "name": "\xff\xfe"}',
+    "type_mismatch": lambda i: json.dumps({"id": f"x{i}", "name": "wrong"}).encode(),
+    "missing_required": lambda i: json.dumps({"name": f"no id {i}", "amt": 1.5}).encode(),
+}
+
+
+def good_event(i: int) -> bytes:
+    return json.dumps({"id": i, "ts": f"2026-01-{1 + i % 28:02d}T{i % 24:02d}:00:00", "name": f"n{i}",
+                       "amt": round(i / 100, 2)}).encode()  # fmt: skip
+
+
+def events(n_good: int, n_bad_each: int) -> list[bytes]:
+    """Good events with ids 0..n_good-1 and n_bad_each of every bad kind, mixed in."""
+    out = [good_event(i) for i in range(n_good)]
+    step = max(1, n_good // (n_bad_each * len(BAD_KINDS) + 1))
+    pos = 0
+    for j in range(n_bad_each):
+        for make in BAD_KINDS.values():
+            pos = (pos + step) % len(out)
+            out.insert(pos, make(100_000 + j))
+    return out
+
+
+def new_topic(bootstrap: str, partitions: int = 3) -> str:
+    from lakecat.kafka_local import create_topic
+
+    name = "t" + uuid.uuid4().hex[:10]
+    create_topic(bootstrap, name, partitions=partitions)
+    return name
+
+
+def read_rows(catalog, name: str) -> list[dict]:
+    """The table's rows through pyiceberg or delta-rs (no Spark)."""
+    entry = catalog.entry(name)
+    if entry.format == "iceberg":
+        return catalog.pyiceberg().load_table((entry.ident.namespace, entry.ident.name)).scan().to_arrow().to_pylist()
+    from deltalake import DeltaTable
+
+    return DeltaTable(entry.location).to_pyarrow_table().to_pylist()
+
+
+def committed_versions(catalog, name: str) -> int:
+    entry = catalog.entry(name)
+    if entry.format == "iceberg":
+        return len(catalog.pyiceberg().load_table((entry.ident.namespace, entry.ident.name)).metadata.snapshots)
+    from deltalake import DeltaTable
+
+    return DeltaTable(entry.location).version()
+
+
+# --- bad input: clear errors before anything starts ------------------------------------------
+def test_unknown_table_exits_1(cli, ns):
+    code, out, err = cli("ingest", f"{ns}.missing", "--kafka", "127.0.0.1:1", "--topic", "x", "--json")
+    assert code == 1
+    assert json.loads(out)["error"]["type"] == "TableNotFoundError"
+    assert "not found" in err and "Traceback" not in err
+
+
+def test_usage_errors_exit_2(cli, ns):
+    code, _, err = cli("ingest", f"{ns}.t", "--kafka", "127.0.0.1:1")
+    assert code == 2 and "--topic" in err
+    code, _, err = cli("ingest", f"{ns}.t", "--kafka", "127.0.0.1:1", "--topic", "x", "--files", "/tmp")
+    assert code == 2
+    code, _, err = cli("ingest", f"{ns}.t", "--files", "/nonexistent/dir")
+    assert code == 2 and "not a directory" in err
+
+
+def test_unreachable_broker_and_missing_topic(cli, catalog, ns, kafka_bootstrap):
+    catalog.create_table(f"{ns}.t", schema=SCHEMA, format="delta")
+    started = time.monotonic()
+    code, out, err = cli("ingest", f"{ns}.t", "--kafka", "127.0.0.1:9", "--topic", "x", "--json")
+    assert code == 1 and time.monotonic() - started < 20
+    assert "cannot reach Kafka at 127.0.0.1:9" in json.loads(out)["error"]["message"]
+    code, out, err = cli("ingest", f"{ns}.t", "--kafka", kafka_bootstrap, "--topic", "no_such_topic", "--json")
+    assert code == 1 and "topic no_such_topic does not exist" in err
+    code, out, err = cli("ingest", f"{ns}.t", "--kafka", kafka_bootstrap, "--topic-pattern", "zz_nothing_.*")
+    assert code == 1 and "matches the pattern" in err
+    assert not catalog.table_exists(f"{ns}.t_dlq")  # nothing was started, nothing created
+
+
+# --- the "done when" scenario ------------------------------------------------------------------
+def test_kafka_available_now_with_dead_letters(cli, catalog, ns, kafka_bootstrap, table_format, tmp_path):
+    from lakecat.kafka_local import produce
+
+    topic = new_topic(kafka_bootstrap)
+    n_good, n_bad_each = 3000, 60
+    produce(kafka_bootstrap, topic, events(n_good, n_bad_each))
+    name = f"{ns}.orders"
+    catalog.create_table(name, schema=SCHEMA, format=table_format, partition_by=["days(ts)"])
+    metrics = tmp_path / "metrics.jsonl"
+
+    code, out, err = cli("ingest", name, "--kafka", kafka_bootstrap, "--topic", topic, "--trigger", "available-now",
+                         "--max-records-per-batch", "1200", "--metrics-file", str(metrics), "--json")  # fmt: skip
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["rows_written"] == n_good
+    assert report["rows_dead_lettered"] == n_bad_each * len(BAD_KINDS)
+    assert report["batches"] >= 3 and report["duration_s"] > 0 and report["dlq_table"] == f"{name}_dlq"
+
+    rows = read_rows(catalog, name)
+    assert len(rows) == n_good and {r["id"] for r in rows} == set(range(n_good))
+    dead = read_rows(catalog, f"{name}_dlq")
+    assert Counter(r["error"] for r in dead) == {kind: n_bad_each for kind in BAD_KINDS}
+    assert all(r["kafka_topic"] == topic and r["kafka_offset"] is not None and r["kafka_partition"] in (0, 1, 2)
+               and r["raw_value"] and r["ingest_time"] and r["kafka_timestamp"] for r in dead)  # fmt: skip
+    assert len({(r["kafka_partition"], r["kafka_offset"]) for r in dead}) == len(dead)
+    mismatch = [r for r in dead if r["error"] == "type_mismatch"]
+    assert all(r["error_detail"] == "wrong type: id (expected BIGINT)" for r in mismatch)
+    assert all(r["raw_text"] is None for r in dead if r["error"] == "not_utf8")
+    lines = [json.loads(line) for line in metrics.read_text().splitlines()]
+    assert sum(line["rows_written"] for line in lines) == n_good and all("lag" in line for line in lines)
+
+    versions = (committed_versions(catalog, name), committed_versions(catalog, f"{name}_dlq"))
+    code, out, err = cli("ingest", name, "--kafka", kafka_bootstrap, "--topic", topic, "--json")
+    assert code == 0, err
+    again = json.loads(out)
+    assert again["rows_written"] == 0 and again["rows_dead_lettered"] == 0
+    assert (committed_versions(catalog, name), committed_versions(catalog, f"{name}_dlq")) == versions
+    assert len(read_rows(catalog, name)) == n_good
+
+    # A crash after the table commits but before Spark's checkpoint does: Spark replays the batch, lakecat skips it.
+    commits = Path(report["checkpoint"].removeprefix("file://")) / "commits"
+    last = max(int(p.name) for p in commits.iterdir() if p.name.isdigit())
+    (commits / str(last)).unlink()
+    code, out, err = cli("ingest", name, "--kafka", kafka_bootstrap, "--topic", topic, "--json")
+    assert code == 0, err
+    replay = json.loads(out)
+    assert (replay["rows_written"], replay["rows_dead_lettered"], replay["batches_skipped"]) == (0, 0, 1)
+    assert (committed_versions(catalog, name), committed_versions(catalog, f"{name}_dlq")) == versions
+    assert len(read_rows(catalog, name)) == n_good and len(read_rows(catalog, f"{name}_dlq")) == len(dead)
+
+
+def test_no_dlq_fails_and_writes_nothing(cli, catalog, ns, kafka_bootstrap):
+    from lakecat.kafka_local import produce
+
+    topic = new_topic(kafka_bootstrap, partitions=1)
+    produce(kafka_bootstrap, topic, [good_event(1), b"{broken", good_event(2)])
+    name = f"{ns}.strict"
+    catalog.create_table(name, schema=SCHEMA, format="iceberg")
+    code, out, err = cli("ingest", name, "--kafka", kafka_bootstrap, "--topic", topic, "--no-dlq", "--json")
+    assert code == 1
+    assert "--no-dlq" in json.loads(out)["error"]["message"] and "invalid_json" in err
+    assert read_rows(catalog, name) == [] and not catalog.table_exists(f"{name}_dlq")
+
+
+# --- exactly once across kill -9 ---------------------------------------------------------------
+def _lakecat(*args: str, **kw) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "lakecat.commands.main", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True, env=dict(os.environ), **kw)  # fmt: skip
+
+
+@pytest.mark.slow
+def test_kill_9_mid_stream_then_restart_is_exactly_once(catalog, ns, kafka_bootstrap, table_format):
+    from lakecat.kafka_local import produce
+
+    topic = new_topic(kafka_bootstrap)
+    n = 3000
+    produce(kafka_bootstrap, topic, [good_event(i) for i in range(n)] + [b"bad"] * 10)
+    name = f"{ns}.crash"
+    catalog.create_table(name, schema=SCHEMA, format=table_format)
+    base = ("ingest", name, "--kafka", kafka_bootstrap, "--topic", topic)
+
+    proc = _lakecat(*base, "--max-records-per-batch", "150", "--trigger", "available-now", "--json")
+    deadline = time.monotonic() + 180
+    try:
+        while committed_versions(catalog, name) < (3 if table_format == "delta" else 2):  # a few batches committed
+            assert proc.poll() is None, proc.communicate()[1][-2000:]
+            assert time.monotonic() < deadline, "no batch committed in time"
+            time.sleep(0.2)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)  # the ingest process and its JVM, mid-stream
+        proc.wait()
+    partial = read_rows(catalog, name)
+    assert 0 < len(partial) < n and len({r["id"] for r in partial}) == len(partial)
+
+    # Restart as a continuous stream; once everything is in, SIGTERM stops it cleanly after the batch in flight.
+    proc = _lakecat(*base, "--max-records-per-batch", "1500", "--trigger", "every 1s", "--json")
+    try:
+        while len(read_rows(catalog, name)) < n:
+            assert proc.poll() is None, proc.communicate()[1][-2000:]
+            assert time.monotonic() < deadline + 120, "restart did not catch up"
+            time.sleep(0.5)
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 0, err[-2000:]
+    report = json.loads(out)
+    assert report["stopped_by"] == "signal"
+    rows = read_rows(catalog, name)
+    assert len(rows) == n and {r["id"] for r in rows} == set(range(n))
+    dead = read_rows(catalog, f"{name}_dlq")
+    assert len(dead) == 10 and len({(r["kafka_partition"], r["kafka_offset"]) for r in dead}) == 10
+
+
+# --- the Python twin, a continuous trigger in the background ----------------------------------
+def test_python_api_background_handle(catalog, ns, kafka_bootstrap):
+    import lakecat
+    from lakecat.kafka_local import produce
+
+    topic = new_topic(kafka_bootstrap, partitions=2)
+    produce(kafka_bootstrap, topic, [good_event(i) for i in range(100)])
+    name = f"{ns}.live"
+    catalog.create_table(name, schema=SCHEMA, format="delta")
+    handle = catalog.ingest(name, lakecat.KafkaSource(kafka_bootstrap, topic), trigger="every 1s", background=True)
+    try:
+        deadline = time.monotonic() + 90
+        while handle.report().rows_written < 100:
+            assert handle.is_active and time.monotonic() < deadline
+            time.sleep(0.3)
+        produce(kafka_bootstrap, topic, [good_event(i) for i in range(100, 150)] + [b"[1, 2]"])
+        while handle.report().rows_written < 150 or handle.report().rows_dead_lettered < 1:
+            assert handle.is_active and time.monotonic() < deadline
+            time.sleep(0.3)
+    finally:
+        report = handle.stop()
+    assert not handle.is_active
+    assert report.rows_written == 150 and report.rows_dead_lettered == 1 and report.stopped_by == "stopped"
+    assert isinstance(report, lakecat.results.Result) and report.to_dict()["rows_written"] == 150
+    assert len(read_rows(catalog, name)) == 150
+
+
+# --- schema evolution, unknown fields, metadata columns, dedupe --------------------------------
+def test_unknown_fields_counted_then_merged(catalog, ns, kafka_bootstrap, table_format):
+    import lakecat
+    from lakecat.kafka_local import produce
+
+    topic = new_topic(kafka_bootstrap, partitions=1)
+    produce(kafka_bootstrap, topic, [json.dumps({"id": i, "name": "a", "color": "red", "size": i * 2}).encode()
+                                     for i in range(20)])  # fmt: skip
+    name = f"{ns}.evolve"
+    catalog.create_table(name, schema="id BIGINT NOT NULL, name STRING", format=table_format)
+    report = catalog.ingest(name, lakecat.KafkaSource(kafka_bootstrap, topic), checkpoint=str(catalog.config.warehouse_path / "ck" / ns / "a"))
+    assert report.rows_written == 20 and report.unknown_fields == 20 and report.unknown_field_names == ["color", "size"]
+    assert set(read_rows(catalog, name)[0]) == {"id", "name"}
+
+    report = catalog.ingest(name, lakecat.KafkaSource(kafka_bootstrap, topic, with_metadata=True), merge_schema=True,
+                            checkpoint=str(catalog.config.warehouse_path / "ck" / ns / "b"))  # fmt: skip
+    assert report.rows_written == 20 and report.added_columns == ["color", "size"]
+    rows = [r for r in read_rows(catalog, name) if r.get("color") is not None]
+    assert len(rows) == 20 and {r["size"] for r in rows} == {i * 2 for i in range(20)}
+    assert {r["_kafka_offset"] for r in rows} == set(range(20)) and all(r["_kafka_topic"] == topic for r in rows)
+    cols = {c.name: c.type for c in catalog.load_table(name).describe().schema}
+    assert cols["color"] == "STRING" and cols["size"] == "BIGINT" and cols["_kafka_partition"] == "INT"
+
+
+def test_with_kafka_metadata_needs_columns(cli, catalog, ns, kafka_bootstrap):
+    topic = new_topic(kafka_bootstrap, partitions=1)
+    catalog.create_table(f"{ns}.m", schema="id BIGINT", format="iceberg")
+    code, _, err = cli("ingest", f"{ns}.m", "--kafka", kafka_bootstrap, "--topic", topic, "--with-kafka-metadata")
+    assert code == 2 and "_kafka_key" in err and "--merge-schema" in err
+
+
+def test_dedupe_within_watermark(catalog, ns, kafka_bootstrap):
+    import lakecat
+    from lakecat.kafka_local import produce
+
+    topic = new_topic(kafka_bootstrap, partitions=2)
+    produce(kafka_bootstrap, topic, [good_event(i % 50) for i in range(200)] + [b"oops", b"oops"])
+    name = f"{ns}.dedupe"
+    catalog.create_table(name, schema=SCHEMA, format="iceberg")
+    report = catalog.ingest(name, lakecat.KafkaSource(kafka_bootstrap, topic), dedupe_key="id", watermark="1h")
+    assert report.rows_written == 50 and report.rows_dead_lettered == 2  # identical bad records are both kept
+    assert sorted(r["id"] for r in read_rows(catalog, name)) == list(range(50))
+
+
+# --- landed files through the same pipeline ---------------------------------------------------
+def test_json_files_exactly_once(catalog, ns, table_format, tmp_path):
+    import lakecat
+
+    landing = tmp_path / "landing"
+    landing.mkdir()
+    (landing / "a.json").write_bytes(b"\n".join(good_event(i) for i in range(100)) + b"\n{bad json\n")
+    name = f"{ns}.files"
+    catalog.create_table(name, schema=SCHEMA, format=table_format)
+    src = lakecat.FileSource(str(landing), format="json")
+    report = catalog.ingest(name, src)
+    assert (report.rows_written, report.rows_dead_lettered) == (100, 1)
+    (landing / "b.json").write_bytes(b"\n".join(good_event(i) for i in range(100, 150)) + b"\n")
+    report = catalog.ingest(name, src)  # only the new file
+    assert (report.rows_written, report.rows_dead_lettered) == (50, 0)
+    assert sorted(r["id"] for r in read_rows(catalog, name)) == list(range(150))
+    dead = read_rows(catalog, f"{name}_dlq")
+    assert len(dead) == 1 and dead[0]["raw_text"] == "{bad json" and dead[0]["source"].endswith("a.json")
+
+
+def test_csv_and_parquet_files(cli, catalog, ns, tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    csv_dir = tmp_path / "csv"
+    csv_dir.mkdir()
+    (csv_dir / "a.csv").write_text("id,name,amt\n1,a,1.5\n2,b,2.5\nnot_a_number,c,3\n,missing id,4\n")
+    name = f"{ns}.csvt"
+    catalog.create_table(name, schema="id BIGINT NOT NULL, name STRING, amt DOUBLE", format="delta")
+    code, out, err = cli("ingest", name, "--files", str(csv_dir), "--file-format", "csv", "--json")
+    assert code == 0, err
+    assert (json.loads(out)["rows_written"], json.loads(out)["rows_dead_lettered"]) == (2, 2)
+    assert Counter(r["error"] for r in read_rows(catalog, f"{name}_dlq")) == {"malformed_csv": 1, "missing_required": 1}
+
+    pq_dir = tmp_path / "pq"
+    pq_dir.mkdir()
+    pq.write_table(pa.table({"id": pa.array([1, 2], pa.int64()), "name": ["x", "y"], "amt": [1.0, 2.0]}), pq_dir / "a.parquet")
+    pname = f"{ns}.pqt"
+    catalog.create_table(pname, schema="id BIGINT NOT NULL, name STRING, amt DOUBLE", format="iceberg")
+    code, out, err = cli("ingest", pname, "--files", str(pq_dir), "--file-format", "parquet", "--json")
+    assert code == 0 and json.loads(out)["rows_written"] == 2, err
+
+    bad_dir = tmp_path / "pq_bad"
+    bad_dir.mkdir()
+    pq.write_table(pa.table({"id": ["one", "two"], "name": ["x", "y"]}), bad_dir / "a.parquet")
+    code, out, err = cli("ingest", pname, "--files", str(bad_dir), "--file-format", "parquet", "--json")
+    assert code == 2 and "column id is STRING in the parquet files under" in err and "but BIGINT in the table" in err
+    assert len(read_rows(catalog, pname)) == 2
