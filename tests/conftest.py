@@ -71,9 +71,8 @@ def ns() -> str:
 @pytest.fixture
 def cli():
     """Run a lakecat command in-process; returns (exit_code, stdout, stderr)."""
-    from typer.testing import CliRunner
-
     from lakecat.commands.main import app
+    from typer.testing import CliRunner
 
     runner = CliRunner()
 
@@ -102,3 +101,27 @@ def kafka_bootstrap(tmp_path_factory):
         yield broker.start(timeout=120)
     finally:
         broker.stop()
+
+
+_NO_JVM_PROBE = (
+    "import sys; from lakecat.commands.main import main\n"
+    "try:\n    main()\nexcept SystemExit as e:\n    code = e.code\n"
+    "assert 'pyspark' not in sys.modules and 'py4j' not in sys.modules, 'a JVM path was imported'\n"
+    "sys.exit(code)\n"
+)
+
+
+@pytest.fixture
+def light_cli(lakecat_home):
+    """Run a metadata command in a fresh process; fail if it imported the Spark path. Returns its JSON."""
+    import json
+    import subprocess
+
+    def invoke(*args: str):
+        env = {**os.environ, "LAKECAT_HOME": str(lakecat_home)}
+        proc = subprocess.run([sys.executable, "-c", _NO_JVM_PROBE, *map(str, args), "--json"],
+                              env=env, capture_output=True, text=True, timeout=60)  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        return json.loads(proc.stdout)
+
+    return invoke
