@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import threading
 import time
@@ -124,15 +125,15 @@ def ingest(
 
 
 class _signals:
-    """SIGINT / SIGTERM ask the stream to stop after the batch in flight; a second one exits at once."""
+    """SIGINT / SIGTERM ask the stream to stop after the batch in flight; a second one exits at once (128 + signal)."""
 
     def __init__(self, stop: threading.Event) -> None:
         self.stop = stop
         self.saved: dict[int, Any] = {}
 
     def _handler(self, signum: int, frame: Any) -> None:  # noqa: ARG002
-        if self.stop.is_set():
-            raise KeyboardInterrupt
+        if self.stop.is_set():  # safe: a restart replays the batch in flight exactly once
+            os._exit(128 + signum)
         self.stop.set()
 
     def __enter__(self) -> _signals:

@@ -52,7 +52,6 @@ ERROR = "_lakecat_error"
 DETAIL = "_lakecat_detail"
 RAW = "_lakecat_raw"
 UNKNOWN = "_lakecat_unknown"
-VALUE = "_lakecat_value"
 CORRUPT = "_lakecat_corrupt"
 EVENT_TIME = "_lakecat_event_time"
 SALT = "_lakecat_salt"
@@ -232,8 +231,9 @@ def _raw_columns(spark: SparkSession, source: Source, options: _Options) -> Data
     from pyspark.sql import functions as F
 
     if isinstance(source, KafkaSource):
+        # failOnDataLoss stays on (Spark's default): offsets lost to retention stop the stream instead of vanishing
         reader = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", source.bootstrap)
-                  .option("startingOffsets", source.starting_offsets).option("failOnDataLoss", "false"))  # fmt: skip
+                  .option("startingOffsets", source.starting_offsets))  # fmt: skip
         reader = reader.option("subscribe", source.topic) if source.topic else reader.option(
             "subscribePattern", source.topic_pattern
         )
@@ -318,7 +318,8 @@ def _parse_json(raw: DataFrame, fields: list[StructField], *, keep_value: bool, 
     extra = []
     if count_unknown:
         known = F.array(*[F.lit(f.name) for f in fields])
-        extra.append(F.when(F.col(ERROR).isNull(), F.array_except(F.json_object_keys(text), known)).alias(UNKNOWN))
+        unknown = F.array_except(F.json_object_keys(text), known)  # null unless the record has unknown fields
+        extra.append(F.when(F.col(ERROR).isNull() & (F.size(unknown) > 0), unknown).alias(UNKNOWN))
     # the raw value travels only with bad records (or always when the schema may still grow)
     raw_value = F.col("value") if keep_value else F.when(F.col(ERROR).isNotNull(), F.col("value"))
     return df.select(*cols, ERROR, *META, *extra, F.when(F.col(ERROR).isNotNull(), detail).alias(DETAIL),
@@ -541,7 +542,7 @@ class _Pipeline:
             has_unknown = UNKNOWN in df.columns
             metrics = [F.count(F.lit(1)).alias("rows"), F.count(F.col(ERROR)).alias("bad")]
             if has_unknown:
-                metrics += [F.sum(F.when(F.size(F.col(UNKNOWN)) > 0, 1).otherwise(0)).alias("unknown"),
+                metrics += [F.count(F.col(UNKNOWN)).alias("unknown"),
                             F.slice(F.array_distinct(F.flatten(F.collect_set(F.col(UNKNOWN)))), 1, 100).alias("names")]  # fmt: skip
             obs = Observation(f"lakecat_{batch_id}_{uuid.uuid4().hex[:8]}")
             observed = df.observe(obs, *metrics)
@@ -611,7 +612,7 @@ class _Pipeline:
         new_names = {n for n in new_names if n.lower() not in known}
         added: list[tuple[str, str]] = []
         if new_names:
-            texts = df.where(F.col(UNKNOWN).isNotNull() & (F.size(F.col(UNKNOWN)) > 0)).select(
+            texts = df.where(F.col(UNKNOWN).isNotNull()).select(
                 F.col(RAW).cast("string").alias("v")
             )
             inferred = self.spark.read.json(texts.rdd.map(lambda r: r.v)).schema  # noqa: PLW0108
@@ -753,6 +754,8 @@ def start_ingest(
         if n is not None and int(n) < 1:
             raise InvalidArgumentError(f"{what} must be at least 1")
     with_metadata = isinstance(source, KafkaSource) and source.with_metadata
+    if merge_schema and isinstance(source, FileSource) and source.format != "json":
+        raise InvalidArgumentError("--merge-schema applies to JSON events (Kafka or json files), not to csv/parquet files")
     if dlq is False or dlq is None:
         dlq_name = None
     elif dlq is True:
@@ -829,10 +832,11 @@ def run_ingest(
     try:
         while True:
             ended = handle.await_termination(poll_s)
-            progress = metrics.poll()
+            progress, new = metrics.poll()
             handle.lag = metrics.lag
             if on_progress is not None:
-                on_progress(handle, progress)
+                for p in new or [progress]:  # every finished batch once, else the latest for a live refresh
+                    on_progress(handle, p)
             if ended:
                 break
             if stop_event is not None and stop_event.is_set():
@@ -841,7 +845,10 @@ def run_ingest(
     except KeyboardInterrupt:
         handle.stop(reason="interrupted")
     finally:
-        metrics.poll()
+        _, new = metrics.poll()
+        if on_progress is not None:
+            for p in new:
+                on_progress(handle, p)
     report = handle.report()
     report.lag = metrics.lag
     return report
@@ -859,11 +866,13 @@ class _MetricsWriter:
         self._lag_at = 0.0
         self._consumer: Any = None
 
-    def poll(self) -> dict[str, Any] | None:
+    def poll(self) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+        """The latest progress, and the progresses of batches finished since the last poll."""
+        new: list[dict[str, Any]] = []
         try:
             recent = list(self.handle.query.recentProgress)
         except Exception:  # noqa: BLE001 - the query is gone; nothing more to report
-            return None
+            return None, new
         last = recent[-1] if recent else None
         if isinstance(self.source, KafkaSource) and last and time.monotonic() - self._lag_at > 2:
             self._lag_at = time.monotonic()
@@ -874,6 +883,7 @@ class _MetricsWriter:
             if bid is None or bid in self.seen or bid not in batches or not p.get("numInputRows"):
                 continue
             self.seen.add(bid)
+            new.append(p)
             if self.path is not None:
                 s = batches[bid]
                 line = {"batch_id": bid, "timestamp": p.get("timestamp"), "input_rows": p.get("numInputRows"),
@@ -884,7 +894,7 @@ class _MetricsWriter:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 with self.path.open("a") as fh:
                     fh.write(json.dumps(line) + "\n")
-        return last
+        return last, new
 
     def _kafka_lag(self, progress: dict[str, Any]) -> int | None:
         """End offsets on the broker minus the offsets the query has reached."""

@@ -145,7 +145,8 @@ def test_kafka_available_now_with_dead_letters(cli, catalog, ns, kafka_bootstrap
     # A crash after the table commits but before Spark's checkpoint does: Spark replays the batch, lakecat skips it.
     commits = Path(report["checkpoint"].removeprefix("file://")) / "commits"
     last = max(int(p.name) for p in commits.iterdir() if p.name.isdigit())
-    (commits / str(last)).unlink()
+    for f in (commits / str(last), commits / f".{last}.crc"):  # as if the commit-log entry was never written
+        f.unlink(missing_ok=True)
     code, out, err = cli("ingest", name, "--kafka", kafka_bootstrap, "--topic", topic, "--json")
     assert code == 0, err
     replay = json.loads(out)
@@ -337,3 +338,19 @@ def test_csv_and_parquet_files(cli, catalog, ns, tmp_path):
     code, out, err = cli("ingest", pname, "--files", str(bad_dir), "--file-format", "parquet", "--json")
     assert code == 2 and "column id is STRING in the parquet files under" in err and "but BIGINT in the table" in err
     assert len(read_rows(catalog, pname)) == 2
+
+
+def test_human_output_and_metrics_lines(cli, catalog, ns, tmp_path):
+    landing = tmp_path / "in"
+    landing.mkdir()
+    for k in range(3):
+        (landing / f"{k}.json").write_bytes(b"\n".join(good_event(10 * k + i) for i in range(10)) + b"\n[]\n")
+    name = f"{ns}.human"
+    catalog.create_table(name, schema=SCHEMA, format="delta")
+    metrics = tmp_path / "m.jsonl"
+    code, out, err = cli("ingest", name, "--files", str(landing), "--max-files-per-batch", "1", "--metrics-file", str(metrics))
+    assert code == 0, err
+    assert f"30 rows written to {name} (delta), 3 dead-lettered to {name}_dlq, 3 batches" in out
+    assert err.count(f"{name}: ") == 3  # one progress line per batch on stderr (not a terminal)
+    lines = [json.loads(line) for line in metrics.read_text().splitlines()]
+    assert [(m["rows_written"], m["rows_dead_lettered"]) for m in lines] == [(10, 1)] * 3
