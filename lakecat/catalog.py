@@ -153,14 +153,14 @@ class Catalog:
             UnsupportedOperationError: a transform the format cannot express (bucket on Delta).
             TableAlreadyExistsError: the name is taken (by a table of either format).
         """
-        from .formats.base import validate_properties
+        from .maintenance import validate_policy
         from .table import Table
 
         ident = name if isinstance(name, TableIdent) else TableIdent.parse(name)
         adapter = get_format(format)
         columns = parse_schema(schema)
         fields = parse_partition_spec(partition_by, columns)
-        props = validate_properties(properties)
+        props = validate_policy(properties or {})  # keys, and the values of lakecat.* maintenance policies
         existing = self.metastore.get(ident)
         if existing is not None:
             if if_not_exists:

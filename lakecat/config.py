@@ -192,12 +192,21 @@ def resolve_config(catalog: str | Path | CatalogConfig | None = None) -> Catalog
     path = Path(choice).expanduser()
     if choice.endswith(".toml") or os.sep in choice:
         return load_config_file(path)
-    validate_part(choice, what="catalog name")
+    if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]*", choice):
+        raise ConfigError(f"invalid catalog {choice!r}: give a config name (e.g. local) or a path to a .toml file")
     for d in _search_dirs():
         candidate = d / f"{choice}.toml"
         if candidate.is_file():
             return load_config_file(candidate)
     raise ConfigError(f"unknown catalog {choice!r}: no {choice}.toml in {', '.join(str(d) for d in _search_dirs())}")
+
+
+def _looks_like_catalog(path: Path) -> bool:
+    try:
+        raw = tomllib.loads(path.read_text())
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
+        return False
+    return all(k in raw for k in ("name", "warehouse", "metastore"))
 
 
 def available_catalogs() -> list[tuple[str, Path]]:
@@ -206,5 +215,6 @@ def available_catalogs() -> list[tuple[str, Path]]:
     for d in _search_dirs():
         if d.is_dir():
             for p in sorted(d.glob("*.toml")):
-                found.setdefault(p.stem, p)
+                if _looks_like_catalog(p):  # not e.g. a maintenance plan lying beside the catalogs
+                    found.setdefault(p.stem, p)
     return sorted(found.items())

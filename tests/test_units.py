@@ -133,3 +133,12 @@ def test_bundled_example_configs_parse(monkeypatch):
         assert conf[f"spark.sql.catalog.{cfg.name}"] == "org.apache.iceberg.spark.SparkCatalog"
     rest = load_config_file(bundled_conf_dir() / "rest.toml")
     assert iceberg_catalog_conf(rest)["spark.sql.catalog.rest.type"] == "rest"
+
+
+def test_catalogs_lists_only_catalog_configs(cli):
+    import json
+
+    code, out, _ = cli("catalogs", "--json")
+    names = {c["name"] for c in json.loads(out)}
+    assert code == 0 and "local" in names and "team-postgres" in names
+    assert not any("plan" in n for n in names)  # the maintenance plan example is not a catalog
