@@ -257,12 +257,7 @@ def _raw_columns(spark: SparkSession, source: Source, options: _Options) -> Data
     df = reader.load(source.uri)
     return df.where(F.trim(F.col("value")) != "").select(
         F.col("value").cast("binary").alias("value"),
-        F.lit(None).cast("binary").alias("_lakecat_key"),
-        F.lit(None).cast("string").alias("_lakecat_topic"),
-        F.lit(None).cast("int").alias("_lakecat_partition"),
-        F.lit(None).cast("bigint").alias("_lakecat_offset"),
-        F.col("_metadata.file_modification_time").alias("_lakecat_ts"),
-        F.col("_metadata.file_path").alias("_lakecat_source"),
+        *_file_provenance(),
     )
 
 
@@ -326,6 +321,20 @@ def _parse_json(raw: DataFrame, fields: list[StructField], *, keep_value: bool, 
                      raw_value.alias(RAW))  # fmt: skip
 
 
+def _file_provenance() -> list[Any]:
+    """The provenance columns of a file record: no Kafka coordinates, the file's path and modification time."""
+    from pyspark.sql import functions as F
+
+    return [
+        F.lit(None).cast("binary").alias("_lakecat_key"),
+        F.lit(None).cast("string").alias("_lakecat_topic"),
+        F.lit(None).cast("int").alias("_lakecat_partition"),
+        F.lit(None).cast("bigint").alias("_lakecat_offset"),
+        F.col("_metadata.file_modification_time").alias("_lakecat_ts"),
+        F.col("_metadata.file_path").alias("_lakecat_source"),
+    ]
+
+
 def _read_typed_files(spark: SparkSession, source: FileSource, fields: list[StructField], options: _Options) -> DataFrame:
     """csv / parquet through the reader, typed by the table's schema, into the same shape as _parse_json."""
     from pyspark.sql import functions as F
@@ -356,12 +365,7 @@ def _read_typed_files(spark: SparkSession, source: FileSource, fields: list[Stru
     out = df.select(
         *[F.col(f.name) for f in fields],
         error.alias(ERROR),
-        F.lit(None).cast("binary").alias("_lakecat_key"),
-        F.lit(None).cast("string").alias("_lakecat_topic"),
-        F.lit(None).cast("int").alias("_lakecat_partition"),
-        F.lit(None).cast("bigint").alias("_lakecat_offset"),
-        F.col("_metadata.file_modification_time").alias("_lakecat_ts"),
-        F.col("_metadata.file_path").alias("_lakecat_source"),
+        *_file_provenance(),
         raw_text.alias("_lakecat_text"),
     )
     detail = F.when(F.col(ERROR) == "malformed_csv", F.lit("row does not match the table's columns and types")).when(
