@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
+import threading
 import traceback
-from collections.abc import Callable
-from datetime import date, datetime
+from collections.abc import Callable, Iterator
+from datetime import date, datetime, timezone
 from decimal import Decimal
 from typing import Annotated, Any, NoReturn, Optional
 
 import typer
+from rich import box
 from rich.console import Console
+from rich.table import Column
 from rich.table import Table as RichTable
 
 from lakecat.errors import EXIT_INTERNAL, InvalidArgumentError, LakecatError
@@ -41,19 +45,29 @@ def _default(o: Any) -> Any:
     return str(o)
 
 
+UNLIMITED_WIDTH = 10_000  # stdout is a pipe or a file: no terminal to fit, keep every row on one line
+
+
 def dumps(data: Any) -> str:
     return json.dumps(data, default=_default, indent=2, sort_keys=False)
 
 
 class Output:
-    """Data to stdout (a rich rendering or one JSON document), humans and progress to stderr."""
+    """Data to stdout (a rich rendering or one JSON document), humans and progress to stderr.
+
+    Colours and styles only on a terminal, and never with ``NO_COLOR`` set (https://no-color.org: no
+    escape sequence at all, not even bold). On a terminal tables fit its width; elsewhere (a pipe, a
+    file) they keep their natural width, one line per row, so ``grep`` and ``awk`` see whole rows.
+    """
 
     def __init__(self, json_mode: bool = False, verbose: bool = False) -> None:
         self.json = json_mode
         self.verbose = verbose
-        no_color = bool(os.environ.get("NO_COLOR"))
-        self.out = Console(no_color=no_color, soft_wrap=True, highlight=False)
-        self.err = Console(stderr=True, no_color=no_color, highlight=False)
+        styles: dict[str, Any] = {"color_system": None} if os.environ.get("NO_COLOR") else {}
+        self.out = Console(soft_wrap=True, highlight=False, **styles)
+        if not self.out.is_terminal and not os.environ.get("COLUMNS"):
+            self.out.width = UNLIMITED_WIDTH
+        self.err = Console(stderr=True, highlight=False, **styles)
 
     def emit(self, result: Any, human: Callable[[Console, Any], None] | None = None) -> None:
         data = result.to_dict() if hasattr(result, "to_dict") else result
@@ -69,9 +83,23 @@ class Output:
         if not self.json:
             self.err.print(message)
 
-    def status(self, message: str):  # type: ignore[no-untyped-def]
-        """A spinner on stderr for work of unknown length (silent when stderr is not a terminal)."""
-        return self.err.status(message, spinner="dots")
+    @contextlib.contextmanager
+    def progress(self, description: str, *, total: int | None = None) -> Iterator[Callable[..., None]]:
+        """A live progress line on stderr while the block runs; yields ``update(completed=, total=, description=)``.
+
+        The bar counts the caller's own steps when it gives a ``total`` (e.g. tables), else the tasks of the
+        Spark stages running right now (a pulse while Spark is idle or starting); then the elapsed time.
+        Nothing is shown with ``--json`` or when stderr is not an interactive terminal.
+        """
+        if self.json or not self.err.is_interactive:
+            yield _ignore
+            return
+        with _ProgressLine(self.err, description, total) as line:
+            yield line.update
+
+    def status(self, message: str) -> contextlib.AbstractContextManager[Callable[..., None]]:
+        """Progress for work of unknown length: see ``progress``."""
+        return self.progress(message)
 
     def fail(self, exc: BaseException) -> NoReturn:
         if isinstance(exc, LakecatError):
@@ -130,8 +158,158 @@ def confirm(out: Output, question: str, yes: bool) -> None:
         raise typer.Exit(1)
 
 
-def table(*columns: str, title: str | None = None) -> RichTable:
-    t = RichTable(title=title, show_lines=False, header_style="bold", expand=False)
+def table(*columns: str | Column, title: str | None = None) -> RichTable:
+    """A rich table in lakecat's style: a bold header, a rule under it, no vertical lines (rows stay awk-able).
+
+    A plain string is a text column that folds when the terminal is narrow; pass ``num(...)`` for counts,
+    sizes and versions (right-aligned, never broken) and ``key(...)`` for names and times (never broken).
+    """
+    t = RichTable(title=title, title_justify="left", title_style="bold", header_style="bold",
+                  box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, expand=False)  # fmt: skip
     for c in columns:
-        t.add_column(c, overflow="fold")
+        if isinstance(c, Column):
+            t.columns.append(c)
+        else:
+            t.add_column(c, overflow="fold", min_width=min(len(c), 12))
     return t
+
+
+def num(header: str) -> Column:
+    """A numeric column: right-aligned, never wrapped."""
+    return Column(header, justify="right", no_wrap=True, min_width=len(header))
+
+
+def key(header: str) -> Column:
+    """A column of short identifiers or times: never wrapped."""
+    return Column(header, no_wrap=True, min_width=len(header))
+
+
+def human_time(value: str | datetime | None) -> str:
+    """A timestamp for people: ``2026-01-31 12:00:03`` in UTC (milliseconds only when there are some)."""
+    if value is None or value == "":
+        return "-"
+    from lakecat.units import parse_timestamp
+
+    try:
+        dt = parse_timestamp(value)
+    except ValueError:
+        return str(value)
+    text = dt.strftime("%Y-%m-%d %H:%M:%S")
+    return text + (f".{dt.microsecond // 1000:03d}" if dt.microsecond // 1000 else "")
+
+
+def human_duration(seconds: float | None) -> str:
+    """``0.4s``, ``12.3s``, ``2m 05s``, ``1h 02m``, ``3d 04h`` (lakecat's duration letters)."""
+    if seconds is None:
+        return "-"
+    s = max(float(seconds), 0.0)
+    if s < 60:
+        return f"{s:.1f}s"
+    whole = int(round(s))
+    for unit, size, sub, sub_size in (("d", 86400, "h", 3600), ("h", 3600, "m", 60), ("m", 60, "s", 1)):
+        if whole >= size:
+            return f"{whole // size}{unit} {whole % size // sub_size:02d}{sub}"
+    return f"{whole}s"  # pragma: no cover
+
+
+def human_age(value: str | datetime | None, now: datetime | None = None) -> str:
+    """How long ago a timestamp was, roughly: ``just now``, ``45s ago``, ``3m ago``, ``2h ago``, ``5d ago``."""
+    if value is None or value == "":
+        return "-"
+    from lakecat.units import parse_timestamp
+
+    try:
+        ago = ((now or datetime.now(timezone.utc)) - parse_timestamp(value)).total_seconds()
+    except ValueError:
+        return "-"
+    if ago < 0:
+        return "in the future"
+    if ago < 1:
+        return "just now"
+    for unit, size in (("w", 604800), ("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
+        if ago >= size:
+            return f"{int(ago // size)}{unit} ago"
+    return "just now"  # pragma: no cover
+
+
+def print_table(console: Console, t: RichTable) -> None:
+    """Print a table; on a terminal too narrow for it, say that values were shortened and where to see them."""
+    console.print(t)
+    if console.is_terminal and console.measure(t).maximum > console.width:
+        console.print("[dim](narrow terminal: long values are wrapped or shortened; --json has them whole)[/]")
+
+
+def cell(value: Any) -> str:
+    """One value of a data row for people: ``null``, times as ``human_time``, structs and arrays as JSON."""
+    if value is None:
+        return "null"
+    if isinstance(value, datetime):
+        return human_time(value)
+    if isinstance(value, (dict, list, tuple)):
+        return json.dumps(value, default=_default)
+    return _default(value) if isinstance(value, (date, Decimal, bytes, bytearray)) else str(value)
+
+
+class _ProgressLine:
+    """The line ``Output.progress`` shows: spinner, what runs, a bar (own steps or Spark tasks), elapsed time."""
+
+    def __init__(self, console: Console, description: str, total: int | None) -> None:
+        from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+        self.bar = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(bar_width=30),
+                            TextColumn("{task.fields[counts]}"), TimeElapsedColumn(), console=console,
+                            transient=True, refresh_per_second=4)  # fmt: skip
+        self.task = self.bar.add_task(description, total=total, counts="")
+        self.total, self.completed = total, 0
+        self.spark: tuple[int, int] | None = None
+        self._stop = threading.Event()
+        self._poller = threading.Thread(target=self._poll, name="lakecat-progress", daemon=True)
+
+    def __enter__(self) -> _ProgressLine:
+        self.bar.start()
+        self._poller.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        self._poller.join(timeout=2)
+        self.bar.stop()
+
+    def update(self, completed: int | None = None, total: int | None = None, description: str | None = None) -> None:
+        self.total = self.total if total is None else total
+        self.completed = self.completed if completed is None else completed
+        self._show(description)
+
+    def _poll(self) -> None:
+        while not self._stop.wait(0.5):
+            self.spark = _spark_tasks()
+            self._show()
+
+    def _show(self, description: str | None = None) -> None:
+        spark = f"Spark tasks {self.spark[0]}/{self.spark[1]}" if self.spark else ""
+        if self.total is not None:
+            counts = " · ".join(c for c in (f"{self.completed}/{self.total}", spark) if c)
+            self.bar.update(self.task, completed=self.completed, total=self.total, counts=counts, description=description)
+        else:
+            done, total = self.spark or (0, None)
+            self.bar.update(self.task, completed=done, total=total, counts=spark, description=description)
+
+
+def _ignore(*args: Any, **kwargs: Any) -> None:
+    """The progress updater when no progress is shown."""
+
+
+def _spark_tasks() -> tuple[int, int] | None:
+    """(done, total) tasks of the Spark stages running now; None when Spark is idle or was never started."""
+    spark_module = sys.modules.get("lakecat.spark")  # never import (and so start) the Spark path for a progress bar
+    session = spark_module.active_session() if spark_module is not None else None
+    if session is None:
+        return None
+    try:
+        tracker = session.sparkContext.statusTracker()
+        stages = [tracker.getStageInfo(i) for i in tracker.getActiveStageIds()]
+    except Exception:  # noqa: BLE001 - a progress bar must never fail the command (e.g. the session stopping)
+        return None
+    done = sum(s.numCompletedTasks for s in stages if s is not None)
+    total = sum(s.numTasks for s in stages if s is not None)
+    return (done, total) if total else None

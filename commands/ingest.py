@@ -63,6 +63,10 @@ def ingest(
         list[str] | None, typer.Option("--kafka-option", help="Extra Kafka client setting key=value (repeatable).")
     ] = None,
     metrics_file: Annotated[str | None, typer.Option("--metrics-file", help="Append one JSON line per batch here.")] = None,
+    cdc: Annotated[
+        str | None, typer.Option("--cdc", help="Events are change events: debezium (applied with MERGE by --key).")
+    ] = None,
+    key: Annotated[str | None, typer.Option("--key", help="With --cdc: the column(s) identifying a row, e.g. id.")] = None,
     catalog: CatalogOpt = None,
     json_: JsonOpt = False,
     verbose: VerboseOpt = False,
@@ -70,6 +74,8 @@ def ingest(
     """Stream Kafka (or landed files) into an Iceberg or Delta table, exactly once, with a dead-letter table.
 
     Example: lakecat ingest sales.orders --kafka localhost:9092 --topic orders --trigger available-now
+
+    Change data capture: lakecat ingest crm.accounts --kafka localhost:9092 --topic db.public.accounts --cdc debezium --key id
     """
     out = Output(json_, verbose)
     stop = threading.Event()
@@ -102,14 +108,15 @@ def ingest(
                     name, source, trigger=trigger, checkpoint=checkpoint, dlq=False if no_dlq else (dlq or True),
                     merge_schema=merge_schema, dedupe_key=dedupe_key, watermark=watermark, event_time=event_time,
                     max_records_per_batch=max_records_per_batch, max_files_per_batch=max_files_per_batch,
-                    metrics_file=metrics_file, on_progress=display.update, stop_event=stop,
+                    metrics_file=metrics_file, on_progress=display.update, stop_event=stop, cdc=cdc, key=key,
                 )  # fmt: skip
         finally:
             display.close()
 
     def human(console, r):  # type: ignore[no-untyped-def]
+        what = "change events applied" if r.cdc else "rows written"
         console.print(
-            f"{r.rows_written} rows written to {r.table} ({r.format}), {r.rows_dead_lettered} dead-lettered"
+            f"{r.rows_written} {what} to {r.table} ({r.format}), {r.rows_dead_lettered} dead-lettered"
             + (f" to {r.dlq_table}" if r.dlq_table else "")
             + f", {r.batches} batches in {r.duration_s:.1f}s"
             + (f" ({r.batches_skipped} already committed)" if r.batches_skipped else "")

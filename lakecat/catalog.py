@@ -219,7 +219,9 @@ class Catalog:
             background: return an ``IngestHandle`` at once (``.stop()``, ``.await_termination()``, ``.report()``).
             **options: ``checkpoint``, ``dlq`` (a table name, True for ``<table>_dlq``, False to fail on bad
                 records), ``merge_schema``, ``dedupe_key``, ``watermark``, ``event_time``,
-                ``max_records_per_batch``, ``max_files_per_batch``, ``metrics_file``, ``on_progress``.
+                ``max_records_per_batch``, ``max_files_per_batch``, ``metrics_file``, ``on_progress``;
+                ``cdc="debezium"`` with ``key=[...]`` applies Debezium change events with MERGE (upserts and
+                deletes, last event per key per batch, exactly once).
 
         Returns:
             An ``IngestReport`` (or an ``IngestHandle`` with ``background=True``).

@@ -97,6 +97,8 @@ class IngestReport(Result):
     stopped_by: str = "drained"
     started_at: str | None = None
     lag: int | None = None
+    cdc: str | None = None
+    key: list[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -414,6 +416,8 @@ class _Options:
     max_files_per_batch: int | None
     metrics_file: Path | None
     count_unknown: bool = True
+    cdc: str | None = None  # "debezium": change events applied with MERGE by cdc_key
+    cdc_key: list[str] | None = None
 
 
 @dataclass
@@ -484,6 +488,10 @@ class _Pipeline:
 
         if isinstance(self.source, FileSource) and self.source.format != "json":
             df = _read_typed_files(self.spark, self.source, self.fields, self.opts)
+        elif self.opts.cdc:
+            from .cdc import parse_debezium
+
+            df = parse_debezium(_raw_columns(self.spark, self.source, self.opts), self.fields, self.opts.cdc_key or [])
         else:
             raw = _raw_columns(self.spark, self.source, self.opts)
             df = _parse_json(raw, self.fields, keep_value=self.opts.merge_schema, count_unknown=self.opts.count_unknown)
@@ -529,6 +537,8 @@ class _Pipeline:
             stats.skipped = True
             return stats, []
         names: list[str] = []
+        if self.opts.cdc:
+            return self._apply_changes(df, batch_id, stats, done_table, done_dlq), names
         cached = bool(self.opts.dedupe_key or self.opts.merge_schema or self.dlq is None)
         base = df.persist() if cached else df
         df = base
@@ -536,13 +546,7 @@ class _Pipeline:
             if self.opts.merge_schema:
                 df = self._evolve(base)
             if self.dlq is None:
-                first = df.where(F.col(ERROR).isNotNull()).select(ERROR, DETAIL, "_lakecat_source", "_lakecat_partition",
-                                                                 "_lakecat_offset").limit(1).collect()  # fmt: skip
-                if first:
-                    r = first[0]
-                    where = f"{r[2]}" + (f" partition {r[3]} offset {r[4]}" if r[3] is not None else "")
-                    raise LakecatError(f"record at {where} rejected ({r[0]}: {r[1]}) and --no-dlq is set; "
-                                       "nothing of this batch was written")  # fmt: skip
+                self._refuse_bad(df)
             has_unknown = UNKNOWN in df.columns
             metrics = [F.count(F.lit(1)).alias("rows"), F.count(F.col(ERROR)).alias("bad")]
             if has_unknown:
@@ -570,6 +574,49 @@ class _Pipeline:
             if cached:
                 base.unpersist()
         return stats, names
+
+    def _apply_changes(self, df: DataFrame, batch_id: int, stats: BatchStats, done_table: bool, done_dlq: bool) -> BatchStats:
+        """CDC: the batch's change events, reduced to the last per key, applied with one idempotent MERGE."""
+        from pyspark.sql import functions as F
+
+        from .cdc import CDC_TS, OP, last_per_key, merge
+
+        keys = self.opts.cdc_key or []
+        base = df.persist()
+        try:
+            if self.dlq is None:
+                self._refuse_bad(base)
+            m = base.agg(F.count(F.lit(1)).alias("rows"), F.count(F.col(ERROR)).alias("bad")).first()
+            rows, bad = int(m["rows"] or 0), int(m["bad"] or 0)
+            columns = [f.name for f in self.fields]
+            if not done_table:
+                if rows - bad:
+                    good = base.where(F.col(ERROR).isNull()).select(*columns, OP, CDC_TS, "_lakecat_offset")
+                    # materialized: MERGE wants a deterministic source, the in-batch position is not
+                    changes = last_per_key(good, keys).select(*columns, OP).localCheckpoint(eager=True)
+                    merge(self.table, changes, keys, columns, app_id=self.target.app_id, batch_id=batch_id)
+                self.target.last_batch = batch_id
+                stats.rows_written = rows - bad
+            else:
+                stats.skipped = bad == 0
+            if self.dlq is not None and not done_dlq and bad:
+                self.dlq.write(self._bad_rows(base, batch_id), batch_id)
+                stats.rows_dead_lettered = bad
+        finally:
+            base.unpersist()
+        return stats
+
+    def _refuse_bad(self, df: DataFrame) -> None:
+        """--no-dlq: the first bad record fails the batch before anything is written."""
+        from pyspark.sql import functions as F
+
+        first = df.where(F.col(ERROR).isNotNull()).select(ERROR, DETAIL, "_lakecat_source", "_lakecat_partition",
+                                                         "_lakecat_offset").limit(1).collect()  # fmt: skip
+        if first:
+            r = first[0]
+            where = f"{r[2]}" + (f" partition {r[3]} offset {r[4]}" if r[3] is not None else "")
+            raise LakecatError(f"record at {where} rejected ({r[0]}: {r[1]}) and --no-dlq is set; "
+                               "nothing of this batch was written")  # fmt: skip
 
     def _good_rows(self, df: DataFrame) -> DataFrame:
         from pyspark.sql import functions as F
@@ -740,6 +787,8 @@ def start_ingest(
     max_files_per_batch: int | None = None,
     metrics_file: str | Path | None = None,
     count_unknown_fields: bool = True,
+    cdc: str | None = None,
+    key: str | list[str] | None = None,
 ) -> IngestHandle:
     """Validate everything, then start the stream; returns at once with a handle (see ``Catalog.ingest``)."""
     if not isinstance(source, (KafkaSource, FileSource)):
@@ -758,6 +807,17 @@ def start_ingest(
         if n is not None and int(n) < 1:
             raise InvalidArgumentError(f"{what} must be at least 1")
     with_metadata = isinstance(source, KafkaSource) and source.with_metadata
+    from .cdc import check_cdc
+
+    cdc = check_cdc(cdc)
+    if cdc:
+        if merge_schema or keys or with_metadata:
+            raise InvalidArgumentError("--cdc applies change events by --key; it does not combine with "
+                                       "--merge-schema, --dedupe-key or --with-kafka-metadata")  # fmt: skip
+        if isinstance(source, FileSource) and source.format != "json":
+            raise InvalidArgumentError("--cdc reads Debezium JSON events: from Kafka or json files")
+    elif key:
+        raise InvalidArgumentError("--key applies to change events: pass --cdc debezium (or use --dedupe-key)")
     if merge_schema and isinstance(source, FileSource) and source.format != "json":
         raise InvalidArgumentError("--merge-schema applies to JSON events (Kafka or json files), not to csv/parquet files")
     if dlq is False or dlq is None:
@@ -778,6 +838,7 @@ def start_ingest(
                     max_files_per_batch, metrics, count_unknown_fields and not (isinstance(source, FileSource)
                                                                                 and source.format != "json"))  # fmt: skip
     spark = catalog.session()
+    cdc_notes: list[str] = []
     schema = _spark_schema(spark, tbl)
     fields = _input_fields(schema, _generated_columns(tbl))
     names = {f.name for f in schema.fields}
@@ -801,6 +862,14 @@ def start_ingest(
             opts.event_time = ts[0] if ts else "_lakecat_ts"
         elif event_time not in {f.name for f in fields}:
             raise InvalidArgumentError(f"--event-time: table {ident} has no column {event_time}")
+    if cdc:
+        from .cdc import check_key, ensure_key
+
+        opts.cdc, opts.cdc_key = cdc, check_key(key, fields, str(ident))
+        opts.count_unknown = False
+        cdc_notes = ensure_key(spark, tbl, opts.cdc_key)
+        for note in cdc_notes:
+            log.warning("%s: %s", ident, note)
     if isinstance(source, FileSource) and source.format == "parquet":
         _check_parquet_types(spark, source, fields, tbl)
     dlq_table = None
@@ -814,7 +883,8 @@ def start_ingest(
         if dlq_table.format != tbl.format:
             log.info("dead-letter table %s is %s, the table is %s", dlq_name, dlq_table.format, tbl.format)
     report = IngestReport(table=str(ident), format=tbl.format, source=source.describe(), dlq_table=dlq_name,
-                          checkpoint=ckpt, trigger=str(trig), started_at=iso(datetime.now(UTC)))  # fmt: skip
+                          checkpoint=ckpt, trigger=str(trig), started_at=iso(datetime.now(UTC)),
+                          cdc=opts.cdc, key=opts.cdc_key)  # fmt: skip
     pipeline = _Pipeline(catalog, tbl, source, opts, report, dlq_table, with_metadata, fields)
     query = pipeline.start()
     return IngestHandle(pipeline, query)

@@ -343,15 +343,16 @@ def create_topic(bootstrap: str, name: str, partitions: int = 3, *, timeout: flo
     return True
 
 
-def produce(bootstrap: str, topic: str, values: Iterable[bytes | str], key: bytes | str | None = None,
+def produce(bootstrap: str, topic: str, values: Iterable[bytes | str | tuple[Any, Any]], key: bytes | str | None = None,
             *, timeout: float = 30.0) -> int:
     """Produce values to a topic and wait until all are acknowledged.
 
     Args:
         bootstrap: Broker address.
         topic: Existing topic name.
-        values: Message payloads.
-        key: Optional key applied to every message.
+        values: Message payloads; a ``(key, value)`` tuple gives that message its own key (a value of
+            ``None`` is a tombstone).
+        key: Optional key applied to every message that has none of its own.
         timeout: Seconds to wait for outstanding deliveries.
 
     Returns:
@@ -373,10 +374,11 @@ def produce(bootstrap: str, topic: str, values: Iterable[bytes | str], key: byte
     conf: dict[str, Any] = {"bootstrap.servers": bootstrap, "linger.ms": 5, "acks": "all", "logger": _LOG}
     producer = Producer(conf)
     sent = 0
-    for value in values:
+    for item in values:
+        msg_key, value = item if isinstance(item, tuple) else (key, item)
         while True:
             try:
-                producer.produce(topic, value=value, key=key, on_delivery=on_delivery)
+                producer.produce(topic, value=value, key=msg_key, on_delivery=on_delivery)
                 break
             except BufferError:
                 producer.poll(0.1)

@@ -88,6 +88,20 @@ class Table:
 
         return rollback(self, version=version, timestamp=timestamp)
 
+    def upsert(self, data, *, key: str | list[str] | tuple[str, ...], file_format: str | None = None,
+               delete_when: str | None = None):  # type: ignore[no-untyped-def]  # fmt: skip
+        """MERGE a Spark DataFrame or a path of json/csv/parquet files into this table by ``key``.
+
+        Matched rows are updated, new keys inserted; rows for which ``delete_when`` (a SQL predicate over
+        the source's columns) holds delete their match instead. One commit; returns an ``UpsertReport``.
+
+        Example:
+            >>> t.upsert("/landing/fixes/", key=["id"], delete_when="op = 'D'").updated
+        """
+        from .cdc import upsert
+
+        return upsert(self, data, key=key, file_format=file_format, delete_when=delete_when)
+
     # --- maintenance (lakecat/maintenance.py) ---------------------------------------------------
     def compact(self, *, strategy: str = "binpack", by: list[str] | tuple[str, ...] | str = (),
                 target_file_size: int | str | None = None, where: str | None = None, dry_run: bool = False):  # type: ignore[no-untyped-def]  # fmt: skip

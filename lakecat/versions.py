@@ -323,6 +323,11 @@ class _IcebergVersions(_Versions):
             return self._diff_changes(commits)
         schema = meta.schema()
         identifier_columns = [schema.find_column_name(i) for i in sorted(schema.identifier_field_ids)]
+        if not identifier_columns:  # a CDC key recorded by `ingest --cdc` (nullable columns cannot be identifier fields)
+            from .cdc import KEY_PROPERTY
+
+            key = [c.strip() for c in str(meta.properties.get(KEY_PROPERTY, "")).split(",") if c.strip()]
+            identifier_columns = [c for c in key if c in {f.name for f in schema.fields}]
         empty = since == until
         options = (
             [("end-snapshot-id", until)]

@@ -1,0 +1,46 @@
+"""`lakecat upsert`: batch MERGE of a file set into a table (the batch twin of `ingest --cdc`)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from ._common import CatalogOpt, JsonOpt, Output, VerboseOpt, connect, run
+
+
+def upsert(
+    name: Annotated[str, typer.Argument(help="namespace.table to merge into.")],
+    from_: Annotated[str, typer.Option("--from", help="A file or directory of json (one object per line), csv or parquet.")],
+    key: Annotated[str, typer.Option("--key", help="Column(s) that identify a row, comma-separated, e.g. id.")],
+    file_format: Annotated[
+        str | None, typer.Option("--file-format", help="json, csv or parquet (default: from the file names).")
+    ] = None,
+    delete_when: Annotated[
+        str | None,
+        typer.Option("--delete-when", help="SQL predicate over the source's columns: matching rows delete their match."),
+    ] = None,
+    catalog: CatalogOpt = None,
+    json_: JsonOpt = False,
+    verbose: VerboseOpt = False,
+) -> None:
+    """MERGE files into a table by key: matched rows are updated, new keys inserted, --delete-when rows deleted.
+
+    Example: lakecat upsert crm.accounts --from /landing/fixes/ --key id --delete-when "op = 'D'"
+    """
+    out = Output(json_, verbose)
+
+    def api():  # type: ignore[no-untyped-def]
+        return connect(catalog).load_table(name).upsert(from_, key=key, file_format=file_format, delete_when=delete_when)
+
+    def human(console, r):  # type: ignore[no-untyped-def]
+        console.print(
+            f"{r.table} ({r.format}): {r.rows_in} source rows → {r.inserted} inserted, {r.updated} updated, "
+            f"{r.deleted} deleted in one commit (version {r.version}), {r.duration_s:.1f}s"
+        )
+
+    run(out, api, human)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("upsert")(upsert)

@@ -1,0 +1,448 @@
+"""Change data capture: Debezium change events applied to a table of either format with MERGE.
+
+The streaming side lives in :mod:`lakecat.ingest` (``ingest(..., cdc="debezium", key=[...])``); this
+module holds what is specific to change events:
+
+- :func:`parse_debezium` turns raw records (Kafka values, or JSON lines from files) into one row per
+  event: the operation (upsert or delete), the row image, its source position, and an error for
+  events that cannot be applied (those go to the dead-letter table);
+- :func:`last_per_key` reduces a micro-batch to the last event per key in source order (Kafka
+  offset, then ``ts_ms``), so that a delete followed by a re-create ends with the row present;
+- :func:`merge` applies such a reduced batch with one MERGE, as one commit that carries the batch's
+  idempotence marker (Delta: the ``txnAppId``/``txnVersion`` transaction of the same commit; Iceberg:
+  the ``lakecat.query-id``/``lakecat.batch-id`` snapshot properties), so a batch replayed after a
+  crash is recognised and not applied twice;
+- :func:`upsert` is the batch twin: MERGE a DataFrame or a set of files into a table.
+
+Debezium's JSON comes with or without the ``{"schema", "payload"}`` wrapper. ``op`` is ``c``
+(create), ``r`` (snapshot read), ``u`` (update) or ``d`` (delete); a tombstone (null value after a
+delete) deletes the key named by the Kafka message key. Timestamps may be ISO strings
+(``ZonedTimestamp``) or epoch numbers (``Timestamp`` ms, ``MicroTimestamp`` µs, ``NanoTimestamp`` ns
+— told apart by magnitude), dates ISO strings or days since the epoch (``Date``); decimals must be
+numbers or strings (``decimal.handling.mode=string|double``; the default base64 ``precise`` encoding
+is dead-lettered as a type mismatch).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .errors import InvalidArgumentError
+from .formats.base import spark_errors
+from .identifiers import parse_columns, quote
+from .results import Result
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql.types import StructField
+
+    from .table import Table
+
+CDC_FORMATS = ("debezium",)
+OP = "_lakecat_op"  # "u" (upsert: insert or update) or "d" (delete) after parsing
+CDC_TS = "_lakecat_cdc_ts"
+POS = "_lakecat_pos"
+KEY_PROPERTY = "lakecat.cdc.key"
+UPSERT_OPS = ("c", "r", "u")
+
+
+def check_cdc(cdc: str | None) -> str | None:
+    if cdc is None:
+        return None
+    name = str(cdc).strip().lower()
+    if name not in CDC_FORMATS:
+        raise InvalidArgumentError(f"unknown CDC format {cdc!r}: use {', '.join(CDC_FORMATS)}")
+    return name
+
+
+def check_key(key: str | list[str] | tuple[str, ...] | None, fields: list[StructField], table: str, *, what: str = "--key") -> list[str]:
+    """The key columns, validated against the table's input columns."""
+    if not key:
+        raise InvalidArgumentError(f"{what} is required: the column(s) that identify a row, e.g. --key id")
+    keys = parse_columns(key)
+    names = {f.name for f in fields}
+    unknown = [k for k in keys if k not in names]
+    if unknown:
+        raise InvalidArgumentError(f"{what}: table {table} has no column {', '.join(unknown)}")
+    from pyspark.sql import types as T
+
+    for f in fields:
+        if f.name in keys and isinstance(f.dataType, (T.StructType, T.ArrayType, T.MapType)):
+            raise InvalidArgumentError(f"{what}: column {f.name} is {f.dataType.simpleString()}; a key must be a plain value")
+    return keys
+
+
+# --- parsing -----------------------------------------------------------------------------------
+def _is_time(t: Any) -> bool:
+    from pyspark.sql import types as T
+
+    return isinstance(t, (T.TimestampType, T.TimestampNTZType, T.DateType))
+
+
+def _wire_type(t: Any) -> Any:
+    """How a column is parsed off the wire: timestamps and dates as text (epoch numbers or ISO strings)."""
+    from pyspark.sql import types as T
+
+    return T.StringType() if _is_time(t) else t
+
+
+def _convert_time(c: Column, t: Any) -> Column:
+    """A Debezium temporal value (epoch number by magnitude, or ISO text) as ``t``."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    digits = c.rlike(r"^-?[0-9]+$")
+    n = c.cast("bigint")
+    if isinstance(t, T.DateType):
+        return F.when(digits, F.date_add(F.lit("1970-01-01").cast("date"), n.cast("int"))).otherwise(c.cast("date"))
+    a = F.abs(n)
+    epoch = (F.when(a >= F.lit(10**17), F.timestamp_micros(F.floor(n / 1000)))
+             .when(a >= F.lit(10**14), F.timestamp_micros(n))
+             .when(a >= F.lit(10**11), F.timestamp_millis(n))
+             .otherwise(F.timestamp_seconds(n)))  # fmt: skip
+    ts = F.when(digits, epoch).otherwise(c.cast("timestamp"))
+    return ts.cast("timestamp_ntz") if isinstance(t, T.TimestampNTZType) else ts
+
+
+def parse_debezium(raw: DataFrame, fields: list[StructField], keys: list[str]) -> DataFrame:
+    """One row per change event: ``OP``, the row image (the table's input columns), its position, and errors.
+
+    ``raw`` has ``value`` (BINARY) and the ``_lakecat_*`` provenance columns of :mod:`lakecat.ingest`.
+    Columns out: the input columns, ``OP``, ``CDC_TS``, and ERROR / DETAIL / RAW / META like a
+    plain parse, so the dead-letter path is shared.
+    """
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    from .ingest import CORRUPT, DETAIL, ERROR, META, RAW
+
+    image = T.StructType([T.StructField(f.name, _wire_type(f.dataType), True) for f in fields])
+    change = [T.StructField("before", image, True), T.StructField("after", image, True),
+              T.StructField("op", T.StringType(), True), T.StructField("ts_ms", T.LongType(), True)]  # fmt: skip
+    envelope = T.StructType([*change, T.StructField("payload", T.StructType(change), True),
+                             T.StructField(CORRUPT, T.StringType(), True)])  # fmt: skip
+    by_name = {f.name: f for f in fields}
+    key_image = T.StructType([T.StructField(k, _wire_type(by_name[k].dataType), True) for k in keys])
+    key_envelope = T.StructType([*key_image.fields, T.StructField("payload", key_image, True)])
+
+    text = F.col("value").cast("string")
+    opts = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT}
+    df = raw.select("*", F.from_json(text, envelope, opts).alias("_e"),
+                    F.from_json(F.col("_lakecat_key").cast("string"), key_envelope).alias("_k"))  # fmt: skip
+    e = F.col("_e")
+    wrapped = e["payload"].isNotNull()
+
+    def part(name: str) -> Column:
+        return F.when(wrapped, e["payload"][name]).otherwise(e[name])
+
+    op = F.lower(part("op"))
+    after, before = part("after"), part("before")
+    k = F.col("_k")
+    kafka_key = {n: F.coalesce(k["payload"][n], k[n]) for n in keys}
+    tombstone = F.col("value").isNull() & F.col("_lakecat_key").isNotNull()
+
+    def typed(img: Column, f: StructField) -> Column:
+        v = img[f.name]
+        return _convert_time(v, f.dataType) if _is_time(f.dataType) else v
+
+    def key_value(f: StructField) -> Column:
+        from_after = typed(after, f)
+        from_before = typed(before, f)
+        from_kafka = _convert_time(kafka_key[f.name], f.dataType) if _is_time(f.dataType) else kafka_key[f.name]
+        return (F.when(tombstone, from_kafka).when(op == "d", F.coalesce(from_before, from_kafka))
+                .otherwise(from_after))  # fmt: skip
+
+    values = {f.name: (key_value(f) if f.name in keys else F.when(op.isin(*UPSERT_OPS), typed(after, f)))
+              for f in fields}  # fmt: skip
+    bad_time = [F.lit(f.name) for f in fields if _is_time(f.dataType)]
+    time_errors = F.concat_ws(", ", *[F.when(after[f.name].isNotNull() & values[f.name].isNull(),
+                                             F.lit(f"{f.name} (expected {f.dataType.simpleString()})"))
+                                      for f in fields if _is_time(f.dataType)]) if bad_time else F.lit("")  # fmt: skip
+    missing_key = F.concat_ws(", ", *[F.when(values[n].isNull(), F.lit(n)) for n in keys])
+    required = [f.name for f in fields if not f.nullable and f.name not in keys]
+    missing = F.concat_ws(", ", *[F.when(values[n].isNull(), F.lit(n)) for n in required]) if required else F.lit("")
+    error = (
+        F.when(tombstone & (missing_key != ""), F.lit("invalid_cdc_event"))
+        .when(tombstone, F.lit(None))
+        .when(F.col("value").isNull(), F.lit("null_value"))
+        .when(~F.is_valid_utf8(text), F.lit("not_utf8"))
+        .when(e.isNull(), F.lit("invalid_json"))
+        .when(e[CORRUPT].isNotNull(), F.when(F.json_object_keys(text).isNotNull(), F.lit("type_mismatch"))
+              .otherwise(F.lit("invalid_json")))
+        .when(op.isNull() | ~op.isin(*UPSERT_OPS, "d"), F.lit("invalid_cdc_event"))
+        .when(op.isin(*UPSERT_OPS) & after.isNull(), F.lit("invalid_cdc_event"))
+        .when(time_errors != "", F.lit("type_mismatch"))
+        .when(missing_key != "", F.lit("missing_key"))
+        .when(op.isin(*UPSERT_OPS) & (missing != ""), F.lit("missing_required"))
+    )
+    detail = (
+        F.when(F.col(ERROR) == "null_value", F.lit("value is null and the record has no key"))
+        .when(F.col(ERROR) == "not_utf8", F.lit("value is not valid UTF-8"))
+        .when(F.col(ERROR) == "invalid_json", F.lit("value is not a JSON object"))
+        .when(F.col(ERROR) == "type_mismatch",
+              F.concat(F.lit("wrong type: "), F.when(time_errors != "", time_errors).otherwise(F.lit("a field of before/after"))))
+        .when(tombstone, F.concat(F.lit("tombstone whose key lacks: "), missing_key))
+        .when(op.isNull(), F.lit("no op field: not a Debezium change event"))
+        .when(~op.isin(*UPSERT_OPS, "d"), F.concat(F.lit("op "), op, F.lit(" is not applied (only c, r, u, d)")))
+        .when(F.col(ERROR) == "invalid_cdc_event", F.concat(F.lit("op "), op, F.lit(" without an after image")))
+        .when(F.col(ERROR) == "missing_key", F.concat(F.lit("key column is null: "), missing_key))
+        .when(F.col(ERROR) == "missing_required", F.concat(F.lit("missing required field: "), missing))
+    )  # fmt: skip
+    df = df.select("*", error.alias(ERROR))
+    return df.select(
+        *[values[f.name].alias(f.name) for f in fields],
+        F.when(tombstone | (op == "d"), F.lit("d")).otherwise(F.lit("u")).alias(OP),
+        part("ts_ms").alias(CDC_TS),
+        ERROR,
+        *META,
+        F.when(F.col(ERROR).isNotNull(), detail).alias(DETAIL),
+        F.when(F.col(ERROR).isNotNull(), F.col("value")).alias(RAW),
+    )
+
+
+def last_per_key(df: DataFrame, keys: list[str]) -> DataFrame:
+    """The last event per key in source order: Kafka offset, then ``ts_ms``, then position in the batch."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    df = df.withColumn(POS, F.monotonically_increasing_id())  # a batch (not a stream): row order within a file
+    order = [F.col("_lakecat_offset").desc_nulls_last(), F.col(CDC_TS).desc_nulls_last(), F.col(POS).desc()]
+    w = Window.partitionBy(*[F.col(k) for k in keys]).orderBy(*order)
+    return df.withColumn("_lakecat_rn", F.row_number().over(w)).where(F.col("_lakecat_rn") == 1).drop("_lakecat_rn")
+
+
+# --- applying ----------------------------------------------------------------------------------
+def _merge_sql(target: str, view: str, keys: list[str], columns: list[str], *, with_deletes: bool) -> str:
+    on = " AND ".join(f"t.{quote(k)} = s.{quote(k)}" for k in keys)
+    sets = ", ".join(f"t.{quote(c)} = s.{quote(c)}" for c in columns if c not in keys) or \
+        ", ".join(f"t.{quote(c)} = s.{quote(c)}" for c in columns)  # fmt: skip
+    cols = ", ".join(quote(c) for c in columns)
+    vals = ", ".join(f"s.{quote(c)}" for c in columns)
+    op = quote(OP)
+    parts = [f"MERGE INTO {target} t USING {quote(view)} s ON {on}"]
+    if with_deletes:
+        parts.append(f"WHEN MATCHED AND s.{op} = 'd' THEN DELETE")
+        parts.append(f"WHEN MATCHED THEN UPDATE SET {sets}")
+        parts.append(f"WHEN NOT MATCHED AND s.{op} <> 'd' THEN INSERT ({cols}) VALUES ({vals})")
+    else:
+        parts.append(f"WHEN MATCHED THEN UPDATE SET {sets}")
+        parts.append(f"WHEN NOT MATCHED THEN INSERT ({cols}) VALUES ({vals})")
+    return " ".join(parts)
+
+
+def merge(table: Table, source: DataFrame, keys: list[str], columns: list[str], *, app_id: str | None = None,
+          batch_id: int | None = None, with_deletes: bool = True) -> None:  # fmt: skip
+    """One MERGE of ``source`` (at most one row per key; ``OP`` = ``u``/``d``) into ``table``, as one commit.
+
+    With ``app_id``/``batch_id`` the commit carries the idempotence marker of :mod:`lakecat.ingest`:
+    Delta's transaction (``spark.databricks.delta.write.txnAppId``/``txnVersion``, which Delta checks
+    and records in the same commit) or Iceberg's snapshot properties ``lakecat.query-id``/``batch-id``.
+    The settings go into ``source``'s own session (a stream's batch runs in a session of its own).
+    """
+    from .formats.delta import spark_path
+
+    spark = source.sparkSession
+    view = f"lakecat_cdc_{uuid.uuid4().hex[:12]}"
+    target = spark_path(table.location) if table.format == "delta" else table.spark_name
+    confs: dict[str, str] = {}
+    if app_id is not None and batch_id is not None:
+        if table.format == "delta":
+            confs = {"spark.databricks.delta.write.txnAppId": app_id,
+                     "spark.databricks.delta.write.txnVersion": str(batch_id),
+                     "spark.databricks.delta.write.txnVersion.autoReset.enabled": "true"}  # fmt: skip
+        else:
+            confs = {"spark.sql.iceberg.snapshot-property.lakecat.query-id": app_id,
+                     "spark.sql.iceberg.snapshot-property.lakecat.batch-id": str(batch_id)}  # fmt: skip
+    source.createOrReplaceTempView(view)
+    try:
+        for k, v in confs.items():
+            spark.conf.set(k, v)
+        with spark_errors("merge into", table.entry.ident):
+            spark.sql(_merge_sql(target, view, keys, columns, with_deletes=with_deletes)).collect()
+    finally:
+        for k in confs:
+            spark.conf.unset(k)
+        spark.catalog.dropTempView(view)
+
+
+def ensure_key(spark: SparkSession, table: Table, keys: list[str]) -> list[str]:
+    """Record the key on the table: Iceberg identifier fields (when the columns are NOT NULL) and the
+    ``lakecat.cdc.key`` property (both formats) — ``changes`` pairs updates by it. Returns notes."""
+    from .formats.delta import spark_path
+
+    notes: list[str] = []
+    props = _properties(table)
+    value = ",".join(keys)
+    if table.format == "iceberg":
+        tbl = table.adapter.load(table.refresh())  # type: ignore[attr-defined]
+        schema = tbl.schema()
+        current = [schema.find_column_name(i) for i in sorted(schema.identifier_field_ids)]
+        if not current:
+            optional = [k for k in keys if not schema.find_field(k).required]
+            if optional:
+                notes.append(f"identifier fields not set: key column(s) {', '.join(optional)} are nullable "
+                             f"(create the table with {', '.join(optional)} NOT NULL)")  # fmt: skip
+            else:
+                with spark_errors("set identifier fields of", table.entry.ident):
+                    spark.sql(f"ALTER TABLE {table.spark_name} SET IDENTIFIER FIELDS {', '.join(quote(k) for k in keys)}")
+        elif sorted(current) != sorted(keys):
+            notes.append(f"table identifier fields are {', '.join(current)}, the CDC key is {value}")
+    if props.get(KEY_PROPERTY) != value:
+        from .formats.base import sql_string
+
+        target = spark_path(table.location) if table.format == "delta" else table.spark_name
+        with spark_errors("set properties of", table.entry.ident):
+            spark.sql(f"ALTER TABLE {target} SET TBLPROPERTIES ({sql_string(KEY_PROPERTY)} = {sql_string(value)})")
+    return notes
+
+
+def _properties(table: Table) -> dict[str, str]:
+    if table.format == "iceberg":
+        return dict(table.adapter.load(table.refresh()).properties)  # type: ignore[attr-defined]
+    from deltalake import DeltaTable
+
+    return dict(DeltaTable(table.location).metadata().configuration)
+
+
+# --- batch upserts -----------------------------------------------------------------------------
+@dataclass
+class UpsertReport(Result):
+    """What ``lakecat upsert`` did."""
+
+    table: str
+    format: str
+    source: str
+    rows_in: int = 0
+    inserted: int = 0
+    updated: int = 0
+    deleted: int = 0
+    version: int | None = None
+    duration_s: float = 0.0
+
+
+def _read_path(spark: SparkSession, path: str, file_format: str | None, fields: list[StructField], table: str) -> tuple[DataFrame, str]:
+    from pyspark.sql import functions as F
+
+    from .sources import FILE_FORMATS
+
+    local = None if "://" in path and not path.startswith("file:") else Path(path.removeprefix("file://").removeprefix("file:")).expanduser()
+    if local is not None and not local.exists():
+        raise InvalidArgumentError(f"upsert: {path} does not exist")
+    fmt = file_format
+    if fmt is None:
+        names = [local] if local is not None and local.is_file() else (sorted(local.rglob("*")) if local is not None else [])
+        exts = {p.suffix.lower().lstrip(".") for p in names if p.is_file() and not p.name.startswith((".", "_"))}
+        exts = {"json" if e in ("jsonl", "ndjson") else e for e in exts}
+        found = exts & set(FILE_FORMATS)
+        if len(found) != 1:
+            raise InvalidArgumentError(f"upsert: cannot tell the file format of {path}; pass --file-format json|csv|parquet")
+        fmt = found.pop()
+    if fmt not in FILE_FORMATS:
+        raise InvalidArgumentError(f"invalid file format {fmt!r}: use json, csv or parquet")
+    uri = str(local.resolve().as_uri()) if local is not None else path
+    # every column of the files stays (a --delete-when predicate may use one the table lacks); the
+    # table's columns are cast to its types (ANSI casts: a value that does not fit fails the upsert)
+    with spark_errors("read", None):
+        reader = spark.read.format(fmt)
+        if fmt == "csv":
+            reader = reader.option("header", "true")
+        elif fmt == "json":
+            reader = reader.option("mode", "FAILFAST")
+        df = reader.load(uri)
+    types = {f.name: f.dataType for f in fields}
+    df = df.select(*[F.col(quote(c)).cast(types[c]).alias(c) if c in types else F.col(quote(c)) for c in df.columns])
+    return df, f"files {uri} ({fmt})"
+
+
+def upsert(table: Table, data: Any, *, key: str | list[str] | tuple[str, ...], file_format: str | None = None,
+           delete_when: str | None = None) -> UpsertReport:  # fmt: skip
+    """MERGE ``data`` (a Spark DataFrame, or a path of json/csv/parquet files) into ``table`` by ``key``.
+
+    Matched rows are updated, new keys inserted; with ``delete_when`` (a SQL predicate over the
+    source's columns, e.g. ``"op = 'D'"``), matched rows for which it holds are deleted instead.
+    The source must have at most one row per key (else nothing is written). One commit.
+    """
+    from pyspark.sql import DataFrame as SparkDataFrame
+    from pyspark.sql import functions as F
+
+    from .ingest import _generated_columns, _input_fields, _spark_schema
+
+    started = time.monotonic()
+    ident = table.entry.ident
+    spark = table.catalog.session()
+    fields = _input_fields(_spark_schema(spark, table), _generated_columns(table))
+    keys = check_key(key, fields, str(ident))
+    if isinstance(data, SparkDataFrame):
+        src, what = data, "dataframe"
+    elif isinstance(data, (str, Path)):
+        src, what = _read_path(spark, str(data), file_format, fields, str(ident))
+    else:
+        raise InvalidArgumentError("upsert: data must be a Spark DataFrame or a path to json/csv/parquet files")
+    have = set(src.columns)
+    missing_keys = [k for k in keys if k not in have]
+    if missing_keys:
+        raise InvalidArgumentError(f"upsert: the source has no key column {', '.join(missing_keys)}")
+    required = [f.name for f in fields if not f.nullable and f.name not in have]
+    if required:
+        raise InvalidArgumentError(f"upsert: the source lacks the required column(s) {', '.join(required)}")
+    columns = [f.name for f in fields if f.name in have]
+    op = F.lit("u")
+    if delete_when:
+        with spark_errors("upsert: --delete-when", None):
+            try:
+                pred = F.expr(delete_when)  # an expression, parsed by Spark: never spliced into a statement
+                src.select(pred.alias("_p")).schema  # noqa: B018 - resolves the predicate against the source
+            except Exception as e:  # noqa: BLE001 - re-raised as a usage error
+                from .formats.base import first_line
+
+                raise InvalidArgumentError(f"invalid --delete-when {delete_when!r}: {first_line(str(e))}") from None
+        op = F.when(F.coalesce(pred, F.lit(False)), F.lit("d")).otherwise(F.lit("u"))
+    by_name = {f.name: f for f in fields}
+    src = src.select(*[F.col(quote(c)).cast(by_name[c].dataType).alias(c) for c in columns], op.alias(OP)).persist()
+    try:
+        with spark_errors("upsert into", ident):
+            stats = src.agg(F.count(F.lit(1)).alias("n"),
+                            F.count(F.when(_any_null(keys), 1)).alias("null_keys")).first()  # fmt: skip
+        n, null_keys = int(stats["n"]), int(stats["null_keys"])
+        if null_keys:
+            raise InvalidArgumentError(f"upsert: {null_keys} source row(s) have a null key ({', '.join(keys)}); nothing was written")
+        dup_keys = _duplicate_keys(src, keys)
+        if dup_keys:
+            raise InvalidArgumentError(f"upsert: {dup_keys} key(s) appear more than once in the source; nothing was written")
+        with spark_errors("upsert into", ident):
+            existing = table.to_spark().select(*[F.col(quote(k)) for k in keys])
+            flagged = src.join(existing.withColumn("_lakecat_m", F.lit(True)), keys, "left")
+            counts = flagged.agg(
+                F.count(F.when(F.col("_lakecat_m").isNull() & (F.col(OP) == "u"), 1)).alias("ins"),
+                F.count(F.when(F.col("_lakecat_m").isNotNull() & (F.col(OP) == "u"), 1)).alias("upd"),
+                F.count(F.when(F.col("_lakecat_m").isNotNull() & (F.col(OP) == "d"), 1)).alias("del"),
+            ).first()
+        if n:
+            merge(table, src, keys, columns, with_deletes=bool(delete_when))
+        report = UpsertReport(table=str(ident), format=table.format, source=what, rows_in=n,
+                              inserted=int(counts["ins"]), updated=int(counts["upd"]),
+                              deleted=int(counts["del"]) if delete_when else 0)  # fmt: skip
+    finally:
+        src.unpersist()
+    report.version = table.describe().current_version
+    report.duration_s = round(time.monotonic() - started, 3)
+    return report
+
+
+def _any_null(keys: list[str]) -> Column:
+    import functools
+    import operator
+
+    from pyspark.sql import functions as F
+
+    return functools.reduce(operator.or_, [F.col(k).isNull() for k in keys])
+
+
+def _duplicate_keys(src: DataFrame, keys: list[str]) -> int:
+    from pyspark.sql import functions as F
+
+    return int(src.groupBy(*[F.col(k) for k in keys]).count().where(F.col("count") > 1).count())
