@@ -96,15 +96,15 @@ def _convert_time(c: Column, t: Any) -> Column:
     from pyspark.sql import types as T
 
     digits = c.rlike(r"^-?[0-9]+$")
-    n = c.cast("bigint")
+    n = c.try_cast("bigint")  # malformed values become null here and are dead-lettered as type mismatches
     if isinstance(t, T.DateType):
-        return F.when(digits, F.date_add(F.lit("1970-01-01").cast("date"), n.cast("int"))).otherwise(c.cast("date"))
+        return F.when(digits, F.date_add(F.lit("1970-01-01").cast("date"), n.try_cast("int"))).otherwise(c.try_cast("date"))
     a = F.abs(n)
     epoch = (F.when(a >= F.lit(10**17), F.timestamp_micros(F.floor(n / 1000)))
              .when(a >= F.lit(10**14), F.timestamp_micros(n))
              .when(a >= F.lit(10**11), F.timestamp_millis(n))
              .otherwise(F.timestamp_seconds(n)))  # fmt: skip
-    ts = F.when(digits, epoch).otherwise(c.cast("timestamp"))
+    ts = F.when(digits, epoch).otherwise(c.try_cast("timestamp"))
     return ts.cast("timestamp_ntz") if isinstance(t, T.TimestampNTZType) else ts
 
 

@@ -26,11 +26,12 @@ import time
 import tomllib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import unquote
 
+from .config import pyarrow_filesystem
 from .errors import CommitConflictError, InvalidArgumentError, LakecatError, UnsupportedOperationError
 from .formats.base import first_line, spark_errors, sql_string, validate_properties
 from .identifiers import parse_columns, quote
@@ -239,12 +240,12 @@ def spark_conf(spark: SparkSession, settings: dict[str, str]) -> Iterator[None]:
 
 
 def _now() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 def _sql_timestamp(dt: datetime) -> str:
     """A Spark TIMESTAMP literal (the session time zone is UTC)."""
-    return "TIMESTAMP " + sql_string(dt.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3])
+    return "TIMESTAMP " + sql_string(dt.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3])
 
 
 def norm_path(path: str) -> str:
@@ -264,7 +265,7 @@ def _fs_for(uri: str) -> tuple[Any, str]:
         return fs.LocalFileSystem(), uri
     if uri.startswith("file:"):
         return fs.LocalFileSystem(), norm_path(uri)
-    return fs.FileSystem.from_uri(uri)
+    return pyarrow_filesystem(uri)  # s3:// and s3a:// with the AWS_* environment's endpoint
 
 
 def file_sizes(paths: list[str]) -> dict[str, int]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import sqlalchemy as sa
@@ -158,7 +158,7 @@ class Metastore:
 
     # --- Delta registry writes -----------------------------------------------------------------
     def register_delta(self, ident: TableIdent, location: str, properties: dict[str, Any]) -> TableEntry:
-        now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        now = datetime.now(UTC).isoformat(timespec="seconds")
         try:
             with self.engine.begin() as con:
                 con.execute(

@@ -13,7 +13,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from .catalog import Catalog
@@ -49,7 +49,7 @@ class QuickstartReport(Result):
 def clickstream(n: int, *, malformed: int, seed: int | None = None) -> list[bytes]:
     """``n`` realistic click events as JSON, with ``malformed`` broken ones mixed in."""
     rnd = random.Random(seed)
-    now = datetime.now(timezone.utc).replace(microsecond=0)
+    now = datetime.now(UTC).replace(microsecond=0)
     events: list[bytes] = []
     for _ in range(n):
         ts = now - timedelta(seconds=rnd.randint(0, 3 * 86400))

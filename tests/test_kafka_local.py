@@ -116,9 +116,8 @@ def test_cli_local_kafka_start_status_stop(tmp_path):
     """`lakecat local kafka` drives the same broker: start, status, a busy port, stop."""
     import json
 
-    from typer.testing import CliRunner
-
     from lakecat.commands.main import app
+    from typer.testing import CliRunner
 
     runner = CliRunner()
     port = _free_port()

@@ -1,6 +1,6 @@
 """Pure-Python parsing: identifiers, schemas, transforms, durations, sizes, timestamps, configs."""
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -67,7 +67,7 @@ def test_delta_mapping_and_back():
     fields = parse_partition_spec("years(ts), months(ts), days(ts), hours(ts), region, truncate(3, region), truncate(10, n)", cols)
     extra, names = delta_generated_columns(fields, cols)
     assert names == ["ts_year", "ts_month", "ts_day", "ts_hour", "region", "region_trunc", "n_trunc"]
-    generation = {n: e.split("GENERATED ALWAYS AS (", 1)[1][:-1] for n, e in zip([x for x in names if x != "region"], extra)}
+    generation = {n: e.split("GENERATED ALWAYS AS (", 1)[1][:-1] for n, e in zip([x for x in names if x != "region"], extra, strict=True)}
     assert describe_delta_partitioning(names, generation) == [
         "years(ts)", "months(ts)", "days(ts)", "hours(ts)", "region", "truncate(3, region)", "truncate(10, n)"
     ]
@@ -82,8 +82,8 @@ def test_durations_sizes_timestamps():
     assert parse_duration("2w") == timedelta(weeks=2)
     assert parse_size("128MB") == 128_000_000
     assert parse_size("1GiB") == 2**30
-    assert parse_timestamp("2026-01-31T12:00:00") == datetime(2026, 1, 31, 12, tzinfo=timezone.utc)
-    assert parse_timestamp("2026-01-31T13:00:00+01:00") == datetime(2026, 1, 31, 12, tzinfo=timezone.utc)
+    assert parse_timestamp("2026-01-31T12:00:00") == datetime(2026, 1, 31, 12, tzinfo=UTC)
+    assert parse_timestamp("2026-01-31T13:00:00+01:00") == datetime(2026, 1, 31, 12, tzinfo=UTC)
     for fn, bad in [(parse_duration, "7 days"), (parse_duration, "-1d"), (parse_size, "12XB"), (parse_timestamp, "yesterday")]:
         with pytest.raises(InvalidArgumentError):
             fn(bad)

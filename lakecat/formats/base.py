@@ -5,7 +5,8 @@ from __future__ import annotations
 import contextlib
 import re
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING, Any, Iterator
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 from ..errors import (
     CommitConflictError,
@@ -49,7 +50,17 @@ def tblproperties(properties: dict[str, str]) -> str:
 
 
 def first_line(text: str) -> str:
-    for line in str(text).strip().splitlines():
+    """The line of an engine error worth showing: the cause raised inside a foreachBatch function when
+    Spark wraps it (its first line is only "Traceback ..."), else the first non-empty line."""
+    import re
+
+    text = str(text)
+    if "FOREACH_BATCH_USER_FUNCTION_ERROR" in text or "Python Proxy" in text:
+        causes = re.findall(r"^(?:[\w.]+\.)?(\w+(?:Error|Exception)): (.+)$", text, flags=re.MULTILINE)
+        causes = [(n, m) for n, m in causes if n not in ("Py4JJavaError", "Py4JException", "StreamingQueryException")]
+        if causes:
+            return f"{causes[-1][0]}: {causes[-1][1].strip()}"[:400]
+    for line in text.strip().splitlines():
         line = line.strip()
         if line:
             return line[:400]
