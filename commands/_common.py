@@ -9,21 +9,25 @@ import sys
 import threading
 import traceback
 from collections.abc import Callable, Iterator
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 from decimal import Decimal
-from typing import Annotated, Any, NoReturn, Optional
+from typing import Annotated, Any, Literal, NoReturn
 
 import typer
 from rich import box
 from rich.console import Console
+from rich.markup import escape
+from rich.measure import Measurement
 from rich.table import Column
 from rich.table import Table as RichTable
+from rich.text import Text
 
 from lakecat.errors import EXIT_INTERNAL, InvalidArgumentError, LakecatError
+from lakecat.units import human_size, parse_timestamp
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print exactly one JSON document on stdout.")]
 CatalogOpt = Annotated[
-    Optional[str],
+    str | None,
     typer.Option("--catalog", "-c", help="Catalog name or path to a TOML config (default: $LAKECAT_CATALOG, else 'local')."),
 ]
 VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="Show tracebacks and engine details on errors.")]
@@ -56,18 +60,19 @@ class Output:
     """Data to stdout (a rich rendering or one JSON document), humans and progress to stderr.
 
     Colours and styles only on a terminal, and never with ``NO_COLOR`` set (https://no-color.org: no
-    escape sequence at all, not even bold). On a terminal tables fit its width; elsewhere (a pipe, a
-    file) they keep their natural width, one line per row, so ``grep`` and ``awk`` see whole rows.
+    escape sequence at all, not even bold). On a terminal text and tables fit its width; elsewhere (a pipe,
+    a file) nothing is wrapped: one line per message and per row, so ``grep`` and ``awk`` see them whole.
     """
 
     def __init__(self, json_mode: bool = False, verbose: bool = False) -> None:
         self.json = json_mode
         self.verbose = verbose
         styles: dict[str, Any] = {"color_system": None} if os.environ.get("NO_COLOR") else {}
-        self.out = Console(soft_wrap=True, highlight=False, **styles)
-        if not self.out.is_terminal and not os.environ.get("COLUMNS"):
-            self.out.width = UNLIMITED_WIDTH
+        self.out = Console(highlight=False, **styles)
         self.err = Console(stderr=True, highlight=False, **styles)
+        for console in (self.out, self.err):
+            if not console.is_terminal and not os.environ.get("COLUMNS"):
+                console.width = UNLIMITED_WIDTH
 
     def emit(self, result: Any, human: Callable[[Console, Any], None] | None = None) -> None:
         data = result.to_dict() if hasattr(result, "to_dict") else result
@@ -112,7 +117,7 @@ class Output:
         if self.json:
             sys.stdout.write(dumps({"error": {"type": kind, "message": message, "exit_code": code}}) + "\n")
             sys.stdout.flush()
-        self.err.print(f"[bold red]error:[/] {message}", markup=True, highlight=False, soft_wrap=True)
+        self.err.print(f"[bold red]error:[/] {escape(message)}", markup=True, highlight=False, soft_wrap=True)
         raise typer.Exit(code)
 
 
@@ -129,6 +134,16 @@ def run(out: Output, fn: Callable[[], Any], human: Callable[[Console, Any], None
         out.fail(e)
     out.emit(result, human)
     return result
+
+
+def leaf_commands(group: Any, prefix: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any]]:
+    """Every runnable command under a click group (``typer.main.get_command(app)``) with its words, sorted:
+    ``(("local", "kafka", "start"), command)``."""
+    for name, cmd in sorted(group.commands.items()):
+        if hasattr(cmd, "commands"):  # a group (typer's own click or click itself)
+            yield from leaf_commands(cmd, (*prefix, name))
+        else:
+            yield (*prefix, name), cmd
 
 
 def connect(catalog: str | None):  # type: ignore[no-untyped-def]
@@ -158,38 +173,53 @@ def confirm(out: Output, question: str, yes: bool) -> None:
         raise typer.Exit(1)
 
 
+class _Table(RichTable):
+    """A table whose string cells are text, never rich markup (a value may hold ``[...]``)."""
+
+    def add_row(self, *renderables: Any, **kwargs: Any) -> None:
+        super().add_row(*(Text(r) if isinstance(r, str) else r for r in renderables), **kwargs)
+
+
 def table(*columns: str | Column, title: str | None = None) -> RichTable:
     """A rich table in lakecat's style: a bold header, a rule under it, no vertical lines (rows stay awk-able).
 
-    A plain string is a text column that folds when the terminal is narrow; pass ``num(...)`` for counts,
-    sizes and versions (right-aligned, never broken) and ``key(...)`` for names and times (never broken).
+    A plain string is a text column that folds when the terminal is narrow; pass ``num(...)`` for counts and
+    sizes (right-aligned) and ``key(...)`` for names, versions and short times (never broken).
     """
-    t = RichTable(title=title, title_justify="left", title_style="bold", header_style="bold",
+    cols = [c if isinstance(c, Column) else Column(c, overflow="fold", min_width=min(len(c), 12)) for c in columns]
+    return _Table(*cols, title=title, title_justify="left", title_style="bold", header_style="bold",
                   box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, expand=False)  # fmt: skip
-    for c in columns:
-        if isinstance(c, Column):
-            t.columns.append(c)
-        else:
-            t.add_column(c, overflow="fold", min_width=min(len(c), 12))
-    return t
 
 
 def num(header: str) -> Column:
-    """A numeric column: right-aligned, never wrapped."""
-    return Column(header, justify="right", no_wrap=True, min_width=len(header))
+    """A column of counts or sizes: right-aligned; wraps only on a terminal too narrow for the table."""
+    return Column(header, justify="right", overflow="fold", min_width=max(len(header), 1))
 
 
-def key(header: str) -> Column:
-    """A column of short identifiers or times: never wrapped."""
-    return Column(header, no_wrap=True, min_width=len(header))
+def key(header: str, *, justify: Literal["left", "right"] = "left") -> Column:
+    """A column of identifiers, versions or times: never wrapped (shortened with … only when nothing else fits)."""
+    return Column(header, justify=justify, no_wrap=True, min_width=max(len(header), 1))
+
+
+def exact_size(n: int | None) -> str:
+    """A size setting as it is spelled (``128MB``, ``1GiB``) when it is a whole number of such units, else ``human_size``."""
+    if n:
+        for unit, size in (("TB", 1000**4), ("TiB", 1024**4), ("GB", 1000**3), ("GiB", 1024**3), ("MB", 1000**2),
+                           ("MiB", 1024**2), ("KB", 1000), ("KiB", 1024)):  # fmt: skip
+            if n % size == 0:
+                return f"{n // size}{unit}"
+    return human_size(n)
+
+
+def thousands(n: int | None) -> str:
+    """A count for people: ``12,345``; ``-`` when unknown."""
+    return "-" if n is None else f"{n:,}"
 
 
 def human_time(value: str | datetime | None) -> str:
     """A timestamp for people: ``2026-01-31 12:00:03`` in UTC (milliseconds only when there are some)."""
     if value is None or value == "":
         return "-"
-    from lakecat.units import parse_timestamp
-
     try:
         dt = parse_timestamp(value)
     except ValueError:
@@ -216,13 +246,11 @@ def human_age(value: str | datetime | None, now: datetime | None = None) -> str:
     """How long ago a timestamp was, roughly: ``just now``, ``45s ago``, ``3m ago``, ``2h ago``, ``5d ago``."""
     if value is None or value == "":
         return "-"
-    from lakecat.units import parse_timestamp
-
     try:
-        ago = ((now or datetime.now(timezone.utc)) - parse_timestamp(value)).total_seconds()
+        ago = ((now or datetime.now(UTC)) - parse_timestamp(value)).total_seconds()
     except ValueError:
         return "-"
-    if ago < 0:
+    if ago < -60:  # a clock a little ahead of the writer's is "just now"
         return "in the future"
     if ago < 1:
         return "just now"
@@ -232,10 +260,23 @@ def human_age(value: str | datetime | None, now: datetime | None = None) -> str:
     return "just now"  # pragma: no cover
 
 
-def print_table(console: Console, t: RichTable) -> None:
-    """Print a table; on a terminal too narrow for it, say that values were shortened and where to see them."""
+def print_table(console: Console, t: RichTable, *, optional: tuple[str, ...] = ()) -> None:
+    """Print a table to fit a terminal: drop the ``optional`` columns (by header, in order) while it is too wide.
+
+    A table that still does not fit is wrapped / shortened by rich, and a note says ``--json`` has every value whole.
+    """
+    def natural_width() -> int:
+        return Measurement.get(console, console.options.update_width(UNLIMITED_WIDTH), t).maximum
+
+    if console.is_terminal:
+        for header in optional:
+            if natural_width() <= console.width:
+                break
+            t.columns[:] = [c for c in t.columns if c.header != header]
+            for i, c in enumerate(t.columns):
+                c._index = i  # rich pads the first and last column by their index
     console.print(t)
-    if console.is_terminal and console.measure(t).maximum > console.width:
+    if console.is_terminal and natural_width() > console.width:
         console.print("[dim](narrow terminal: long values are wrapped or shortened; --json has them whole)[/]")
 
 

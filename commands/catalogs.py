@@ -9,7 +9,7 @@ import typer
 from lakecat.config import DEFAULT_CATALOG, available_catalogs
 from lakecat.results import CatalogInfo
 
-from ._common import JsonOpt, Output, VerboseOpt, run, table
+from ._common import JsonOpt, Output, VerboseOpt, key, print_table, run, table
 
 
 def catalogs(json_: JsonOpt = False, verbose: VerboseOpt = False) -> None:
@@ -21,10 +21,11 @@ def catalogs(json_: JsonOpt = False, verbose: VerboseOpt = False) -> None:
         return [CatalogInfo(name, str(path), name == active or str(path) == active) for name, path in available_catalogs()]
 
     def human(console, rows):  # type: ignore[no-untyped-def]
-        t = table("", "name", "config")
+        t = table(key(""), key("name"), "config")
         for r in rows:
             t.add_row("*" if r.active else "", r.name, r.source)
-        console.print(t)
+        print_table(console, t)
+        console.print("* active (--catalog NAME|PATH, else $LAKECAT_CATALOG, else local)")
 
     run(out, lambda: _Rows(api()), human)
 

@@ -13,7 +13,7 @@ import typer
 
 from lakecat.errors import InvalidArgumentError
 
-from ._common import CatalogOpt, JsonOpt, Output, VerboseOpt, connect, parse_properties, run
+from ._common import CatalogOpt, JsonOpt, Output, VerboseOpt, connect, human_duration, parse_properties, run, thousands
 
 
 def ingest(
@@ -116,9 +116,9 @@ def ingest(
     def human(console, r):  # type: ignore[no-untyped-def]
         what = "change events applied" if r.cdc else "rows written"
         console.print(
-            f"{r.rows_written} {what} to {r.table} ({r.format}), {r.rows_dead_lettered} dead-lettered"
+            f"{thousands(r.rows_written)} {what} to {r.table} ({r.format}), {thousands(r.rows_dead_lettered)} dead-lettered"
             + (f" to {r.dlq_table}" if r.dlq_table else "")
-            + f", {r.batches} batches in {r.duration_s:.1f}s"
+            + f", {r.batches} batches in {human_duration(r.duration_s)}"
             + (f" ({r.batches_skipped} already committed)" if r.batches_skipped else "")
         )
         if r.unknown_fields:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 
@@ -17,7 +17,7 @@ app.add_typer(kafka, name="kafka")
 
 PortOpt = Annotated[int, typer.Option("--port", help="Port the broker listens on (127.0.0.1).")]
 DataDirOpt = Annotated[
-    Optional[Path], typer.Option("--data-dir", help="Broker state and logs (default: $LAKECAT_HOME/kafka).")
+    Path | None, typer.Option("--data-dir", help="Broker state and logs (default: $LAKECAT_HOME/kafka).")
 ]
 
 

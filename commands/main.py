@@ -22,16 +22,22 @@ for module in (quickstart, catalogs, tables, versions, ingest, upsert, maintenan
     module.register(app)
 
 
+# typer >= 0.2x vendors click (typer._click): its exceptions are not click's. Catch both spellings.
+_EXIT = tuple({click.exceptions.Exit, getattr(typer, "Exit", click.exceptions.Exit)})
+_ABORT = tuple({click.exceptions.Abort, getattr(typer, "Abort", click.exceptions.Abort)})
+_USAGE = tuple({click.ClickException, getattr(typer, "TyperException", click.ClickException)})
+
+
 def main() -> None:
     """Console-script entry point: usage errors get exit 2 (and a JSON error with --json)."""
     try:
         code = app(standalone_mode=False)
-    except click.exceptions.Exit as e:
+    except _EXIT as e:
         sys.exit(e.exit_code)
-    except click.exceptions.Abort:
+    except _ABORT:
         sys.stderr.write("aborted\n")
         sys.exit(1)
-    except click.ClickException as e:
+    except _USAGE as e:
         if "--json" in sys.argv:
             sys.stdout.write(dumps({"error": {"type": "UsageError", "message": e.format_message(), "exit_code": 2}}) + "\n")
         e.show()

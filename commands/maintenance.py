@@ -3,13 +3,29 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
+from rich.text import Text
 
 from lakecat.units import human_size
 
-from ._common import CatalogOpt, JsonOpt, Output, VerboseOpt, connect, parse_properties, run, table
+from ._common import (
+    CatalogOpt,
+    JsonOpt,
+    Output,
+    VerboseOpt,
+    connect,
+    exact_size,
+    human_duration,
+    human_time,
+    key,
+    num,
+    parse_properties,
+    print_table,
+    run,
+    table,
+)
 
 DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Change nothing; report what would change.")]
 ForceOpt = Annotated[bool, typer.Option("--force", help="Allow a window shorter than the format's safety floor.")]
@@ -18,11 +34,11 @@ ForceOpt = Annotated[bool, typer.Option("--force", help="Allow a window shorter 
 def compact(
     name: Annotated[str, typer.Argument(help="namespace.table")],
     strategy: Annotated[str, typer.Option("--strategy", help="binpack, sort (Iceberg only) or zorder.")] = "binpack",
-    by: Annotated[Optional[str], typer.Option("--by", help='Sort / z-order columns, e.g. "user_id, ts".')] = None,
+    by: Annotated[str | None, typer.Option("--by", help='Sort / z-order columns, e.g. "user_id, ts".')] = None,
     target_file_size: Annotated[
-        Optional[str], typer.Option("--target-file-size", help="e.g. 128MB (default: lakecat.compact.target-file-size, else 128MB).")
+        str | None, typer.Option("--target-file-size", help="e.g. 128MB (default: lakecat.compact.target-file-size, else 128MB).")
     ] = None,
-    where: Annotated[Optional[str], typer.Option("--where", help="Only files that may hold rows matching this predicate (Delta: partition columns only).")] = None,
+    where: Annotated[str | None, typer.Option("--where", help="Only files that may hold rows matching this predicate (Delta: partition columns only).")] = None,
     dry_run: DryRunOpt = False,
     catalog: CatalogOpt = None,
     json_: JsonOpt = False,
@@ -40,25 +56,36 @@ def compact(
             return t.compact(strategy=strategy, by=by or (), target_file_size=target_file_size, where=where, dry_run=dry_run)
 
     def human(console, r):  # type: ignore[no-untyped-def]
+        how = f"{r.strategy}" + (f" by {', '.join(r.by)}" if r.by else "") + f", target {exact_size(r.target_file_size)}"
+        took = "" if r.dry_run else f" in {human_duration(r.duration_s)}"
+        if not r.partitions:
+            why = ("no partition has two or more files under 75% of the target" if r.strategy == "binpack"
+                   else "no partition has more than one file")  # fmt: skip
+            console.print(f"{r.table} ({r.format}, {how}): nothing to compact — {r.files_before:,} files, "
+                          f"{human_size(r.bytes_before)}; {why}{' matching --where' if r.where else ''}", markup=False)  # fmt: skip
+            return
         verb = "would rewrite" if r.dry_run else "rewrote"
         console.print(
-            f"{r.table} ({r.format}, {r.strategy}): {verb} {r.files_rewritten} files into {r.files_added}; "
-            f"files {r.files_before} -> {r.files_after}, size {human_size(r.bytes_before)} -> {human_size(r.bytes_after)}"
-            + (f", {r.retries} retries" if r.retries else "") + ("" if r.dry_run else f" in {r.duration_s:.1f}s")
-        )
+            f"{r.table} ({r.format}, {how}): {verb} {r.files_rewritten:,} files into {r.files_added:,}"
+            + (" (estimated)" if r.dry_run else "")
+            + f"; files {r.files_before:,} → {r.files_after:,}, size {human_size(r.bytes_before)} → {human_size(r.bytes_after)}"
+            + (f", {r.retries} retries" if r.retries else "") + took,
+            markup=False,
+        )  # fmt: skip
         if r.partitions:
-            t = table("partition", "files", "size", "estimated output files")
+            t = table(key("partition"), num("files"), num("size"), num("estimated output files"),
+                      title="partitions to rewrite" if r.dry_run else "partitions rewritten")  # fmt: skip
             for p in r.partitions:
-                t.add_row(p.partition, str(p.files), human_size(p.bytes), str(p.estimated_output_files))
-            console.print(t)
+                t.add_row(p.partition, f"{p.files:,}", human_size(p.bytes), f"{p.estimated_output_files:,}")
+            print_table(console, t)
 
     run(out, api, human)
 
 
 def expire(
     name: Annotated[str, typer.Argument(help="namespace.table")],
-    older_than: Annotated[Optional[str], typer.Option("--older-than", help="Expire versions older than this (default: policy, else 7d).")] = None,
-    retain_last: Annotated[Optional[int], typer.Option("--retain-last", help="Always keep the newest N versions (default: policy, else 1).")] = None,
+    older_than: Annotated[str | None, typer.Option("--older-than", help="Expire versions older than this (default: policy, else 7d).")] = None,
+    retain_last: Annotated[int | None, typer.Option("--retain-last", help="Always keep the newest N versions (default: policy, else 1).")] = None,
     dry_run: DryRunOpt = False,
     force: ForceOpt = False,
     catalog: CatalogOpt = None,
@@ -80,16 +107,23 @@ def expire(
         verb = "would expire" if r.dry_run else "expired"
         console.print(
             f"{r.table} ({r.format}): {verb} {len(r.expired_versions)} versions, "
-            f"{'would delete' if r.dry_run else 'deleted'} {r.deleted_files} files ({human_size(r.deleted_bytes)}); "
-            f"{len(r.retained_versions)} versions kept (window {r.older_than}, newest {r.retain_last} always kept)"
-        )
+            f"{'would delete' if r.dry_run else 'deleted'} {r.deleted_files:,} files ({human_size(r.deleted_bytes)}); "
+            f"{len(r.retained_versions)} versions kept (those committed after {human_time(r.cutoff)} UTC — window "
+            f"{r.older_than}{', forced' if r.forced else ''} — and always the newest {r.retain_last})"
+            + ("" if r.dry_run else f"; took {human_duration(r.duration_s)}"),
+            markup=False,
+        )  # fmt: skip
+        if r.expired_versions:
+            shown = ", ".join(str(v) for v in r.expired_versions[:10])
+            more = f" and {len(r.expired_versions) - 10} more (--json lists all)" if len(r.expired_versions) > 10 else ""
+            console.print(f"  {'versions to expire' if r.dry_run else 'expired versions'}: {shown}{more}", markup=False)
 
     run(out, api, human)
 
 
 def clean_orphans(
     name: Annotated[str, typer.Argument(help="namespace.table")],
-    older_than: Annotated[Optional[str], typer.Option("--older-than", help="Only files older than this (default: policy, else Iceberg 3d / Delta 7d).")] = None,
+    older_than: Annotated[str | None, typer.Option("--older-than", help="Only files older than this (default: policy, else Iceberg 3d / Delta 7d).")] = None,
     dry_run: DryRunOpt = False,
     force: ForceOpt = False,
     catalog: CatalogOpt = None,
@@ -109,7 +143,10 @@ def clean_orphans(
 
     def human(console, r):  # type: ignore[no-untyped-def]
         verb = "would delete" if r.dry_run else "deleted"
-        console.print(f"{r.table} ({r.format}): {verb} {r.deleted_files} orphan files ({human_size(r.deleted_bytes)}) older than {r.older_than}")
+        console.print(f"{r.table} ({r.format}): {verb} {r.deleted_files:,} orphan files ({human_size(r.deleted_bytes)}) "
+                      f"older than {r.older_than}, i.e. last modified before {human_time(r.cutoff)} UTC"
+                      + (", forced" if r.forced else "") + ("" if r.dry_run else f"; took {human_duration(r.duration_s)}"),
+                      markup=False)  # fmt: skip
         for f in r.orphan_files[:50]:
             console.print(f"  {f}", markup=False)
         if len(r.orphan_files) > 50:
@@ -119,8 +156,8 @@ def clean_orphans(
 
 
 def maintain(
-    pattern: Annotated[Optional[str], typer.Argument(help="Tables to maintain, fnmatch style, e.g. 'sales.*' (default: all).")] = None,
-    plan: Annotated[Optional[Path], typer.Option("--plan", help="A maintenance plan (TOML), see catalog_conf/maintenance-plan.example.toml.")] = None,
+    pattern: Annotated[str | None, typer.Argument(help="Tables to maintain, fnmatch style, e.g. 'sales.*' (default: all).")] = None,
+    plan: Annotated[Path | None, typer.Option("--plan", help="A maintenance plan (TOML), see catalog_conf/maintenance-plan.example.toml.")] = None,
     dry_run: DryRunOpt = False,
     catalog: CatalogOpt = None,
     json_: JsonOpt = False,
@@ -133,26 +170,28 @@ def maintain(
     out = Output(json_, verbose)
 
     def api():  # type: ignore[no-untyped-def]
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
         cat = connect(catalog)
-        with Progress(TextColumn("maintain"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                      TextColumn("{task.description}"), console=out.err, transient=True) as bar:  # fmt: skip
-            task = bar.add_task("", total=None)
+        with out.progress("maintain") as update:
 
             def progress(name: str, done: int, total: int) -> None:
-                bar.update(task, completed=done, total=total, description=name)
+                update(completed=done, total=total, description=f"maintain {name}" if name else "maintain")
 
             return cat.maintain(pattern, plan=plan, dry_run=dry_run, progress=progress)
 
     def human(console, r):  # type: ignore[no-untyped-def]
-        t = table("table", "format", "status", "actions", "error")
+        if not r.tables:
+            console.print(f"no table matches {r.pattern or '*'}", markup=False)
+            return
+        t = table(key("table"), key("format"), key("status"), "actions", num("time"), "error",
+                  title="maintenance" + (" (dry run)" if r.dry_run else ""))  # fmt: skip
         for tm in r.tables:
-            acts = ", ".join(f"{a.action}:{a.status}" for a in tm.actions)
-            t.add_row(tm.name, tm.format, tm.status, acts, tm.error or "")
-        console.print(t)
+            acts = [f"{a.action} {a.status}" for a in tm.actions if a.status != "skipped"]
+            style = {"failed": "red", "ok": "green", "planned": "yellow"}.get(tm.status, "")
+            t.add_row(tm.name, tm.format, Text(tm.status, style=style), ", ".join(acts) or "nothing needed",
+                      human_duration(tm.duration_s), tm.error or "")  # fmt: skip
+        print_table(console, t)
         console.print(f"{len(r.tables)} tables: {r.succeeded} maintained, {r.skipped} needed nothing, {r.failed} failed"
-                      + (" (dry run)" if r.dry_run else ""))  # fmt: skip
+                      + (" (dry run)" if r.dry_run else "") + f", in {human_duration(r.duration_s)}")  # fmt: skip
 
     report = run(out, api, human)
     if report.failed:
@@ -161,8 +200,8 @@ def maintain(
 
 def alter(
     name: Annotated[str, typer.Argument(help="namespace.table")],
-    property: Annotated[Optional[list[str]], typer.Option("--property", help="Set key=value (repeatable), e.g. lakecat.expire.retain-last=10.")] = None,
-    unset: Annotated[Optional[list[str]], typer.Option("--unset", help="Remove a property (repeatable).")] = None,
+    property: Annotated[list[str] | None, typer.Option("--property", help="Set key=value (repeatable), e.g. lakecat.expire.retain-last=10.")] = None,
+    unset: Annotated[list[str] | None, typer.Option("--unset", help="Remove a property (repeatable).")] = None,
     catalog: CatalogOpt = None,
     json_: JsonOpt = False,
     verbose: VerboseOpt = False,
@@ -179,9 +218,10 @@ def alter(
         return t.set_properties(props, unset=list(unset or []))
 
     def human(console, r):  # type: ignore[no-untyped-def]
-        console.print(f"{r.table} ({r.format}) properties:")
+        t = table(key("property"), "value", title=f"{r.table} ({r.format}) properties")
         for k, v in sorted(r.properties.items()):
-            console.print(f"  {k}={v}", markup=False)
+            t.add_row(k, v)
+        print_table(console, t)
 
     run(out, api, human)
 

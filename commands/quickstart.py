@@ -2,15 +2,28 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
-from ._common import CatalogOpt, JsonOpt, Output, VerboseOpt, connect, run, table
+from ._common import (
+    CatalogOpt,
+    JsonOpt,
+    Output,
+    VerboseOpt,
+    connect,
+    human_duration,
+    key,
+    num,
+    print_table,
+    run,
+    table,
+    thousands,
+)
 
 
 def quickstart(
-    port: Annotated[Optional[int], typer.Option("--port", help="Broker port (default 9092, or a free one if taken).")] = None,
+    port: Annotated[int | None, typer.Option("--port", help="Broker port (default 9092, or a free one if taken).")] = None,
     events: Annotated[int, typer.Option("--events", min=1, help="How many click events to produce.")] = 3000,
     keep_broker: Annotated[bool, typer.Option("--keep-broker", help="Leave the local broker running afterwards.")] = False,
     catalog: CatalogOpt = None,
@@ -31,13 +44,15 @@ def quickstart(
         return run_quickstart(connect(catalog), port=port, events=events, keep_broker=keep_broker, say=out.info)
 
     def human(console, r):  # type: ignore[no-untyped-def]
-        console.print(f"[bold]lakecat quickstart[/] — run {r.run}{' (tables existed: only the new events were ingested)' if r.run > 1 else ''}, {r.duration_s} s")
-        t = table("table", "format", "ingested", "dead-lettered", "versions", "rows @ first", "changes since", "files before→after", "rows now")
+        again = " (tables existed: only the new events were ingested)" if r.run > 1 else ""
+        console.print(f"[bold]lakecat quickstart[/] — run {r.run}{again}, {human_duration(r.duration_s)}")
+        t = table(key("table"), key("format"), num("ingested"), num("dead-lettered"), num("versions"), num("rows @ first"),
+                  num("changes since"), num("files before→after"), num("rows now"))  # fmt: skip
         for name, s in r.tables.items():
-            t.add_row(name, s["format"], str(s["rows_written"]), str(s["rows_dead_lettered"]), str(s["versions"]),
-                      str(s["rows_at_first_version"]), str(s["changes_since_first_version"]),
-                      f"{s['compaction']['files_before']}→{s['compaction']['files_after']}", str(s["rows_now"]))  # fmt: skip
-        console.print(t)
+            t.add_row(name, s["format"], thousands(s["rows_written"]), thousands(s["rows_dead_lettered"]), str(s["versions"]),
+                      thousands(s["rows_at_first_version"]), thousands(s["changes_since_first_version"]),
+                      f"{s['compaction']['files_before']}→{s['compaction']['files_after']}", thousands(s["rows_now"]))  # fmt: skip
+        print_table(console, t)
         console.print("next, try:")
         for c in r.next_commands:
             console.print(f"  {c}")

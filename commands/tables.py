@@ -2,13 +2,27 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
 from lakecat.units import human_size
 
-from ._common import CatalogOpt, JsonOpt, Output, VerboseOpt, confirm, connect, parse_properties, run, table
+from ._common import (
+    CatalogOpt,
+    JsonOpt,
+    Output,
+    VerboseOpt,
+    confirm,
+    connect,
+    human_age,
+    human_time,
+    key,
+    parse_properties,
+    print_table,
+    run,
+    table,
+)
 
 
 def create(
@@ -16,9 +30,9 @@ def create(
     format: Annotated[str, typer.Option("--format", "-f", help="iceberg or delta.")],
     schema: Annotated[str, typer.Option("--schema", "-s", help='Columns, e.g. "id BIGINT NOT NULL, ts TIMESTAMP".')],
     partition_by: Annotated[
-        Optional[str], typer.Option("--partition-by", "-p", help='Transforms, e.g. "days(ts), region", "bucket(16, id)".')
+        str | None, typer.Option("--partition-by", "-p", help='Transforms, e.g. "days(ts), region", "bucket(16, id)".')
     ] = None,
-    property: Annotated[Optional[list[str]], typer.Option("--property", help="Table property key=value (repeatable).")] = None,
+    property: Annotated[list[str] | None, typer.Option("--property", help="Table property key=value (repeatable).")] = None,
     if_not_exists: Annotated[bool, typer.Option("--if-not-exists", help="Succeed if the table exists already.")] = False,
     catalog: CatalogOpt = None,
     json_: JsonOpt = False,
@@ -43,8 +57,8 @@ def create(
 
 
 def list_(
-    namespace: Annotated[Optional[str], typer.Argument(help="Only this namespace.")] = None,
-    format: Annotated[Optional[str], typer.Option("--format", "-f", help="Only iceberg or only delta tables.")] = None,
+    namespace: Annotated[str | None, typer.Argument(help="Only this namespace.")] = None,
+    format: Annotated[str | None, typer.Option("--format", "-f", help="Only iceberg or only delta tables.")] = None,
     catalog: CatalogOpt = None,
     json_: JsonOpt = False,
     verbose: VerboseOpt = False,
@@ -56,10 +70,11 @@ def list_(
         if not len(result):
             console.print("no tables")
             return
-        t = table("name", "format", "location")
+        t = table(key("name"), key("format"), "location")
         for row in result:
             t.add_row(row.name, row.format, row.location)
-        console.print(t)
+        print_table(console, t)
+        console.print(f"{len(result)} tables")
 
     run(out, lambda: connect(catalog).list_tables(namespace, format=format), human)
 
@@ -100,20 +115,27 @@ def drop(
 
 
 def _render_description(console, d) -> None:  # type: ignore[no-untyped-def]
-    console.print(f"[bold]{d.name}[/]  ({d.format})  {d.location}")
-    t = table("column", "type", "nullable", "note")
+    console.print(f"[bold]{d.name}[/] ({d.format})")
+    console.print(f"  location:     {d.location}", markup=False)
+    console.print(f"  partitioning: {', '.join(d.partitioning) or '(none)'}", markup=False)
+    if d.current_version is None:
+        console.print("  version:      (none yet: nothing committed)")
+    else:
+        updated = f", updated {human_time(d.last_updated)} UTC ({human_age(d.last_updated)})" if d.last_updated else ""
+        console.print(f"  version:      {d.current_version}{updated}", markup=False)
+    records = f"{d.records:,} records" if d.records is not None else "records unknown"
+    console.print(f"  data:         {records} in {d.files:,} files, {human_size(d.size_bytes)}")
+    t = table(key("column"), key("type"), key("nullable"), "note", title="schema")
     for c in d.schema:
         note = f"generated: {c.generated}" if c.generated else (c.comment or "")
         t.add_row(c.name, c.type, "yes" if c.nullable else "no", note)
-    console.print(t)
-    console.print(f"partitioning: {', '.join(d.partitioning) or '(none)'}")
-    console.print(
-        f"version: {d.current_version if d.current_version is not None else '(empty)'}   files: {d.files}   "
-        f"size: {human_size(d.size_bytes)}   records: {d.records if d.records is not None else '?'}"
-    )
+    print_table(console, t)
     if d.properties:
-        console.print("properties: " + ", ".join(f"{k}={v}" for k, v in sorted(d.properties.items())))
-    console.print("capabilities: " + ", ".join(k for k, v in d.capabilities.items() if v))
+        p = table(key("property"), "value", title="properties")
+        for k, v in sorted(d.properties.items()):
+            p.add_row(k, v)
+        print_table(console, p)
+    console.print("capabilities: " + ", ".join(k for k, v in d.capabilities.items() if v), markup=False)
 
 
 def register(app: typer.Typer) -> None:

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from ._common import CatalogOpt, JsonOpt, Output, VerboseOpt, connect, run
+from ._common import CatalogOpt, JsonOpt, Output, VerboseOpt, connect, human_duration, run, thousands
 
 
 def upsert(
@@ -35,8 +35,10 @@ def upsert(
 
     def human(console, r):  # type: ignore[no-untyped-def]
         console.print(
-            f"{r.table} ({r.format}): {r.rows_in} source rows → {r.inserted} inserted, {r.updated} updated, "
-            f"{r.deleted} deleted in one commit (version {r.version}), {r.duration_s:.1f}s"
+            f"{r.table} ({r.format}): {thousands(r.rows_in)} source rows → {thousands(r.inserted)} inserted, "
+            f"{thousands(r.updated)} updated, {thousands(r.deleted)} deleted in one commit (version {r.version}), "
+            f"{human_duration(r.duration_s)}",
+            markup=False, highlight=False,
         )
 
     run(out, api, human)

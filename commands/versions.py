@@ -2,28 +2,46 @@
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Annotated, Any, Optional
+from decimal import Decimal
+from typing import Annotated, Any
 
 import typer
 
-from ._common import CatalogOpt, JsonOpt, Output, VerboseOpt, confirm, connect, run, table
+from lakecat.units import human_size
+
+from ._common import (
+    CatalogOpt,
+    JsonOpt,
+    Output,
+    VerboseOpt,
+    cell,
+    confirm,
+    connect,
+    human_age,
+    human_time,
+    key,
+    num,
+    print_table,
+    run,
+    table,
+    thousands,
+)
 
 NameArg = Annotated[str, typer.Argument(help="namespace.table")]
 VersionOpt = Annotated[
-    Optional[int], typer.Option("--version", help="A Delta version or an Iceberg snapshot id (see `lakecat history`).")
+    int | None, typer.Option("--version", help="A Delta version or an Iceberg snapshot id (see `lakecat history`).")
 ]
 AsOfOpt = Annotated[
-    Optional[str],
+    str | None,
     typer.Option("--as-of", help="ISO 8601 timestamp (naive means UTC): the newest version committed at or before it."),
 ]
-LimitOpt = Annotated[Optional[int], typer.Option("--limit", "-n", help="At most N rows (0: all). Default 100.")]
+LimitOpt = Annotated[int | None, typer.Option("--limit", "-n", help="At most N rows (0: all). Default 100.")]
 CountOpt = Annotated[bool, typer.Option("--count", help="Print the number of rows instead of the rows.")]
 
 
 def history(
     name: NameArg,
-    limit: Annotated[Optional[int], typer.Option("--limit", "-n", help="Only the newest N commits.")] = None,
+    limit: Annotated[int | None, typer.Option("--limit", "-n", help="Only the newest N commits.")] = None,
     catalog: CatalogOpt = None,
     json_: JsonOpt = False,
     verbose: VerboseOpt = False,
@@ -38,11 +56,10 @@ def history(
         if not len(h):
             console.print(f"{h.name}: no commits yet")
             return
-        t = table(
-            "", "version", "timestamp (UTC)", "operation", "rows +/-", "files +/-", title=f"{h.name} ({h.format})"
-        )
-        for column in t.columns[:3]:
-            column.no_wrap = True
+        sizes = any("bytes_added" in e.summary or "bytes_removed" in e.summary for e in h)
+        # Versions never break; on a narrow terminal "size ±" and "age" go first, then times wrap after the date.
+        t = table(key(" "), key("version", justify="right"), "committed (UTC)", num("age"), "operation", num("rows ±"),
+                  num("files ±"), *([num("size ±")] if sizes else []), title=f"{h.name} ({h.format})")  # fmt: skip
         marked = False
         for e in h:
             current = e.version == h.current_version and not marked
@@ -50,20 +67,21 @@ def history(
             s = e.summary
             rows = _pair(s.get("rows_added"), s.get("rows_removed"))
             if s.get("rows_updated"):
-                rows += f" ~{s['rows_updated']}"
-            t.add_row("*" if current else "", str(e.version), e.timestamp or "-",
-                      e.operation, rows,
-                      _pair(s.get("files_added"), s.get("files_removed")))  # fmt: skip
-        console.print(t)
-        console.print("* current version; --json for the full summary")
+                rows += f" ~{thousands(s['rows_updated'])}"
+            size = _pair(s.get("bytes_added"), s.get("bytes_removed"), human_size)
+            t.add_row("*" if current else "", str(e.version), human_time(e.timestamp), human_age(e.timestamp),
+                      e.operation, rows, _pair(s.get("files_added"), s.get("files_removed")),
+                      *([size] if sizes else []))  # fmt: skip
+        print_table(console, t, optional=("size ±", "age"))
+        console.print(f"{len(h)} commits; * current version; --json for the full summary")
 
     run(out, lambda: connect(catalog).load_table(name).history(limit=limit), human)
 
 
-def _pair(added: Any, removed: Any) -> str:
+def _pair(added: Any, removed: Any, unit: Any = thousands) -> str:
     if added is None and removed is None:
         return ""
-    return f"+{added or 0} -{removed or 0}"
+    return f"+{unit(added or 0)} -{unit(removed or 0)}"
 
 
 def timetravel(
@@ -71,7 +89,7 @@ def timetravel(
     version: VersionOpt = None,
     as_of: AsOfOpt = None,
     where: Annotated[
-        Optional[str], typer.Option("--where", "-w", help="A Spark SQL predicate, e.g. \"region = 'eu'\".")
+        str | None, typer.Option("--where", "-w", help="A Spark SQL predicate, e.g. \"region = 'eu'\".")
     ] = None,
     limit: LimitOpt = None,
     count: CountOpt = False,
@@ -100,7 +118,7 @@ def changes(
         typer.Option("--since", help="Changes committed AFTER this version (exclusive; -1: from the first commit)."),
     ],
     until: Annotated[
-        Optional[int], typer.Option("--until", help="Up to and including this version (default: the current one).")
+        int | None, typer.Option("--until", help="Up to and including this version (default: the current one).")
     ] = None,
     limit: LimitOpt = None,
     count: CountOpt = False,
@@ -155,38 +173,41 @@ def rollback(
             return
         note = f" (new version {r.current_version})" if r.current_version != r.to_version else ""
         console.print(f"rolled back {r.format} table {r.name} from version {r.from_version} to version "
-                      f"{r.to_version} of {r.to_timestamp}{note}")  # fmt: skip
+                      f"{r.to_version} of {human_time(r.to_timestamp)} UTC{note}")  # fmt: skip
 
     run(out, api, human)
 
 
-def _cell(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, datetime):
-        from lakecat.units import iso
-
-        return iso(value) or ""
-    return str(value)
+def _is_number(value: Any) -> bool:
+    return value is None or (isinstance(value, (int, float, Decimal)) and not isinstance(value, bool))
 
 
 def _render_read(console, r) -> None:  # type: ignore[no-untyped-def]
     if r.since_version is not None:
-        where = (
-            f"{r.name}: changes after version {r.since_version} up to version {r.until_version} ({r.until_timestamp})"
-        )
+        where = (f"{r.name}: changes after version {r.since_version} up to version {r.until_version} "
+                 f"(committed {human_time(r.until_timestamp)} UTC)")  # fmt: skip
     else:
-        as_of = f", as of {r.as_of}" if r.as_of else ""
-        where = f"{r.name} at version {r.version} ({r.version_timestamp}{as_of})"
+        as_of = f", as of {human_time(r.as_of)}" if r.as_of else ""
+        where = f"{r.name} at version {r.version} (committed {human_time(r.version_timestamp)} UTC{as_of})"
     if r.rows is None:
-        console.print(f"{where}: {r.count} rows")
+        console.print(f"{where}: {r.count:,} rows", markup=False)
         return
-    t = table(*r.columns, title=where)
-    for row in r.rows:
-        t.add_row(*[_cell(row.get(c)) for c in r.columns])
-    console.print(t)
+    if not r.columns:
+        console.print(f"{where}: no columns", markup=False)
+        return
+    values = [[cell(row.get(c)) for c in r.columns] for row in r.rows]
+    columns = []
+    for i, c in enumerate(r.columns):  # numbers right-aligned; short values (ids, times) whole; long text folds
+        if r.rows and all(_is_number(row.get(c)) for row in r.rows):
+            columns.append(num(c))
+        else:
+            columns.append(key(c) if max([len(c), *(len(v[i]) for v in values)]) <= 32 else c)
+    t = table(*columns, title=where)
+    for row_values in values:
+        t.add_row(*row_values)
+    print_table(console, t)
     more = f" (first {r.limit}; --limit 0 for all)" if r.truncated else ""
-    console.print(f"{len(r.rows)} rows{more}")
+    console.print(f"{len(r.rows)} rows{more}; times in UTC")
 
 
 def register(app: typer.Typer) -> None:

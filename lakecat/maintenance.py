@@ -722,12 +722,23 @@ def _vacuum(table: Table, hours: int, *, dry_run: bool) -> list[str]:
     conf = {
         "spark.databricks.delta.retentionDurationCheck.enabled": "false",
         "spark.databricks.delta.vacuum.logging.enabled": "false",  # no VACUUM START/END commits in the history
+        # VACUUM lists the table with this many tasks per pass (Spark's default: 10,000 — minutes for a tiny table)
+        "spark.sql.sources.parallelPartitionDiscovery.parallelism": str(max(8, spark.sparkContext.defaultParallelism * 4)),
     }
     with spark_errors("vacuum", table.entry.ident), spark_conf(spark, conf):
         rows = spark.sql(sql).collect()
     if not dry_run:
         return []
-    return [r["path"] for r in rows]
+    return [r["path"] for r in rows if not _local_dir(r["path"])]  # empty directories (e.g. _change_data/) are not files
+
+
+def _local_dir(path: str) -> bool:
+    from urllib.parse import unquote, urlparse
+
+    parsed = urlparse(path)
+    if parsed.scheme not in ("", "file"):
+        return False
+    return Path(unquote(parsed.path)).is_dir()
 
 
 def _vacuum_hours(window: timedelta) -> int:

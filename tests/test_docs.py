@@ -6,27 +6,24 @@ import re
 from pathlib import Path
 
 import typer
+from lakecat.commands._common import leaf_commands
+from lakecat.commands.main import app
 from typer.main import get_command
 
-from lakecat.commands.main import app
-
-README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
-
-
-def _leaf_commands(group, prefix=()):  # type: ignore[no-untyped-def]
-    for name, cmd in sorted(group.commands.items()):
-        path = (*prefix, name)
-        if hasattr(cmd, "commands"):
-            assert cmd.help, f"group `lakecat {' '.join(path)}` has no help text"
-            yield from _leaf_commands(cmd, path)
-        else:
-            yield path, cmd
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text()
 
 
 def test_every_command_has_help_and_a_readme_entry():
     root = get_command(app)
-    commands = list(_leaf_commands(root))
+    commands = list(leaf_commands(root))
     assert len(commands) >= 6
+    for path, _ in commands:
+        for n in range(1, len(path)):  # the groups on the way: `lakecat local`, `lakecat local kafka`
+            group = root
+            for word in path[:n]:
+                group = group.commands[word]
+            assert group.help, f"group `lakecat {' '.join(path[:n])}` has no help text"
     for path, cmd in commands:
         words = " ".join(path)
         assert (cmd.help or "").strip(), f"`lakecat {words}` has no help text"
@@ -41,7 +38,7 @@ def test_every_command_has_help_and_a_readme_entry():
 
 
 def test_help_runs_for_every_command(cli):
-    for path, _ in _leaf_commands(get_command(app)):
+    for path, _ in leaf_commands(get_command(app)):
         code, out, _ = cli(*path, "--help")
         assert code == 0 and "Usage" in out, path
 
@@ -49,6 +46,36 @@ def test_help_runs_for_every_command(cli):
 def test_exit_codes_are_documented():
     for code in ("| 0 |", "| 1 |", "| 2 |", "| 3 |", "| 4 |"):
         assert code in README
+
+
+CONCEPTS = ROOT / "docs" / "concepts.md"
+# The concepts a newcomer needs, each a heading of docs/concepts.md (and in its table of contents).
+CONCEPT_HEADINGS = (
+    "Versions and snapshot ids",
+    "Reading what changed: `--since` and `--until`",
+    "Safety floors and `--force`",
+    "Exit codes",
+    "Catalog configs and how one is chosen",
+    "Exactly-once ingest",
+    "Dead-letter tables",
+    "Delta generated partition columns",
+)
+
+
+def test_concepts_page_covers_every_concept():
+    assert CONCEPTS.is_file(), "docs/concepts.md is missing"
+    text = CONCEPTS.read_text()
+    headings = re.findall(r"^## (.+)$", text, re.M)
+    for heading in CONCEPT_HEADINGS:
+        assert heading in headings, f"docs/concepts.md has no '## {heading}' section"
+        anchor = re.sub(r"[^\w\- ]", "", heading.lower()).replace(" ", "-")
+        assert f"](#{anchor})" in text, f"docs/concepts.md's contents do not link to '{heading}' (#{anchor})"
+    exit_codes = text.split("## Exit codes", 1)[1].split("\n## ", 1)[0]
+    for code in range(5):
+        assert re.search(rf"^\| {code} \| \S.* \| .*`", exit_codes, re.M), f"exit code {code} lacks a row with an example"
+    for term in ("exclusive", "inclusive", "--since -1", "until_version", "7 days", "24 hours", "--force",
+                 "LAKECAT_CATALOG", "${VAR:-default}", "txnAppId", "lakecat.batch-id", "_dlq", "GENERATED ALWAYS AS"):
+        assert term in text, f"docs/concepts.md does not mention {term}"
 
 
 assert isinstance(app, typer.Typer)
