@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
 
-from .config import CatalogConfig, resolve_config
+from .config import CatalogConfig, pyarrow_filesystem, resolve_config
 from .errors import InvalidArgumentError, LakecatError, TableAlreadyExistsError, TableNotFoundError
 from .formats import get_format
 from .identifiers import TableIdent, quote
@@ -39,6 +39,7 @@ class Catalog:
 
     def __init__(self, config: CatalogConfig) -> None:
         self.config = config
+        config.export_storage_env()  # delta-rs reads its object-store settings from AWS_* variables
         self._metastore: Metastore | None = None
         self._pyiceberg: Any = None
 
@@ -62,7 +63,10 @@ class Catalog:
             from pyiceberg.catalog.sql import SqlCatalog
 
             self._pyiceberg = SqlCatalog(
-                self.config.name, uri=self.config.metastore.sqlalchemy_url, warehouse=self.config.warehouse_uri
+                self.config.name,
+                uri=self.config.metastore.sqlalchemy_url,
+                warehouse=self.config.warehouse_uri,
+                **self.config.pyiceberg_properties(),
             )
         return self._pyiceberg
 
@@ -201,7 +205,7 @@ class Catalog:
         from pyarrow import fs
 
         try:
-            filesystem, path = fs.FileSystem.from_uri(location)
+            filesystem, path = pyarrow_filesystem(location)
             if filesystem.get_file_info(path).type != fs.FileType.NotFound:
                 filesystem.delete_dir(path)
         except OSError as e:

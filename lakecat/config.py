@@ -100,6 +100,62 @@ class Metastore:
         raise ConfigError(f"unsupported metastore {self.url!r}: use sqlite:///PATH or postgresql://...")
 
 
+OBJECT_STORAGE_SCHEMES = ("s3", "s3a")
+# What [storage] may say. Credentials are not among them: they come from the environment
+# (AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN) or the machine's role, never from a file.
+STORAGE_KEYS = ("endpoint", "region", "path-style-access")
+
+
+@dataclass(frozen=True)
+class S3Settings:
+    """Where an S3-compatible warehouse lives, resolved from ``[storage]`` and the ``AWS_*`` environment."""
+
+    endpoint: str | None
+    region: str
+    path_style: bool
+
+    @property
+    def allow_http(self) -> bool:
+        return bool(self.endpoint) and self.endpoint.lower().startswith("http://")  # type: ignore[union-attr]
+
+
+def pyiceberg_io_properties(location: str | None) -> dict[str, str]:
+    """pyiceberg FileIO properties for a table in object storage, from the ``AWS_*`` environment.
+
+    pyarrow's S3 filesystem reads credentials from the environment but no endpoint, so a table opened
+    without a catalog (``StaticTable``) needs the endpoint spelled out. ``Catalog`` exports its
+    ``[storage]`` settings to the environment first (``export_storage_env``), so this agrees with it.
+    """
+    if not location or urlparse(location).scheme.lower() not in OBJECT_STORAGE_SCHEMES:
+        return {}
+    props = {"s3.region": os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"}
+    if os.environ.get("AWS_ENDPOINT_URL"):
+        props["s3.endpoint"] = os.environ["AWS_ENDPOINT_URL"]
+    if os.environ.get("AWS_VIRTUAL_HOSTED_STYLE_REQUEST", "").lower() == "true":
+        props["s3.force-virtual-addressing"] = "true"
+    return props
+
+
+def pyarrow_filesystem(uri: str) -> tuple[Any, str]:
+    """A pyarrow filesystem and the path inside it for a non-local URI.
+
+    ``s3://`` and ``s3a://`` (which pyarrow does not know by name) get an S3 filesystem with the endpoint
+    and region of the ``AWS_*`` environment (pyarrow reads credentials from it, but no endpoint).
+    """
+    from pyarrow import fs
+
+    u = urlparse(uri)
+    if u.scheme.lower() not in OBJECT_STORAGE_SCHEMES:
+        return fs.FileSystem.from_uri(uri)
+    props = pyiceberg_io_properties(uri)
+    s3 = fs.S3FileSystem(
+        region=props["s3.region"],
+        endpoint_override=props.get("s3.endpoint"),
+        force_virtual_addressing=props.get("s3.force-virtual-addressing") == "true",
+    )
+    return s3, f"{u.netloc}{u.path}".rstrip("/")
+
+
 @dataclass
 class CatalogConfig:
     """A resolved catalog configuration."""
@@ -129,6 +185,65 @@ class CatalogConfig:
         if self.warehouse.startswith("file://"):
             return Path(unquote(urlparse(self.warehouse).path))
         return None
+
+    @property
+    def object_storage(self) -> bool:
+        """True when the warehouse is in S3-compatible object storage (``s3://`` or ``s3a://``)."""
+        return urlparse(self.warehouse).scheme.lower() in OBJECT_STORAGE_SCHEMES
+
+    def s3(self) -> S3Settings | None:
+        """The warehouse's S3 settings, or None for a warehouse on a filesystem.
+
+        The endpoint is ``AWS_ENDPOINT_URL`` (the variable boto3, the AWS CLI and delta-rs read), else
+        ``[storage] endpoint``, else AWS itself; the region ``AWS_REGION`` / ``AWS_DEFAULT_REGION``, else
+        ``[storage] region``, else ``us-east-1``. Addressing is path style (``bucket`` in the path, what
+        MinIO, Ceph and most S3-compatible servers want) whenever an endpoint is set, unless
+        ``[storage] path-style-access = false``.
+        """
+        if not self.object_storage:
+            return None
+        endpoint = os.environ.get("AWS_ENDPOINT_URL") or self.storage.get("endpoint") or None
+        env_region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+        region = env_region or self.storage.get("region") or "us-east-1"
+        path_style = self.storage.get("path-style-access", "true" if endpoint else "false").strip().lower()
+        if path_style not in ("true", "false"):
+            raise ConfigError(
+                f"catalog config {self.source}: [storage] path-style-access must be true or false, not {path_style!r}"
+            )
+        return S3Settings(endpoint=endpoint, region=region, path_style=path_style == "true")
+
+    def pyiceberg_properties(self) -> dict[str, str]:
+        """FileIO properties for pyiceberg (light path); credentials stay with the environment."""
+        s3 = self.s3()
+        if s3 is None:
+            return {}
+        props = {"s3.region": s3.region}
+        if s3.endpoint:
+            props["s3.endpoint"] = s3.endpoint
+        if not s3.path_style:
+            props["s3.force-virtual-addressing"] = "true"
+        return props
+
+    def delta_storage_options(self) -> dict[str, str]:
+        """delta-rs storage options (light path) for the same store; credentials stay with the environment."""
+        s3 = self.s3()
+        if s3 is None:
+            return {}
+        opts = {"AWS_REGION": s3.region, "AWS_VIRTUAL_HOSTED_STYLE_REQUEST": str(not s3.path_style).lower()}
+        if s3.endpoint:
+            opts["AWS_ENDPOINT_URL"] = s3.endpoint
+        if s3.allow_http:
+            opts["AWS_ALLOW_HTTP"] = "true"
+        return opts
+
+    def export_storage_env(self) -> None:
+        """Fill in the ``AWS_*`` variables delta-rs reads, where the environment leaves them unset.
+
+        Every ``DeltaTable(location)`` of the light path then reaches the same store as Spark and
+        pyiceberg, without passing options around; a variable the user set is never overwritten.
+        """
+        for k, v in self.delta_storage_options().items():
+            os.environ.setdefault(k, v)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -162,6 +277,13 @@ def load_config_file(path: Path) -> CatalogConfig:
     if metastore.kind not in ("sqlite", "postgresql"):
         raise ConfigError(f"catalog config {path}: unsupported metastore {metastore.url!r}; use sqlite:///PATH or postgresql://...")
     spark = data.get("spark", {})
+    storage = data.get("storage", {})
+    unknown = sorted(set(storage) - set(STORAGE_KEYS))
+    if unknown:
+        raise ConfigError(
+            f"catalog config {path}: unknown [storage] key(s) {', '.join(unknown)}; allowed: {', '.join(STORAGE_KEYS)} "
+            "(credentials come from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY in the environment, never from the file)"
+        )
     return CatalogConfig(
         name=name,
         warehouse=warehouse,
@@ -171,7 +293,7 @@ def load_config_file(path: Path) -> CatalogConfig:
         spark_master=str(spark.get("master", "local[2]")),
         spark_conf={str(k): str(v) for k, v in spark.get("conf", {}).items()},
         spark_packages=[str(p) for p in spark.get("packages", [])],
-        storage={str(k): str(v) for k, v in data.get("storage", {}).items()},
+        storage={str(k): str(v).lower() if isinstance(v, bool) else str(v) for k, v in storage.items()},
     )
 
 

@@ -13,8 +13,9 @@ import os
 import shutil
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING
 
 from .config import CatalogConfig, lakecat_home
 from .errors import ConfigError, EnvironmentProblemError
@@ -32,21 +33,35 @@ KAFKA_TOKEN_PROVIDER_EXCLUDE = "org.apache.spark:spark-token-provider-kafka-0-10
 KAFKA_TOKEN_PROVIDER_JAR = "org/apache/spark/spark-token-provider-kafka-0-10_2.13/4.0.0/spark-token-provider-kafka-0-10_2.13-4.0.0.jar"
 
 
-def _token_provider_jar() -> str:
-    """The Kafka token provider jar, downloaded once from Maven Central into lakecat's jar cache."""
-    local = Path.home() / ".m2" / "repository" / KAFKA_TOKEN_PROVIDER_JAR
+# Object storage (only when the warehouse is s3:// or s3a://, so local users download nothing more).
+# hadoop-aws must match the Hadoop that pyspark 4.1.1 bundles (pyspark/jars/hadoop-client-api-3.4.2.jar);
+# it serves Delta (and Spark's own file reads) on s3a://. Iceberg writes through its S3FileIO.
+HADOOP_AWS = "org.apache.hadoop:hadoop-aws:3.4.2"
+# Iceberg's S3FileIO plus AWS SDK v2 2.44.4 under its own package names: hadoop-aws links against the
+# same SDK classes, so the 600 MB software.amazon.awssdk:bundle that hadoop-aws asks for is excluded,
+# and so is analyticsaccelerator-s3, which iceberg-aws-bundle carries as well.
+ICEBERG_AWS_BUNDLE = "org.apache.iceberg:iceberg-aws-bundle:1.11.0"
+S3_EXCLUDES = ("software.amazon.awssdk:bundle", "software.amazon.s3.analyticsaccelerator:analyticsaccelerator-s3")
+# The one SDK module hadoop-aws needs that iceberg-aws-bundle lacks (S3A copies and uploads through it),
+# at the bundle's SDK version. Taken as a single jar: its Maven dependencies are all inside the bundle.
+S3_TRANSFER_MANAGER_JAR = "software/amazon/awssdk/s3-transfer-manager/2.44.4/s3-transfer-manager-2.44.4.jar"
+
+
+def _direct_jar(maven_path: str) -> str:
+    """One jar (no dependencies) from Maven Central, downloaded once into lakecat's jar cache."""
+    local = Path.home() / ".m2" / "repository" / maven_path
     if local.exists():
         return local.as_uri()
     from .kafka_local import jars_cache_dir
 
-    cached = jars_cache_dir() / Path(KAFKA_TOKEN_PROVIDER_JAR).name
+    cached = jars_cache_dir() / Path(maven_path).name
     if not cached.exists():
         import urllib.request
 
         cached.parent.mkdir(parents=True, exist_ok=True)
         tmp = cached.with_suffix(".part")
         try:
-            with urllib.request.urlopen(f"https://repo1.maven.org/maven2/{KAFKA_TOKEN_PROVIDER_JAR}", timeout=60) as r:
+            with urllib.request.urlopen(f"https://repo1.maven.org/maven2/{maven_path}", timeout=60) as r:
                 tmp.write_bytes(r.read())
         except OSError as e:
             raise EnvironmentProblemError(
@@ -56,12 +71,18 @@ def _token_provider_jar() -> str:
     return cached.as_uri()
 
 
+def _token_provider_jar() -> str:
+    """The Kafka token provider jar, downloaded once from Maven Central into lakecat's jar cache."""
+    return _direct_jar(KAFKA_TOKEN_PROVIDER_JAR)
+
+
 SQLITE_JDBC = "org.xerial:sqlite-jdbc:3.53.0.0"  # the version Iceberg 1.11.0 builds with
 POSTGRES_JDBC = "org.postgresql:postgresql:42.7.8"
 
 _lock = threading.RLock()
 _session: SparkSession | None = None
 _catalogs: dict[str, dict[str, str]] = {}
+_storage: dict[str, str] | None = None  # the session's S3A settings; None: started without the S3 jars
 
 
 def iceberg_catalog_conf(config: CatalogConfig) -> dict[str, str]:
@@ -73,6 +94,13 @@ def iceberg_catalog_conf(config: CatalogConfig) -> dict[str, str]:
         # Other engines (pyiceberg, other lakecat processes) commit too: always read the current metadata.
         f"{prefix}.cache-enabled": "false",
     }
+    s3 = config.s3()
+    if s3 is not None:
+        conf[f"{prefix}.io-impl"] = "org.apache.iceberg.aws.s3.S3FileIO"
+        conf[f"{prefix}.client.region"] = s3.region
+        conf[f"{prefix}.s3.path-style-access"] = str(s3.path_style).lower()
+        if s3.endpoint:
+            conf[f"{prefix}.s3.endpoint"] = s3.endpoint
     kind = config.iceberg.get("type", "jdbc")
     if kind == "jdbc":
         uri, props = config.metastore.jdbc()
@@ -85,10 +113,44 @@ def iceberg_catalog_conf(config: CatalogConfig) -> dict[str, str]:
     return conf
 
 
+def storage_spark_conf(config: CatalogConfig) -> dict[str, str]:
+    """Hadoop S3A settings (Delta's and Spark's own file access) for an object-storage warehouse.
+
+    Credentials are not among them: S3A's default chain reads ``AWS_ACCESS_KEY_ID`` /
+    ``AWS_SECRET_ACCESS_KEY`` from the environment (or the machine's role), like Iceberg's S3FileIO.
+    """
+    s3 = config.s3()
+    if s3 is None:
+        return {}
+    conf = {
+        # s3:// warehouses too (Hadoop maps only s3a:// to S3A by itself).
+        "spark.hadoop.fs.s3.impl": "org.apache.hadoop.fs.s3a.S3AFileSystem",
+        "spark.hadoop.fs.s3a.endpoint.region": s3.region,
+        "spark.hadoop.fs.s3a.path.style.access": str(s3.path_style).lower(),
+    }
+    if s3.endpoint:
+        conf["spark.hadoop.fs.s3a.endpoint"] = s3.endpoint
+        conf["spark.hadoop.fs.s3a.connection.ssl.enabled"] = str(not s3.allow_http).lower()
+    return conf
+
+
 def _packages(config: CatalogConfig) -> list[str]:
     # Both JDBC drivers always: catalogs of either metastore kind can join the running session later.
     packages = [ICEBERG_RUNTIME, KAFKA_SQL, KAFKA_TOKEN_PROVIDER, SQLITE_JDBC, POSTGRES_JDBC]
+    if config.object_storage:
+        packages += [HADOOP_AWS, ICEBERG_AWS_BUNDLE]
     return packages + [p for p in config.spark_packages if p not in packages]
+
+
+def _direct_jars(config: CatalogConfig) -> list[str]:
+    jars = [_token_provider_jar()]
+    if config.object_storage:
+        jars.append(_direct_jar(S3_TRANSFER_MANAGER_JAR))
+    return jars
+
+
+def _excludes(config: CatalogConfig) -> list[str]:
+    return [KAFKA_TOKEN_PROVIDER_EXCLUDE, *(S3_EXCLUDES if config.object_storage else ())]
 
 
 def _check_java() -> None:
@@ -153,12 +215,22 @@ def _register_catalog(spark: SparkSession, config: CatalogConfig) -> None:
             f"this process already uses a catalog named {config.name!r} with other settings; "
             "two catalogs in one process need different names"
         )
+    storage = storage_spark_conf(config)
+    if storage and storage != _storage:
+        # Jars and Hadoop's S3A settings are fixed when the JVM starts.
+        raise ConfigError(
+            f"catalog {config.name!r} keeps its data in object storage ({config.warehouse_uri}), but this process's Spark "
+            "session was started "
+            + ("without the object-storage jars" if _storage is None else "for another object store")
+            + ": use it from a new process"
+        )
     for k, v in conf.items():
         spark.conf.set(k, v)
     _catalogs[config.name] = conf
 
 
 def _start(config: CatalogConfig) -> SparkSession:
+    global _storage
     _check_java()
     from delta import configure_spark_with_delta_pip
     from pyspark.sql import SparkSession
@@ -174,8 +246,8 @@ def _start(config: CatalogConfig) -> SparkSession:
             "io.delta.sql.DeltaSparkSessionExtension,org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions",
         )
         .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
-        .config("spark.jars.excludes", KAFKA_TOKEN_PROVIDER_EXCLUDE)
-        .config("spark.jars", _token_provider_jar())
+        .config("spark.jars.excludes", ",".join(_excludes(config)))
+        .config("spark.jars", ",".join(_direct_jars(config)))
         .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={log4j.as_uri()}")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
@@ -185,6 +257,8 @@ def _start(config: CatalogConfig) -> SparkSession:
         .config("spark.databricks.delta.snapshotPartitions", "2")
         .config("spark.sql.streaming.stopGracefullyOnShutdown", "true")
     )
+    for k, v in storage_spark_conf(config).items():
+        builder = builder.config(k, v)
     for k, v in config.spark_conf.items():
         builder = builder.config(k, v)
     for k, v in iceberg_catalog_conf(config).items():
@@ -202,9 +276,47 @@ def _start(config: CatalogConfig) -> SparkSession:
             ) from e
         raise EnvironmentProblemError(f"Spark failed to start: {e}; see {log_path}") from e
     spark.sparkContext.setLogLevel("ERROR")
+    _ship_resolved_jars(spark)
     _quiet_python_loggers()
     _catalogs[config.name] = iceberg_catalog_conf(config)
+    _storage = storage_spark_conf(config) or None
+    if _storage and "hadoop-aws" not in (spark.sparkContext._jvm.java.lang.System.getProperty("spark.jars") or ""):  # type: ignore[union-attr]
+        # pyspark reuses a stopped session's JVM, whose jars were fixed at its first start.
+        spark.stop()
+        raise ConfigError(
+            f"catalog {config.name!r} keeps its data in object storage, but this process's JVM was started without the "
+            "object-storage jars: use the catalog from a new process"
+        )
     return spark
+
+
+def _ship_resolved_jars(spark: SparkSession) -> None:
+    """Give executors every jar the driver has, not just the ones lakecat names in ``spark.jars``.
+
+    spark-submit resolves ``spark.jars.packages`` (Delta, Iceberg, Kafka, JDBC drivers) and merges those
+    jars with ``spark.jars`` into a JVM system property; pyspark then sets ``spark.jars`` once more from
+    the builder's options, so the SparkContext registers only lakecat's directly named jars. The driver
+    has everything on its classpath either way (local mode never notices), but executors of a real
+    cluster would deserialize tasks without Delta's and Iceberg's classes. Registering the merged list
+    before the first job is what spark-submit would have done; local mode shares the driver's classpath
+    and skips the copies.
+    """
+    sc = spark.sparkContext
+    if sc.master.startswith("local"):
+        return
+    jvm = sc._jvm
+    jsc = sc._jsc.sc()  # type: ignore[union-attr]
+    merged = jvm.java.lang.System.getProperty("spark.jars") or ""  # type: ignore[union-attr]
+    listed = getattr(jvm, "scala.jdk.javaapi.CollectionConverters").asJava(jsc.listJars())
+    known = {_jar_name(u) for u in listed}
+    for jar in (j.strip() for j in merged.split(",")):
+        if jar and _jar_name(jar) not in known:
+            jsc.addJar(jar)
+            known.add(_jar_name(jar))
+
+
+def _jar_name(uri: str) -> str:
+    return uri.rstrip("/").rsplit("/", 1)[-1]
 
 
 def _quiet_python_loggers() -> None:
@@ -218,9 +330,10 @@ def _quiet_python_loggers() -> None:
 
 
 def stop_spark() -> None:
-    global _session
+    global _session, _storage
     with _lock:
         if _session is not None:
             _session.stop()
             _session = None
             _catalogs.clear()
+            _storage = None

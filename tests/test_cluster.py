@@ -90,11 +90,6 @@ DRIVER = textwrap.dedent(
 )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known gap (issue 7): executors of a standalone cluster fail the first write with "
-    "ClassCastException SerializedLambda -> scala.Function3 in MapPartitionsRDD (jars from spark.jars.packages)",
-)
 def test_create_ingest_compact_timetravel_on_standalone_cluster(standalone_master, tmp_path):
     files = tmp_path / "landing"
     files.mkdir()

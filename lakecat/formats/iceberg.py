@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..config import pyiceberg_io_properties
 from ..errors import LakecatError
 from ..partitioning import iceberg_transform_word
 from ..results import ColumnInfo, TableDescription
@@ -90,7 +91,7 @@ class IcebergFormat(TableFormat):
         from pyiceberg.table import StaticTable
 
         try:
-            return StaticTable.from_metadata(entry.metadata_location)
+            return StaticTable.from_metadata(entry.metadata_location, properties=pyiceberg_io_properties(entry.metadata_location))
         except FileNotFoundError as e:
             raise LakecatError(f"table {entry.ident}: its metadata file is missing ({entry.metadata_location})") from e
 

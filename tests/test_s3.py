@@ -1,0 +1,226 @@
+"""lakecat with its warehouse in S3-compatible object storage (a local moto server, S3 API over HTTP).
+
+The driver runs in a subprocess (the object-storage jars and S3A settings are fixed when its JVM starts):
+create → ingest (available-now, landed files) → compact → time travel for an Iceberg and a Delta table
+whose data lives under ``s3a://<bucket>/warehouse``. Credentials and the endpoint reach every engine
+through the ``AWS_*`` environment only. Then the light path (describe/history, no JVM) and independent
+readers (pyiceberg, deltalake, boto3) check what landed in the bucket.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.s3]
+
+BUCKET = "lakecat-test"
+ROWS = [{"id": f * 100 + i, "ts": f"2026-02-0{1 + i % 3}T10:00:00", "page": f"/p{i}"} for f in range(3) for i in range(20)]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def s3_env():
+    """A moto S3 server on a free port with one bucket; the AWS_* variables an engine needs to reach it."""
+    from moto.server import ThreadedMotoServer
+
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # one line per S3 request otherwise
+    port = _free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    env = {
+        "AWS_ACCESS_KEY_ID": "lakecat-test-key",
+        "AWS_SECRET_ACCESS_KEY": "lakecat-test-secret",
+        "AWS_REGION": "us-east-1",
+        "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}",
+    }
+    try:
+        import boto3
+
+        boto3.client("s3", region_name=env["AWS_REGION"], endpoint_url=env["AWS_ENDPOINT_URL"],
+                     aws_access_key_id=env["AWS_ACCESS_KEY_ID"], aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"],
+                     ).create_bucket(Bucket=BUCKET)  # fmt: skip
+        yield env
+    finally:
+        server.stop()
+
+
+DRIVER = textwrap.dedent(
+    """
+    import json, sys, time, lakecat
+    started = time.monotonic()
+    cat = lakecat.connect(sys.argv[1])
+    files = sys.argv[2]
+    cat.session()
+    out = {"spark_start_s": round(time.monotonic() - started, 1)}
+    for fmt in ("iceberg", "delta"):
+        began = time.monotonic()
+        t = cat.create_table(f"s3.events_{fmt}", schema="id BIGINT, ts TIMESTAMP, page STRING", format=fmt, partition_by="days(ts)")
+        report = cat.ingest(t.name, lakecat.FileSource(files, format="json"), trigger="available-now", max_files_per_batch=1)
+        after_ingest = t.describe().current_version
+        first = t.history()[-1].version
+        compact = t.compact()
+        out[fmt] = {"location": t.describe().location, "rows_written": report.rows_written, "batches": report.batches,
+                    "files_before": compact.files_before, "files_after": compact.files_after,
+                    "count_after_ingest": t.as_of(version=after_ingest).count(),
+                    "count_first_version": t.as_of(version=first).count(),
+                    "current_version": t.describe().current_version,
+                    "count_now": t.as_of(version=t.describe().current_version).count(),
+                    "ids_now": sorted(r["id"] for r in t.as_of(version=t.describe().current_version).to_pandas().to_dict("records"))}
+        # Maintenance that lists and deletes files in the bucket: expiry (the files compaction replaced go),
+        # orphan search, drop --purge.
+        expired = t.expire(older_than="0s", retain_last=1, force=True)
+        out[fmt].update(expired_versions=len(expired.expired_versions), expire_deleted_files=expired.deleted_files,
+                        orphans=len(t.clean_orphans(dry_run=True).orphan_files), count_after_expire=t.to_spark().count())
+        scratch = cat.create_table(f"s3.scratch_{fmt}", schema="id BIGINT", format=fmt)
+        out[fmt]["scratch"] = scratch.location
+        cat.drop_table(scratch.name, purge=True)
+        out[fmt]["duration_s"] = round(time.monotonic() - began, 1)
+    print(json.dumps(out))
+    """
+)
+
+
+def _aws_free_env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_iceberg_and_delta_on_s3(s3_env, tmp_path):
+    landing = tmp_path / "landing"
+    landing.mkdir()
+    for f in range(3):  # three landed files -> three batches -> several small files to compact
+        rows = [r for r in ROWS if r["id"] // 100 == f]
+        (landing / f"part-{f}.json").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    home = tmp_path / "home"
+    conf = tmp_path / "lake.toml"
+    conf.write_text(
+        f'name = "lake"\nwarehouse = "s3a://{BUCKET}/warehouse"\nmetastore = "sqlite:///{home}/catalog.db"\n'
+        '[spark]\nmaster = "local[2]"\n'
+    )
+    env = {**_aws_free_env(), **s3_env, "LAKECAT_HOME": str(home), "PYSPARK_PYTHON": sys.executable}
+    proc = subprocess.run([sys.executable, "-c", DRIVER, str(conf), str(landing)], env=env, capture_output=True, text=True, timeout=900)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:] + "\n--- spark.log ---\n" + _tail(home / "logs" / "spark.log")
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    print(f"spark start {out['spark_start_s']} s, iceberg {out['iceberg']['duration_s']} s, delta {out['delta']['duration_s']} s")
+    expected_ids = sorted(r["id"] for r in ROWS)
+    for fmt in ("iceberg", "delta"):
+        res = out[fmt]
+        assert res["location"].startswith(f"s3a://{BUCKET}/warehouse/"), res["location"]
+        assert res["rows_written"] == len(ROWS) and res["batches"] == 3
+        assert res["files_after"] < res["files_before"]
+        assert res["count_after_ingest"] == res["count_now"] == len(ROWS)
+        # The oldest version: Delta's empty table as created; Iceberg's first snapshot, the first landed file.
+        assert res["count_first_version"] == {"delta": 0, "iceberg": 20}[fmt]
+        assert res["ids_now"] == expected_ids
+        assert res["expired_versions"] >= 3 and res["expire_deleted_files"] >= 3 and res["count_after_expire"] == len(ROWS)
+        assert res["orphans"] == 0
+
+    # The light path (no JVM) reaches the same bucket with the same environment only.
+    for fmt in ("iceberg", "delta"):
+        for cmd in ("describe", "history"):
+            light = subprocess.run([sys.executable, "-m", "lakecat.commands.main", cmd, f"s3.events_{fmt}", "--json"],
+                                   env={**env, "LAKECAT_CATALOG": str(conf)}, capture_output=True, text=True, timeout=300)  # fmt: skip
+            assert light.returncode == 0, light.stderr[-2000:]
+            doc = json.loads(light.stdout)
+            if cmd == "describe":
+                assert doc["format"] == fmt and doc["location"] == out[fmt]["location"]
+                assert doc["files"] == out[fmt]["files_after"] and doc["size_bytes"] > 0
+            else:  # expiry left the current version only
+                assert [h["version"] for h in doc] == [out[fmt]["current_version"]] and doc[0]["operation"]
+
+    # Independent readers against the same moto endpoint.
+    import boto3
+    from deltalake import DeltaTable
+    from pyiceberg.catalog.sql import SqlCatalog
+
+    pc = SqlCatalog("lake", uri=f"sqlite:///{home}/catalog.db", warehouse=f"s3a://{BUCKET}/warehouse",
+                    **{"s3.endpoint": s3_env["AWS_ENDPOINT_URL"], "s3.region": s3_env["AWS_REGION"],
+                       "s3.access-key-id": s3_env["AWS_ACCESS_KEY_ID"], "s3.secret-access-key": s3_env["AWS_SECRET_ACCESS_KEY"]})  # fmt: skip
+    ice = pc.load_table(("s3", "events_iceberg"))
+    assert sorted(ice.scan().to_arrow().column("id").to_pylist()) == expected_ids
+    assert ice.metadata_location.startswith(f"s3a://{BUCKET}/warehouse/")
+    delta = DeltaTable(out["delta"]["location"], storage_options={
+        "AWS_ENDPOINT_URL": s3_env["AWS_ENDPOINT_URL"], "AWS_REGION": s3_env["AWS_REGION"], "AWS_ALLOW_HTTP": "true",
+        "AWS_ACCESS_KEY_ID": s3_env["AWS_ACCESS_KEY_ID"], "AWS_SECRET_ACCESS_KEY": s3_env["AWS_SECRET_ACCESS_KEY"]})  # fmt: skip
+    assert sorted(delta.to_pyarrow_table().column("id").to_pylist()) == expected_ids
+    assert delta.metadata().configuration.get("delta.enableChangeDataFeed") == "true"
+    s3 = boto3.client("s3", region_name=s3_env["AWS_REGION"], endpoint_url=s3_env["AWS_ENDPOINT_URL"],
+                      aws_access_key_id=s3_env["AWS_ACCESS_KEY_ID"], aws_secret_access_key=s3_env["AWS_SECRET_ACCESS_KEY"])  # fmt: skip
+    keys = [o["Key"] for page in s3.get_paginator("list_objects_v2").paginate(Bucket=BUCKET) for o in page.get("Contents", [])]
+    for fmt in ("iceberg", "delta"):
+        assert any(k.startswith(f"warehouse/s3/events_{fmt}/") and k.endswith(".parquet") for k in keys), fmt
+    assert any(k.startswith("warehouse/_lakecat/checkpoints/") for k in keys)  # ingest checkpoints live in the bucket too
+    assert not any(k.startswith("warehouse/s3/scratch_") for k in keys)  # drop --purge emptied the table directories
+    assert not (home / "warehouse").exists()  # nothing fell back to a local directory
+
+
+def test_object_storage_config_resolution(monkeypatch, tmp_path):
+    """How a warehouse on s3a:// turns into Spark, pyiceberg and delta-rs settings (no JVM, no server)."""
+    from lakecat.config import load_config_file
+    from lakecat.errors import ConfigError
+    from lakecat.spark import S3_EXCLUDES, _excludes, _packages, iceberg_catalog_conf, storage_spark_conf
+
+    for var in ("AWS_ENDPOINT_URL", "AWS_REGION", "AWS_DEFAULT_REGION"):
+        monkeypatch.delenv(var, raising=False)
+    conf = tmp_path / "lake.toml"
+    conf.write_text('name = "lake"\nwarehouse = "s3a://b/wh"\nmetastore = "sqlite:////tmp/x.db"\n[storage]\nendpoint = "http://minio:9000"\n')
+    cfg = load_config_file(conf)
+    assert cfg.object_storage and cfg.s3().path_style and cfg.s3().region == "us-east-1"
+    spark_conf = storage_spark_conf(cfg)
+    assert spark_conf["spark.hadoop.fs.s3a.endpoint"] == "http://minio:9000"
+    assert spark_conf["spark.hadoop.fs.s3a.connection.ssl.enabled"] == "false"
+    ice = iceberg_catalog_conf(cfg)
+    assert ice["spark.sql.catalog.lake.io-impl"] == "org.apache.iceberg.aws.s3.S3FileIO"
+    assert ice["spark.sql.catalog.lake.s3.endpoint"] == "http://minio:9000"
+    assert cfg.pyiceberg_properties() == {"s3.region": "us-east-1", "s3.endpoint": "http://minio:9000"}
+    assert cfg.delta_storage_options()["AWS_ALLOW_HTTP"] == "true"
+    assert not any(k.lower().endswith(("key", "secret", "token")) for k in {**spark_conf, **ice, **cfg.delta_storage_options()})
+    assert {p.split(":")[1] for p in _packages(cfg)} >= {"hadoop-aws", "iceberg-aws-bundle"}
+    assert set(S3_EXCLUDES) <= set(_excludes(cfg))
+    # The environment wins over the file; a local warehouse pays for nothing.
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "https://s3.example.com")
+    monkeypatch.setenv("AWS_REGION", "eu-west-1")
+    assert load_config_file(conf).s3().endpoint == "https://s3.example.com"
+    assert storage_spark_conf(load_config_file(conf))["spark.hadoop.fs.s3a.connection.ssl.enabled"] == "true"
+    local = tmp_path / "local.toml"
+    local.write_text('name = "l"\nwarehouse = "/tmp/wh"\nmetastore = "sqlite:////tmp/x.db"\n')
+    lcfg = load_config_file(local)
+    assert lcfg.s3() is None and storage_spark_conf(lcfg) == {} and lcfg.pyiceberg_properties() == {}
+    assert not any("aws" in p for p in _packages(lcfg)) and not set(S3_EXCLUDES) & set(_excludes(lcfg))
+    # Secrets never come from the file.
+    conf.write_text('name = "lake"\nwarehouse = "s3a://b/wh"\nmetastore = "sqlite:////tmp/x.db"\n[storage]\nsecret-access-key = "x"\n')
+    with pytest.raises(ConfigError, match="AWS_SECRET_ACCESS_KEY"):
+        load_config_file(conf)
+
+
+def test_hadoop_aws_matches_pyspark_hadoop():
+    """hadoop-aws must be the Hadoop version pyspark bundles, or S3A fails with linkage errors."""
+    import pyspark
+
+    from lakecat.spark import HADOOP_AWS
+
+    bundled = sorted((Path(pyspark.__file__).parent / "jars").glob("hadoop-client-api-*.jar"))
+    assert bundled, "pyspark ships no hadoop-client-api jar"
+    assert HADOOP_AWS.rsplit(":", 1)[1] == bundled[0].name.removeprefix("hadoop-client-api-").removesuffix(".jar")
+
+
+def _tail(path: Path, lines: int = 40) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return ""
