@@ -1,0 +1,1143 @@
+"""lakecat's benchmark suite: every figure next to the plain-Spark baseline measured in the same run.
+
+Run::
+
+    python -m lakecat.bench [--quick] [--out FILE.json] [--readme [README.md]] [--from-json FILE.json]
+
+Sections (``--sections``, all by default):
+
+- ``ingest``: N JSON events from a 3-partition Kafka topic into a fresh table of each format, ``available-now``,
+  lakecat's ``cat.ingest`` against the hand-written ``readStream.format("kafka") -> from_json -> writeStream``
+  job; rows/s, CPU seconds of the driver (Python + JVM), Spark's per-trigger timings, lakecat's setup time.
+- ``freshness``: events produced at a steady rate to a 1-partition topic while a ``trigger="every 1s"``
+  stream runs (lakecat's ``cat.ingest(..., background=True)`` handle, or the plain job); a poller runs
+  ``SELECT max(id)`` and records, per event, the time from produce to the first query that returned it.
+- ``cdc``: ``tests/bench/bench_cdc.py`` (a source checkout only), run as a subprocess; skipped with a note
+  when the script is not there.
+- ``compact``: ``Table.compact`` against the engine's own command (Iceberg ``rewrite_data_files``, Delta
+  ``OPTIMIZE``) on identical tables of many small files, and the query speedup after.
+- ``metadata``: whole ``lakecat list/describe/history`` processes (light path, no JVM) against a process that
+  only starts a bare Spark session with the same jars.
+
+The driver's memory (peak RSS of Python + JVM) and CPU time are sampled from the process tree for every phase.
+Everything runs in a private ``LAKECAT_HOME`` (temp dir) with its own Kafka broker; the Spark work runs in one
+child process (``--child``), so the suite's own process never starts a JVM. ``--readme`` rewrites the
+``## Performance`` section of the README (between ``<!-- bench:start -->`` and ``<!-- bench:end -->``) from the
+JSON document; ``--from-json`` renders a saved document without running anything.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import math
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+SECTIONS = ("ingest", "freshness", "cdc", "compact", "metadata")
+SPARK_SECTIONS = ("ingest", "freshness", "compact")
+SCHEMA = "id BIGINT, ts TIMESTAMP, name STRING, amt DECIMAL(10,2)"  # nullable: the plain job cannot promise NOT NULL
+START_MARK = "<!-- bench:start -->"
+END_MARK = "<!-- bench:end -->"
+
+#: Sizes. ``--quick`` finishes in a few minutes on 2 cores; the default is what the README reports.
+FULL: dict[str, Any] = {
+    "events": 200_000, "batch": 50_000, "ingest_repeat": 2,
+    "fresh_seconds": 60, "fresh_rate": 50, "fresh_poll": "metadata",
+    "cdc_events": None,  # bench_cdc.py's own default
+    "compact_files": 2000, "compact_rows": 200_000, "compact_target": "64MB",
+    "meta_commits": 20, "meta_repeat": 5, "spark_start_repeat": 2,
+}  # fmt: skip
+QUICK: dict[str, Any] = {
+    "events": 10_000, "batch": 5_000, "ingest_repeat": 1,
+    "fresh_seconds": 8, "fresh_rate": 20, "fresh_poll": "metadata",
+    "cdc_events": 2_000,
+    "compact_files": 100, "compact_rows": 10_000, "compact_target": "64MB",
+    "meta_commits": 3, "meta_repeat": 2,
+    "spark_start_repeat": 0,  # 0: the suite's own Spark child's session start stands in for a separate bare start
+}  # fmt: skip
+
+SPARK_ONLY = """
+from pyspark.sql import SparkSession
+from delta import configure_spark_with_delta_pip
+from lakecat import spark as ls
+b = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
+     .config("spark.jars.excludes", ls.KAFKA_TOKEN_PROVIDER_EXCLUDE))
+b = configure_spark_with_delta_pip(b, extra_packages=[ls.ICEBERG_RUNTIME, ls.KAFKA_SQL, ls.KAFKA_TOKEN_PROVIDER, ls.SQLITE_JDBC])
+s = b.getOrCreate(); s.range(1).count(); s.stop()
+"""
+
+
+def _say(msg: str) -> None:
+    print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def _r(x: float | None, digits: int = 3) -> float | None:
+    return None if x is None else round(float(x), digits)
+
+
+def _pct(values: list[float], q: float) -> float | None:
+    """The q-quantile (0..1) of ``values``, linear between closest ranks."""
+    if not values:
+        return None
+    s = sorted(values)
+    pos = (len(s) - 1) * q
+    lo, hi = math.floor(pos), math.ceil(pos)
+    return s[lo] + (s[hi] - s[lo]) * (pos - lo)
+
+
+# --- the machine -------------------------------------------------------------------------------
+def _java_version() -> str | None:
+    java = shutil.which("java")
+    if os.environ.get("JAVA_HOME") and (Path(os.environ["JAVA_HOME"]) / "bin" / "java").exists():
+        java = str(Path(os.environ["JAVA_HOME"]) / "bin" / "java")
+    if java is None:
+        return None
+    try:
+        out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30).stderr
+    except (OSError, subprocess.SubprocessError):
+        return None
+    m = re.search(r'version "([^"]+)"', out)
+    vendor = out.splitlines()[1].split("(")[0].strip() if len(out.splitlines()) > 1 else ""
+    return f"{m.group(1)} ({vendor})" if m else out.strip().splitlines()[0] if out.strip() else None
+
+
+def _version(dist: str) -> str | None:
+    from importlib import metadata
+
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def machine_info() -> dict[str, Any]:
+    """CPU, memory, OS and the versions of everything that runs, for the report's ``machine`` block."""
+    cpu_model = platform.processor() or None
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu_model = line.split(":", 1)[1].strip()
+                break
+    mem_gib = None
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                mem_gib = round(int(line.split()[1]) / 1024**2, 1)
+    if mem_gib is None:
+        with contextlib.suppress(ImportError):
+            import psutil
+
+            mem_gib = round(psutil.virtual_memory().total / 1024**3, 1)
+    from . import spark as lspark
+
+    return {
+        "cpu_count": os.cpu_count(),
+        "cpu_model": cpu_model,
+        "memory_gib": mem_gib,
+        "os": platform.platform(),
+        "python": platform.python_version(),
+        "java": _java_version(),
+        "pyspark": _version("pyspark"),
+        "delta_spark": _version("delta-spark"),
+        "iceberg_spark_runtime": lspark.ICEBERG_RUNTIME.rsplit(":", 1)[1],
+        "pyiceberg": _version("pyiceberg"),
+        "deltalake": _version("deltalake"),
+        "lakecat": _version("lakecat"),
+        "date": datetime.now(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z"),
+        "load_average_start": [round(x, 2) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None,
+    }
+
+
+# --- memory and CPU of a process tree ----------------------------------------------------------
+def _proc_table() -> dict[int, tuple[int, str, int, float]]:
+    """pid -> (ppid, name, rss bytes, cpu seconds) for every process (psutil, else /proc)."""
+    table: dict[int, tuple[int, str, int, float]] = {}
+    try:
+        import psutil
+    except ImportError:
+        psutil = None  # type: ignore[assignment]
+    if psutil is not None:
+        for p in psutil.process_iter(["ppid", "name", "memory_info", "cpu_times"]):
+            info = p.info
+            if info.get("memory_info") is None or info.get("cpu_times") is None:
+                continue
+            cpu = info["cpu_times"].user + info["cpu_times"].system
+            table[p.pid] = (info["ppid"] or 0, info["name"] or "", info["memory_info"].rss, cpu)
+        return table
+    page = os.sysconf("SC_PAGE_SIZE")
+    tick = os.sysconf("SC_CLK_TCK")
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{d}/stat").read_text()
+        except OSError:
+            continue
+        name = stat[stat.find("(") + 1: stat.rfind(")")]
+        f = stat[stat.rfind(")") + 2:].split()
+        table[int(d)] = (int(f[1]), name, int(f[21]) * page, (int(f[11]) + int(f[12])) / tick)
+    return table
+
+
+def tree_usage(root: int | None = None, exclude: tuple[int, ...] = ()) -> dict[str, float]:
+    """RSS (MB, of the Python and the JVM processes) and CPU seconds of ``root`` and all its descendants."""
+    root = root or os.getpid()
+    table = _proc_table()
+    if root not in table:
+        return {"python_mb": 0.0, "jvm_mb": 0.0, "total_mb": 0.0, "cpu_s": 0.0}
+    kids: dict[int, list[int]] = {}
+    for pid, (ppid, *_rest) in table.items():
+        kids.setdefault(ppid, []).append(pid)
+    todo, seen = [root], set()
+    while todo:
+        pid = todo.pop()
+        if pid in seen or pid in exclude or pid not in table:
+            continue
+        seen.add(pid)
+        todo.extend(kids.get(pid, ()))
+    # Only JVMs and Pythons count: a JVM's short-lived helpers (a fork on its way to exec'ing chmod, bash, ...)
+    # report the whole parent's RSS for a moment, which would count the JVM twice.
+    jvms = [p for p in seen if table[p][1] == "java" and table.get(table[p][0], (0, ""))[1] != "java"]
+    pythons = [p for p in seen if table[p][1].startswith("python")] + ([root] if table[root][1] != "java" else [])
+    jvm = sum(table[p][2] for p in jvms)
+    py = sum(table[p][2] for p in set(pythons))
+    cpu = sum(table[p][3] for p in seen)
+    mb = 1024 * 1024
+    return {"python_mb": py / mb, "jvm_mb": jvm / mb, "total_mb": (jvm + py) / mb, "cpu_s": cpu}
+
+
+class TreeSampler:
+    """Samples a process tree's RSS in the background; ``phase(label)`` records the peak and CPU of a stretch."""
+
+    def __init__(self, root: int | None = None, *, interval: float = 0.25) -> None:
+        self.root = root or os.getpid()
+        self.interval = interval
+        self.peaks: dict[str, dict[str, float]] = {}
+        self._active: set[str] = set()
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="lakecat-bench-sampler", daemon=True)
+
+    def start(self) -> TreeSampler:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    def _record(self, usage: dict[str, float]) -> None:
+        with self._lock:
+            for label in {"overall", *self._active}:
+                peak = self.peaks.setdefault(label, {"python_mb": 0.0, "jvm_mb": 0.0, "total_mb": 0.0})
+                for k in ("python_mb", "jvm_mb", "total_mb"):
+                    peak[k] = max(peak[k], usage[k])
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            with contextlib.suppress(Exception):
+                self._record(tree_usage(self.root))
+            self._stop.wait(self.interval)
+
+    @contextlib.contextmanager
+    def phase(self, label: str) -> Iterator[dict[str, float]]:
+        """Yields a dict filled at exit with wall seconds ``s``, ``cpu_s`` and the phase's peak RSS (MB)."""
+        out: dict[str, float] = {}
+        started = time.monotonic()
+        start = tree_usage(self.root)
+        with self._lock:
+            self._active.add(label)
+            self.peaks.pop(label, None)
+        self._record(start)
+        try:
+            yield out
+        finally:
+            end = tree_usage(self.root)
+            self._record(end)
+            with self._lock:
+                self._active.discard(label)
+                peak = dict(self.peaks.get(label, {}))
+            out["s"] = round(time.monotonic() - started, 3)
+            out["cpu_s"] = round(end["cpu_s"] - start["cpu_s"], 2)
+            out.update({k: round(v) for k, v in peak.items()})
+
+    def report(self) -> dict[str, dict[str, int]]:
+        with self._lock:
+            return {k: {kk: round(vv) for kk, vv in v.items()} for k, v in self.peaks.items()}
+
+
+def run_measured(cmd: list[str], *, env: dict[str, str] | None = None, timeout: float = 1800,
+                 interval: float = 0.05) -> dict[str, Any]:  # fmt: skip
+    """Run a command; its wall seconds, peak RSS of its process tree (MB), stdout, stderr and exit code."""
+    out_f = tempfile.TemporaryFile()
+    err_f = tempfile.TemporaryFile()
+    started = time.perf_counter()
+    proc = subprocess.Popen(cmd, env=env, stdout=out_f, stderr=err_f, stdin=subprocess.DEVNULL)
+    peak = {"python_mb": 0.0, "jvm_mb": 0.0, "total_mb": 0.0}
+    deadline = time.monotonic() + timeout
+    while proc.poll() is None:
+        with contextlib.suppress(Exception):
+            u = tree_usage(proc.pid)
+            for k in peak:
+                peak[k] = max(peak[k], u[k])
+        if time.monotonic() > deadline:
+            proc.kill()
+            break
+        time.sleep(interval)
+    rc = proc.wait()
+    seconds = time.perf_counter() - started
+    out_f.seek(0)
+    err_f.seek(0)
+    stdout, stderr = out_f.read().decode(errors="replace"), err_f.read().decode(errors="replace")
+    out_f.close()
+    err_f.close()
+    return {"seconds": seconds, "rc": rc, "stdout": stdout, "stderr": stderr, "peak_mb": {k: round(v) for k, v in peak.items()}}
+
+
+# --- Spark side: the plain baseline jobs -------------------------------------------------------
+def _events(n: int, start: int = 0) -> Iterator[str]:
+    for i in range(start, start + n):
+        yield json.dumps({"id": i, "ts": f"2026-01-{1 + i % 28:02d}T{i % 24:02d}:00:00", "name": f"name-{i}",
+                          "amt": round(i % 10000 / 100, 2)})  # fmt: skip
+
+
+def plain_query(spark: Any, catalog: Any, table: Any, bootstrap: str, topic: str, *, checkpoint: str,
+                batch: int | None = None, every_s: int | None = None, name: str | None = None) -> Any:  # fmt: skip
+    """The baseline: ``readStream.format("kafka") -> from_json -> writeStream`` into ``table``; started."""
+    from pyspark.sql import functions as F
+
+    reader = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic)
+              .option("startingOffsets", "earliest"))  # fmt: skip
+    if batch:
+        reader = reader.option("maxOffsetsPerTrigger", str(batch))
+    df = reader.load().select(F.from_json(F.col("value").cast("string"), SCHEMA).alias("j")).select("j.*")
+    writer = df.writeStream.outputMode("append").option("checkpointLocation", checkpoint)
+    if name:
+        writer = writer.queryName(name)
+    writer = writer.trigger(processingTime=f"{every_s} seconds") if every_s else writer.trigger(availableNow=True)
+    if table.format == "delta":
+        return writer.format("delta").start(table.location)
+    return writer.format("iceberg").toTable(f"{catalog.name}.{table.entry.ident}")
+
+
+class _Progress:
+    """Collects every streaming query's progress (Spark's per-trigger ``durationMs``) by query name."""
+
+    def __init__(self, spark: Any) -> None:
+        from pyspark.sql.streaming import StreamingQueryListener
+
+        collected: dict[str, list[dict[str, Any]]] = {}
+        self.collected = collected
+
+        class Listener(StreamingQueryListener):
+            def onQueryStarted(self, event: Any) -> None:
+                pass
+
+            def onQueryProgress(self, event: Any) -> None:
+                p = event.progress
+                collected.setdefault(p.name or str(p.id), []).append(
+                    {"rows": p.numInputRows, "durationMs": dict(p.durationMs)}
+                )
+
+            def onQueryIdle(self, event: Any) -> None:
+                pass
+
+            def onQueryTerminated(self, event: Any) -> None:
+                pass
+
+        self.listener = Listener()
+        self.spark = spark
+        spark.streams.addListener(self.listener)
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.spark.streams.removeListener(self.listener)
+
+    def summary(self, prefix: str) -> dict[str, Any]:
+        """Sum of each ``durationMs`` part over the triggers of queries named ``prefix*`` (ms)."""
+        parts: dict[str, int] = {}
+        triggers = data = 0
+        for name, progresses in self.collected.items():
+            if not name.startswith(prefix):
+                continue
+            for p in progresses:
+                triggers += 1
+                data += 1 if p["rows"] else 0
+                for k, v in p["durationMs"].items():
+                    parts[k] = parts.get(k, 0) + int(v)
+        return {"triggers": triggers, "triggers_with_data": data, "duration_ms": dict(sorted(parts.items()))}
+
+
+# --- ingest throughput -------------------------------------------------------------------------
+def ingest_throughput(cat: Any, bootstrap: str, *, events: int, batch: int, formats: list[str], repeat: int = 1,
+                      home: Path, sampler: TreeSampler | None = None) -> dict[str, Any]:  # fmt: skip
+    """lakecat's ``available-now`` ingest against the plain job, same topic, session and batch size.
+
+    With ``repeat`` 2 the order alternates (plain, lakecat, lakecat, plain) and the figures are means.
+    """
+    import lakecat
+    from lakecat.kafka_local import create_topic, produce
+
+    spark = cat.session()
+    sampler = sampler or TreeSampler()
+    topic = "bench_" + uuid.uuid4().hex[:8]
+    create_topic(bootstrap, topic, partitions=3)
+    t0 = time.monotonic()
+    produce(bootstrap, topic, _events(events), timeout=600)
+    produce_s = time.monotonic() - t0
+    # warm-up, both jobs and formats on a small topic of its own: the first micro-batches of a JVM pay for class
+    # loading and code generation; not part of any figure
+    warm_topic, warm_n = topic + "_warm", max(1000, min(events // 10, 20_000))
+    warm_batch = max(1000, warm_n // 2)
+    create_topic(bootstrap, warm_topic, partitions=3)
+    produce(bootstrap, warm_topic, _events(warm_n), timeout=600)
+    for fmt in formats:
+        for kind in ("plain", "lakecat"):
+            warm = cat.create_table(f"bench.warm_{kind}_{fmt}", schema=SCHEMA, format=fmt)
+            ck = str(home / "ck" / f"warm_{kind}_{fmt}")
+            if kind == "plain":
+                plain_query(spark, cat, warm, bootstrap, warm_topic, checkpoint=ck, batch=warm_batch).awaitTermination()
+            else:
+                cat.ingest(warm.name, lakecat.KafkaSource(bootstrap, warm_topic), max_records_per_batch=warm_batch,
+                           checkpoint=ck)  # fmt: skip
+    progress = _Progress(spark)
+    runs: dict[str, dict[str, list[dict[str, Any]]]] = {f: {"plain": [], "lakecat": []} for f in formats}
+    try:
+        for r in range(repeat):
+            for fmt in formats:
+                for kind in ("plain", "lakecat") if r % 2 == 0 else ("lakecat", "plain"):
+                    label = f"i_{kind}_{fmt}_{r}"
+                    table = cat.create_table(f"bench.{label}", schema=SCHEMA, format=fmt)
+                    ck = str(home / "ck" / label)
+                    with sampler.phase(f"ingest_{kind}_{fmt}") as usage:
+                        started = time.monotonic()
+                        if kind == "plain":
+                            plain_query(spark, cat, table, bootstrap, topic, checkpoint=ck, batch=batch,
+                                        name=f"plain_{label}").awaitTermination()  # fmt: skip
+                            setup = None
+                        else:
+                            report = cat.ingest(table.name, lakecat.KafkaSource(bootstrap, topic),
+                                                max_records_per_batch=batch, checkpoint=ck)  # fmt: skip
+                            if report.rows_written != events:
+                                raise RuntimeError(f"lakecat ingest wrote {report.rows_written} of {events} rows")
+                            setup = time.monotonic() - started - report.duration_s
+                        seconds = time.monotonic() - started
+                    _say(f"ingest {kind} {fmt}: {seconds:.1f}s ({events / seconds:,.0f} rows/s, cpu {usage['cpu_s']}s)")
+                    runs[fmt][kind].append({"s": seconds, "cpu_s": usage["cpu_s"], "setup_s": setup, "label": label,
+                                            "peak_mb": usage.get("total_mb")})  # fmt: skip
+        time.sleep(1.0)  # the listener bus delivers the last progress events asynchronously
+        results: dict[str, Any] = {}
+        for fmt in formats:
+            row: dict[str, Any] = {}
+            for kind in ("plain", "lakecat"):
+                rs = runs[fmt][kind]
+                s = statistics.mean(x["s"] for x in rs)
+                row[f"{kind}_s"] = _r(s, 2)
+                row[f"{kind}_rows_per_s"] = round(events / s)
+                row[f"{kind}_cpu_s"] = _r(statistics.mean(x["cpu_s"] for x in rs), 2)
+                row[f"{kind}_runs_s"] = [_r(x["s"], 2) for x in rs]
+                row[f"{kind}_peak_mb"] = max((x["peak_mb"] or 0) for x in rs)
+                prefix = "plain_" if kind == "plain" else "lakecat_ingest_bench_"
+                triggers = [progress.summary(f"{prefix}{x['label']}") for x in rs]
+                row[f"{kind}_spark"] = triggers[0] if len(triggers) == 1 else triggers
+            row["lakecat_setup_s"] = _r(statistics.mean(x["setup_s"] for x in runs[fmt]["lakecat"]), 2)
+            row["ratio"] = _r(row["lakecat_rows_per_s"] / row["plain_rows_per_s"])
+            row["cpu_ratio"] = _r(row["lakecat_cpu_s"] / max(row["plain_cpu_s"], 1e-9))
+            results[fmt] = row
+    finally:
+        progress.close()
+    return {"events": events, "batch": batch, "repeat": repeat, "topic_partitions": 3, "produce_s": _r(produce_s, 1),
+            "results": results}  # fmt: skip
+
+
+# --- freshness ---------------------------------------------------------------------------------
+def visible_rows(cat: Any, table: Any, how: str) -> Callable[[], int]:
+    """A cheap poll: how many rows a reader starting now sees.
+
+    ``metadata`` reads the newest committed snapshot the way lakecat's light path does (pyiceberg: the snapshot
+    summary's ``total-records``; delta-rs: the add actions' ``numRecords``), tens of milliseconds whatever the
+    load; ``spark`` runs ``SELECT count(*)`` in the driver's Spark session (answered from metadata too, but it
+    competes with the stream for the same cores and adds its own planning time).
+    """
+    if how == "spark":
+        spark, sql = cat.session(), f"SELECT count(*) FROM {table.spark_name}"
+        return lambda: int(spark.sql(sql).collect()[0][0])
+    if table.format == "delta":
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        from deltalake import DeltaTable
+
+        dt = DeltaTable(table.location)
+
+        def delta_rows() -> int:
+            dt.update_incremental()
+            return int(pc.sum(pa.table(dt.get_add_actions(flatten=True))["num_records"]).as_py() or 0)
+
+        return delta_rows
+    ident = str(table.entry.ident)
+
+    def iceberg_rows() -> int:
+        snap = cat.pyiceberg().load_table(ident).current_snapshot()
+        return int(snap.summary.get("total-records") or 0) if snap is not None and snap.summary else 0
+
+    return iceberg_rows
+
+
+def _freshness_once(cat: Any, bootstrap: str, fmt: str, kind: str, *, seconds: float, rate: float, poll: str,
+                    home: Path) -> dict[str, Any]:  # fmt: skip
+    from confluent_kafka import Producer
+
+    import lakecat
+    from lakecat.kafka_local import create_topic
+
+    spark = cat.session()
+    label = f"f_{kind}_{fmt}"
+    topic = f"fresh_{label}_{uuid.uuid4().hex[:6]}"
+    # one partition: every commit makes a prefix of the events visible, so a row count names the newest one
+    create_topic(bootstrap, topic, partitions=1)
+    table = cat.create_table(f"bench.{label}", schema=SCHEMA, format=fmt)
+    ck = str(home / "ck" / label)
+    handle = query = None
+    if kind == "plain":
+        query = plain_query(spark, cat, table, bootstrap, topic, checkpoint=ck, every_s=1, name=f"plain_{label}")
+        progress: Callable[[], Any] = lambda: query.lastProgress  # noqa: E731
+    else:
+        handle = cat.ingest(table.name, lakecat.KafkaSource(bootstrap, topic), trigger="every 1s", background=True,
+                            checkpoint=ck)  # fmt: skip
+        progress = handle.progress
+    count = visible_rows(cat, table, poll)
+    try:
+        deadline = time.monotonic() + 180
+        while progress() is None and time.monotonic() < deadline:  # the first (empty) trigger has run
+            time.sleep(0.2)
+        count()  # warm the poll
+        time.sleep(1.0)
+        n = max(1, int(seconds * rate))
+        produced: list[float] = [0.0] * n
+        failed: list[str] = []
+        producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0, "acks": "all"})
+
+        def produce_loop() -> None:
+            t0 = time.monotonic()
+            for i, value in enumerate(_events(n)):
+                wait = t0 + i / rate - time.monotonic()
+                if wait > 0:
+                    time.sleep(wait)
+                produced[i] = time.monotonic()
+                producer.produce(topic, value=value)
+                producer.poll(0)
+            if producer.flush(60):
+                failed.append("produce did not finish")
+
+        thread = threading.Thread(target=produce_loop, name="lakecat-bench-producer", daemon=True)
+        thread.start()
+        seen = 0
+        latencies: list[float] = []
+        polls: list[float] = []
+        deadline = time.monotonic() + seconds + 120
+        while seen < n and time.monotonic() < deadline:
+            q0 = time.monotonic()
+            rows = count()
+            q1 = time.monotonic()
+            polls.append(q1 - q0)
+            if rows > seen:  # events seen..rows-1 became visible between the previous poll and this one
+                latencies.extend(q1 - produced[i] for i in range(seen, min(rows, n)))
+                seen = rows
+            time.sleep(0.1)  # a resolution far below the 1 s trigger, without taking a core from the stream
+        thread.join(timeout=60)
+        if failed or seen < n:
+            raise RuntimeError(f"freshness {kind} {fmt}: {seen} of {n} events became visible ({failed})")
+        commits = None
+        with contextlib.suppress(Exception):
+            commits = len(table.history())
+    finally:
+        if handle is not None:
+            handle.stop()
+        if query is not None:
+            with contextlib.suppress(Exception):
+                query.stop()
+    return {"events": n, "p50_s": _r(_pct(latencies, 0.5)), "p95_s": _r(_pct(latencies, 0.95)),
+            "max_s": _r(max(latencies)), "poll_p50_s": _r(_pct(polls, 0.5)), "polls": len(polls),
+            "commits": commits}  # fmt: skip
+
+
+def freshness(cat: Any, bootstrap: str, *, seconds: float, rate: float, formats: list[str], home: Path,
+              poll: str = "metadata", sampler: TreeSampler | None = None) -> dict[str, Any]:  # fmt: skip
+    """Produce -> visible latency with a 1 s trigger, lakecat's ingest handle against the plain job."""
+    sampler = sampler or TreeSampler()
+    results: dict[str, Any] = {}
+    for fmt in formats:
+        row: dict[str, Any] = {}
+        for kind in ("plain", "lakecat"):
+            with sampler.phase(f"freshness_{kind}_{fmt}") as usage:
+                got = _freshness_once(cat, bootstrap, fmt, kind, seconds=seconds, rate=rate, poll=poll, home=home)
+            got["cpu_s"] = usage["cpu_s"]
+            _say(f"freshness {kind} {fmt}: p50 {got['p50_s']}s p95 {got['p95_s']}s (poll p50 {got['poll_p50_s']}s)")
+            row[kind] = got
+        row["ratio_p50"] = _r(row["lakecat"]["p50_s"] / max(row["plain"]["p50_s"], 1e-9))
+        row["ratio_p95"] = _r(row["lakecat"]["p95_s"] / max(row["plain"]["p95_s"], 1e-9))
+        results[fmt] = row
+    what = ("the newest snapshot's row count, read without Spark (pyiceberg / delta-rs)" if poll == "metadata"
+            else "SELECT count(*) FROM <table> in the driver's Spark session")  # fmt: skip
+    return {"trigger": "every 1s", "rate_per_s": rate, "seconds": seconds, "topic_partitions": 1, "poll": poll,
+            "poll_query": what, "results": results}  # fmt: skip
+
+
+# --- compaction --------------------------------------------------------------------------------
+def _timed(fn: Callable[[], Any]) -> tuple[float, Any]:
+    started = time.perf_counter()
+    value = fn()
+    return round(time.perf_counter() - started, 3), value
+
+
+def _queries(spark: Any, table: Any) -> dict[str, float]:
+    def df() -> Any:
+        return spark.table(table.spark_name) if table.format == "iceberg" else spark.read.format("delta").load(table.location)
+
+    out = {}
+    for label, q in (
+        ("filtered_query_s", lambda: df().where("region = 'r3' AND id % 97 = 0").agg({"amount": "sum"}).collect()),
+        ("full_query_s", lambda: df().agg({"amount": "sum", "id": "count"}).collect()),
+    ):
+        q()  # warm the plan caches once; the figure is the second run
+        out[label], _ = _timed(q)
+    return out
+
+
+def compaction(cat: Any, *, files: int, rows: int, target: str, formats: list[str],
+               sampler: TreeSampler | None = None) -> dict[str, Any]:  # fmt: skip
+    """``Table.compact`` against the engine's own command on an identical copy; queries before and after."""
+    from lakecat.units import parse_size
+
+    spark = cat.session()
+    sampler = sampler or TreeSampler()
+    target_bytes = parse_size(target)
+    report: dict[str, Any] = {"files": files, "rows": rows, "target_file_size": target_bytes, "results": {}}
+    for fmt in formats:
+        tables = {}
+        build_s = 0.0
+        for which in ("lakecat", "engine"):
+            # Iceberg would otherwise shuffle by partition before writing (distribution-mode hash): few files
+            props = {"write.distribution-mode": "none", "write.spark.fanout.enabled": "true"} if fmt == "iceberg" else {}
+            t = cat.create_table(f"bench.c_{fmt}_{which}", schema="id BIGINT, region STRING, amount DOUBLE",
+                                 format=fmt, partition_by="region", properties=props)  # fmt: skip
+            data = (spark.range(rows).selectExpr("id", "concat('r', CAST(id % 4 AS STRING)) AS region",
+                                                 "rand(42) * 100 AS amount").repartition(max(1, files // 4), "region", "id"))  # fmt: skip
+            build_s, _ = _timed(lambda t=t, data=data, fmt=fmt: data.writeTo(t.spark_name).append() if fmt == "iceberg" else
+                                data.write.format("delta").mode("append").save(t.location))  # fmt: skip
+            tables[which] = t
+        lt, et = tables["lakecat"], tables["engine"]
+        row: dict[str, Any] = {"build_s": build_s, "files_before": lt.describe().files}
+        with sampler.phase(f"compact_{fmt}") as usage:
+            row["before"] = _queries(spark, lt)
+            row["dry_run_s"], plan = _timed(lambda lt=lt: lt.compact(target_file_size=target_bytes, dry_run=True))
+            row["dry_run_estimated_files_after"] = plan.files_after
+            row["lakecat_compact_s"], res = _timed(lambda lt=lt: lt.compact(target_file_size=target_bytes))
+            row["files_after"] = res.files_after
+            if fmt == "iceberg":
+                sql = (f"CALL {cat.name}.system.rewrite_data_files(table => 'bench.c_iceberg_engine', "
+                       f"options => map('target-file-size-bytes', '{target_bytes}', 'min-input-files', '2'))")  # fmt: skip
+                row["engine_compact_s"], _ = _timed(lambda sql=sql: spark.sql(sql).collect())
+            else:
+                from delta.tables import DeltaTable
+
+                spark.conf.set("spark.databricks.delta.optimize.maxFileSize", str(target_bytes))
+                try:
+                    row["engine_compact_s"], _ = _timed(
+                        lambda et=et: DeltaTable.forPath(spark, et.location).optimize().executeCompaction().collect()
+                    )
+                finally:
+                    spark.conf.unset("spark.databricks.delta.optimize.maxFileSize")
+            row["engine_files_after"] = et.describe().files
+            row["after"] = _queries(spark, lt)
+        row["lakecat_over_engine"] = _r(row["lakecat_compact_s"] / max(row["engine_compact_s"], 1e-9), 2)
+        for q in ("filtered_query_s", "full_query_s"):
+            row[f"{q.removesuffix('_s')}_speedup"] = _r(row["before"][q] / max(row["after"][q], 1e-9), 2)
+        row["cpu_s"] = usage["cpu_s"]
+        _say(f"compact {fmt}: lakecat {row['lakecat_compact_s']}s engine {row['engine_compact_s']}s "
+             f"({row['files_before']} -> {row['files_after']} files)")  # fmt: skip
+        report["results"][fmt] = row
+    return report
+
+
+# --- metadata ----------------------------------------------------------------------------------
+def make_metadata_tables(cat: Any, *, commits: int, formats: list[str]) -> list[str]:
+    """One partitioned table per format with ``commits`` inserts after its creation."""
+    names = []
+    for fmt in formats:
+        t = cat.create_table(f"bench.m_{fmt}", schema="id BIGINT, ts TIMESTAMP", format=fmt, partition_by="days(ts)")
+        for i in range(commits):
+            # a column list: Delta's days(ts) is a generated column the VALUES do not fill
+            cat.session().sql(f"INSERT INTO {t.spark_name} (id, ts) VALUES ({i}, TIMESTAMP'2026-01-0{i % 9 + 1} 00:00:00')")
+        names.append(t.name)
+    return names
+
+
+def metadata(home: Path, *, repeat: int, spark_start_repeat: int, formats: list[str], commits: int,
+             child_start: dict[str, Any] | None = None) -> dict[str, Any]:  # fmt: skip
+    """Median wall seconds and peak RSS of whole ``lakecat`` processes vs a bare Spark session start.
+
+    With ``spark_start_repeat`` 0 the baseline is ``child_start``: the session start (to a first ``count()``) the
+    suite's Spark child measured on itself, which saves one more JVM start in ``--quick``.
+    """
+    env = {**os.environ, "LAKECAT_HOME": str(home), "NO_COLOR": "1"}
+    lakecat_cmd = [sys.executable, "-m", "lakecat.commands.main"]
+    commands = {"list": ["list", "--json"]}
+    for fmt in formats:
+        commands[f"describe_{fmt}"] = ["describe", f"bench.m_{fmt}", "--json"]
+        commands[f"history_{fmt}"] = ["history", f"bench.m_{fmt}", "--json"]
+    figures: dict[str, Any] = {}
+    for name, cmd in commands.items():
+        runs = [run_measured([*lakecat_cmd, *cmd], env=env, timeout=300) for _ in range(repeat)]
+        bad = [r for r in runs if r["rc"] != 0]
+        if bad:
+            raise RuntimeError(f"lakecat {' '.join(cmd)} failed: {bad[0]['stderr'].strip()[-500:]}")
+        figures[name] = {"s": _r(statistics.median(r["seconds"] for r in runs)),
+                         "peak_mb": max(r["peak_mb"]["total_mb"] for r in runs)}  # fmt: skip
+        _say(f"metadata {name}: {figures[name]['s']}s")
+    if spark_start_repeat < 1 and child_start and child_start.get("s"):
+        figures["spark_session_start"] = {"s": child_start["s"], "peak_mb": child_start.get("total_mb"),
+                                          "jvm_peak_mb": child_start.get("jvm_mb"), "source": "the suite's Spark child"}  # fmt: skip
+    else:
+        starts = [run_measured([sys.executable, "-c", SPARK_ONLY], env=env, timeout=900) for _ in range(max(1, spark_start_repeat))]
+        bad = [r for r in starts if r["rc"] != 0]
+        if bad:
+            raise RuntimeError(f"bare Spark start failed: {bad[0]['stderr'].strip()[-500:]}")
+        figures["spark_session_start"] = {"s": _r(statistics.median(r["seconds"] for r in starts)),
+                                          "peak_mb": max(r["peak_mb"]["total_mb"] for r in starts),
+                                          "jvm_peak_mb": max(r["peak_mb"]["jvm_mb"] for r in starts),
+                                          "source": "a separate python process"}  # fmt: skip
+    _say(f"metadata bare Spark session start: {figures['spark_session_start']['s']}s")
+    spark_s = figures["spark_session_start"]["s"]
+    ratios = {f"{name}_vs_spark_start": _r(f["s"] / spark_s) for name, f in figures.items() if name != "spark_session_start"}
+    return {"unit": "seconds (median, whole process)", "repeat": repeat, "spark_start_repeat": spark_start_repeat,
+            "commits": commits, "results": figures, "ratios": ratios}  # fmt: skip
+
+
+# --- CDC (the lead's script, when present) -----------------------------------------------------
+def cdc_script() -> Path | None:
+    for base in (Path(__file__).resolve().parent.parent, Path.cwd()):
+        path = base / "tests" / "bench" / "bench_cdc.py"
+        if path.is_file():
+            return path
+    return None
+
+
+def _last_json(text: str) -> Any:
+    text = text.strip()
+    with contextlib.suppress(ValueError):
+        return json.loads(text)
+    lines = text.splitlines()
+    for i in range(len(lines)):  # the first line that starts a document running to the end
+        if lines[i].startswith("{"):
+            with contextlib.suppress(ValueError):
+                return json.loads("\n".join(lines[i:]))
+    raise ValueError("no JSON document in the output")
+
+
+def cdc(*, events: int | None, bootstrap: str | None, timeout: float) -> dict[str, Any]:
+    """Runs ``tests/bench/bench_cdc.py`` as a subprocess (own JVM) and returns its JSON plus its peak RSS."""
+    script = cdc_script()
+    if script is None:
+        return {"skipped": "tests/bench/bench_cdc.py not found (run from a source checkout)"}
+    cmd = [sys.executable, str(script)]
+    if events:
+        cmd += ["--events", str(events)]
+    helptext = subprocess.run([sys.executable, str(script), "--help"], capture_output=True, text=True, timeout=120)
+    if bootstrap and "--bootstrap" in helptext.stdout:
+        cmd += ["--bootstrap", bootstrap]
+    env = {k: v for k, v in os.environ.items() if k != "LAKECAT_HOME"}
+    run = run_measured(cmd, env=env, timeout=timeout, interval=0.25)
+    if run["rc"] != 0:
+        return {"error": f"bench_cdc.py exited {run['rc']}: {run['stderr'].strip()[-800:]}", "command": cmd[1:]}
+    try:
+        doc = _last_json(run["stdout"])
+    except ValueError:
+        return {"error": f"bench_cdc.py printed no JSON: {run['stdout'].strip()[-400:]}", "command": cmd[1:]}
+    doc = doc if isinstance(doc, dict) else {"output": doc}
+    doc["wall_s"] = _r(run["seconds"], 1)
+    doc["peak_mb"] = run["peak_mb"]
+    return doc
+
+
+# --- the Spark child ---------------------------------------------------------------------------
+def run_spark_sections(params: dict[str, Any]) -> dict[str, Any]:
+    """Everything that needs the JVM, in this process: (metadata tables,) ingest, freshness, compaction."""
+    home = Path(params["home"])
+    os.environ["LAKECAT_HOME"] = str(home)
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    import lakecat
+
+    sizes, formats, sections = params["sizes"], params["formats"], params["sections"]
+    sampler = TreeSampler().start()
+    out: dict[str, Any] = {}
+    try:
+        with sampler.phase("spark_session_start") as usage:
+            cat = lakecat.connect()
+            cat.session().range(1).count()
+        out["session_start"] = usage
+        jobs: list[tuple[str, Callable[[], Any]]] = [
+            ("metadata", lambda: make_metadata_tables(cat, commits=sizes["meta_commits"], formats=formats)),
+            ("ingest", lambda: ingest_throughput(cat, params["bootstrap"], events=sizes["events"], batch=sizes["batch"],
+                                                 formats=formats, repeat=sizes["ingest_repeat"], home=home, sampler=sampler)),
+            ("freshness", lambda: freshness(cat, params["bootstrap"], seconds=sizes["fresh_seconds"], rate=sizes["fresh_rate"],
+                                            poll=sizes.get("fresh_poll", "metadata"), formats=formats, home=home,
+                                            sampler=sampler)),
+            ("compact", lambda: compaction(cat, files=sizes["compact_files"], rows=sizes["compact_rows"],
+                                           target=sizes["compact_target"], formats=formats, sampler=sampler)),
+        ]  # fmt: skip
+        for name, job in jobs:
+            if name not in sections:
+                continue
+            key = "metadata_tables" if name == "metadata" else name
+            _say(f"section {name}" + (" (its tables)" if name == "metadata" else ""))
+            try:
+                out[key] = job()
+            except Exception as e:  # noqa: BLE001 - one failing section must not lose the others' figures
+                _say(f"section {name} failed: {e!r}")
+                out[key] = {"error": f"{type(e).__name__}: {e}"[:2000]}
+    finally:
+        from lakecat.spark import stop_spark
+
+        with contextlib.suppress(Exception):
+            stop_spark()
+        sampler.stop()
+    out["memory"] = sampler.report()
+    return out
+
+
+def _child_main(params_json: str, out_file: str) -> int:
+    result = run_spark_sections(json.loads(params_json))
+    Path(out_file).write_text(json.dumps(result))
+    return 0
+
+
+# --- the suite ---------------------------------------------------------------------------------
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def ratios(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Every ratio of the document, flat, each with which direction is better."""
+    out: dict[str, dict[str, Any]] = {}
+
+    def add(key: str, value: Any, better: str, what: str) -> None:
+        if isinstance(value, (int, float)):
+            out[key] = {"value": value, "better": better, "what": what}
+
+    for fmt, row in (doc.get("ingest", {}).get("results") or {}).items():
+        add(f"ingest.{fmt}.throughput", row.get("ratio"), "higher", "lakecat rows/s / plain rows/s")
+        add(f"ingest.{fmt}.cpu", row.get("cpu_ratio"), "lower", "lakecat driver CPU s / plain driver CPU s")
+    for fmt, row in (doc.get("freshness", {}).get("results") or {}).items():
+        add(f"freshness.{fmt}.p50", row.get("ratio_p50"), "lower", "lakecat p50 latency / plain p50 latency")
+        add(f"freshness.{fmt}.p95", row.get("ratio_p95"), "lower", "lakecat p95 latency / plain p95 latency")
+    c = doc.get("cdc") or {}
+    for fmt in ("iceberg", "delta"):
+        if isinstance(c.get(fmt), dict):
+            add(f"cdc.{fmt}.throughput", c[fmt].get("ratio"), "higher", "lakecat events/s / plain events/s (bench_cdc.py)")
+    for fmt, row in (doc.get("compact", {}).get("results") or {}).items():
+        add(f"compact.{fmt}.time_vs_engine", row.get("lakecat_over_engine"), "lower", "lakecat compact s / engine command s")
+        add(f"compact.{fmt}.filtered_query_speedup", row.get("filtered_query_speedup"), "higher", "query s before / after")
+        add(f"compact.{fmt}.full_query_speedup", row.get("full_query_speedup"), "higher", "query s before / after")
+    for name, value in (doc.get("metadata", {}).get("ratios") or {}).items():
+        add(f"metadata.{name}", value, "lower", "lakecat process s / bare Spark session start s")
+    return out
+
+
+def run_suite(sizes: dict[str, Any], *, sections: list[str], formats: list[str], bootstrap: str | None = None,
+              quick: bool = False) -> dict[str, Any]:  # fmt: skip
+    """Run the selected sections (Spark work in one child process) and return the whole JSON document."""
+    started = time.monotonic()
+    doc: dict[str, Any] = {"suite": "lakecat.bench", "quick": quick, "machine": machine_info(), "sizes": sizes,
+                           "formats": formats, "sections": sections}  # fmt: skip
+    home = Path(tempfile.mkdtemp(prefix="lakecat-bench-"))
+    env = {**os.environ, "LAKECAT_HOME": str(home), "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable)}
+    broker = None
+    try:
+        if bootstrap is None and {"ingest", "freshness", "cdc"} & set(sections):
+            from .kafka_local import LocalKafka
+
+            broker = LocalKafka(data_dir=home / "kafka", port=_free_port())
+            bootstrap = broker.start(timeout=180)
+            _say(f"kafka broker on {bootstrap}")
+        spark_sections = [s for s in sections if s in SPARK_SECTIONS or s == "metadata"]
+        child: dict[str, Any] = {}
+        if spark_sections:
+            params = {"home": str(home), "bootstrap": bootstrap, "sizes": sizes, "formats": formats, "sections": spark_sections}
+            out_file = home / "child.json"
+            log = home / "child.log"
+            _say(f"spark child: {', '.join(spark_sections)} (log {log})")
+            with open(log, "wb") as logf:
+                proc = subprocess.Popen([sys.executable, "-m", "lakecat.bench", "--child", json.dumps(params),
+                                         "--child-out", str(out_file)], env=env, stdin=subprocess.DEVNULL,
+                                        stdout=logf, stderr=subprocess.PIPE)  # fmt: skip
+                assert proc.stderr is not None
+                for raw in proc.stderr:  # progress lines through to our stderr as they come, everything to the log
+                    logf.write(raw)
+                    logf.flush()
+                    if raw.startswith(b"[bench"):
+                        sys.stderr.write(raw.decode(errors="replace"))
+                rc = proc.wait()
+            child = json.loads(out_file.read_text()) if out_file.exists() else {}
+            if rc != 0 or not child:
+                tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
+                child = {**child, "error": f"spark child exited {rc}: {tail}"}
+                sys.stderr.write(tail)
+            for name in SPARK_SECTIONS:
+                if name in child:
+                    doc[name] = child[name]
+            doc["memory"] = {"spark_driver": child.get("memory", {}), "session_start": child.get("session_start")}
+            if "error" in child:
+                doc["spark_child_error"] = child["error"]
+        made = child.get("metadata_tables") if spark_sections else None
+        if "metadata" in sections and not isinstance(made, list):
+            doc["metadata"] = {"error": f"its tables were not made: {(made or child).get('error', '?')}"[:2000]}
+        elif "metadata" in sections:
+            _say("section metadata")
+            try:
+                doc["metadata"] = metadata(home, repeat=sizes["meta_repeat"], spark_start_repeat=sizes["spark_start_repeat"],
+                                           formats=formats, commits=sizes["meta_commits"],
+                                           child_start=child.get("session_start"))  # fmt: skip
+            except Exception as e:  # noqa: BLE001
+                doc["metadata"] = {"error": f"{type(e).__name__}: {e}"[:2000]}
+        if "cdc" in sections:
+            _say("section cdc")
+            try:
+                doc["cdc"] = cdc(events=sizes["cdc_events"], bootstrap=bootstrap, timeout=600 if quick else 3600)
+            except Exception as e:  # noqa: BLE001
+                doc["cdc"] = {"error": f"{type(e).__name__}: {e}"[:2000]}
+    finally:
+        if broker is not None:
+            with contextlib.suppress(Exception):
+                broker.stop()
+        shutil.rmtree(home, ignore_errors=True)
+    doc["ratios"] = ratios(doc)
+    doc["machine"]["load_average_end"] = [round(x, 2) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None
+    doc["wall_s"] = _r(time.monotonic() - started, 1)
+    return doc
+
+
+def failed_sections(doc: dict[str, Any]) -> list[str]:
+    return [s for s in SECTIONS if isinstance(doc.get(s), dict) and "error" in doc[s]] + (
+        ["spark_child"] if "spark_child_error" in doc else []
+    )
+
+
+# --- the README section ------------------------------------------------------------------------
+def _n(x: Any, fmt: str = "{:,.0f}") -> str:
+    return "–" if not isinstance(x, (int, float)) else fmt.format(x)
+
+
+def _s(x: Any) -> str:
+    if not isinstance(x, (int, float)):
+        return "–"
+    return f"{x:.2f} s" if x < 10 else f"{x:.1f} s"
+
+
+def _x(x: Any) -> str:
+    if not isinstance(x, (int, float)):
+        return "–"
+    return f"{x:.2f}×" if x < 10 else f"{x:.1f}×"
+
+
+def _load(x: Any) -> str:
+    return " / ".join(f"{v:.1f}" for v in x) if isinstance(x, list) else "?"
+
+
+def _fmt_name(fmt: str) -> str:
+    return {"iceberg": "Iceberg", "delta": "Delta"}.get(fmt, fmt)
+
+
+def render_markdown(doc: dict[str, Any]) -> str:
+    """The README's Performance section body (between the markers) for a suite document."""
+    m = doc.get("machine", {})
+    lines = [
+        START_MARK,
+        "<!-- generated by `python -m lakecat.bench --readme` (lakecat/bench.py); edit the generator, not this text -->",
+        "",
+        f"Measured by `python -m lakecat.bench{' --quick' if doc.get('quick') else ''}` on {m.get('date', '?')[:10]}: "
+        f"{m.get('cpu_count', '?')} × {m.get('cpu_model') or 'unknown CPU'}, {m.get('memory_gib', '?')} GiB RAM, "
+        f"{m.get('os', '?')}; Python {m.get('python', '?')}, Java {m.get('java') or '?'}, PySpark {m.get('pyspark', '?')}, "
+        f"delta-spark {m.get('delta_spark', '?')}, Iceberg {m.get('iceberg_spark_runtime', '?')}. "
+        f"Load average (1/5/15 min) {_load(m.get('load_average_start'))} at the start, {_load(m.get('load_average_end'))} at the end "
+        "(other work shared the machine; absolute numbers swing with it — ratios measured in the same run are steadier). "
+        "Every \"plain\" figure is the hand-written Spark baseline, run by the same suite in the same Spark session.",
+    ]
+    ing = doc.get("ingest") or {}
+    if ing.get("results"):
+        lines += ["", f"**Ingest, Kafka → table** ({ing['events']:,} JSON events on a {ing.get('topic_partitions', 3)}-partition "
+                  f"topic, `available-now`, {ing['batch']:,} per micro-batch"
+                  f"{', mean of ' + str(ing['repeat']) + ' runs each, alternating order' if ing.get('repeat', 1) > 1 else ''}; "
+                  "plain = `readStream.format(\"kafka\") → from_json → writeStream`):", "",
+                  "| format | plain rows/s | lakecat rows/s | lakecat / plain | driver CPU s plain / lakecat | lakecat setup |",
+                  "|---|---|---|---|---|---|"]  # fmt: skip
+        for fmt, r in ing["results"].items():
+            lines.append(f"| {_fmt_name(fmt)} | {_n(r.get('plain_rows_per_s'))} | {_n(r.get('lakecat_rows_per_s'))} | "
+                         f"{_x(r.get('ratio'))} | {_n(r.get('plain_cpu_s'), '{:.1f}')} / {_n(r.get('lakecat_cpu_s'), '{:.1f}')} | "
+                         f"{_s(r.get('lakecat_setup_s'))} |")  # fmt: skip
+    elif ing.get("error"):
+        lines += ["", f"**Ingest**: failed in this run ({ing['error'][:200]})."]
+    fr = doc.get("freshness") or {}
+    if fr.get("results"):
+        lines += ["", f"**Freshness** (event produced → first poll that sees it committed; {fr['rate_per_s']} events/s "
+                  f"for {fr['seconds']} s on a 1-partition topic, `trigger=\"every 1s\"`, lakecat through "
+                  f"`cat.ingest(..., background=True)`; the poll: {fr.get('poll_query', 'a count of the rows')}):", "",
+                  "| format | plain p50 / p95 | lakecat p50 / p95 | lakecat / plain (p50) |", "|---|---|---|---|"]  # fmt: skip
+        for fmt, r in fr["results"].items():
+            p, lc = r.get("plain", {}), r.get("lakecat", {})
+            lines.append(f"| {_fmt_name(fmt)} | {_s(p.get('p50_s'))} / {_s(p.get('p95_s'))} | "
+                         f"{_s(lc.get('p50_s'))} / {_s(lc.get('p95_s'))} | {_x(r.get('ratio_p50'))} |")  # fmt: skip
+    c = doc.get("cdc") or {}
+    cdc_rows = [(fmt, c[fmt]) for fmt in ("iceberg", "delta") if isinstance(c.get(fmt), dict)]
+    if cdc_rows:
+        lines += ["", f"**CDC, Debezium events → MERGE** (`tests/bench/bench_cdc.py`: {_n(c.get('events'))} messages — "
+                  f"{_n(c.get('change_events'))} change events over {_n(c.get('keys'))} keys, with tombstones — on a "
+                  f"3-partition topic, `available-now`, {_n(c.get('batch'))} per micro-batch; plain = a hand-written "
+                  "foreachBatch with `row_number` per key and `MERGE INTO`):", "",
+                  "| format | plain events/s | lakecat events/s | lakecat / plain |", "|---|---|---|---|"]  # fmt: skip
+        for fmt, r in cdc_rows:
+            lines.append(f"| {_fmt_name(fmt)} | {_n(r.get('plain_events_s'))} | {_n(r.get('lakecat_events_s'))} | "
+                         f"{_x(r.get('ratio'))} |")  # fmt: skip
+    elif c.get("skipped") or c.get("error"):
+        lines += ["", f"**CDC**: not measured in this run ({(c.get('skipped') or c.get('error'))[:200]})."]
+    cp = doc.get("compact") or {}
+    if cp.get("results"):
+        res = cp["results"]
+        fmts = list(res)
+        mb = cp.get("target_file_size", 0) / 1024**2
+        lines += ["", f"**Compaction** ({cp['files']:,} files, {cp['rows']:,} rows, {mb:.0f} MB target; the engine's own command "
+                  "(`rewrite_data_files` / `OPTIMIZE`) runs on an identical copy):", "",
+                  "| | " + " | ".join(_fmt_name(f) for f in fmts) + " |", "|---" * (len(fmts) + 1) + "|"]  # fmt: skip
+
+        def row(label: str, cell: Callable[[dict[str, Any]], str]) -> None:
+            lines.append(f"| {label} | " + " | ".join(cell(res[f]) for f in fmts) + " |")
+
+        row("files before → after", lambda r: f"{_n(r.get('files_before'))} → {_n(r.get('files_after'))}")
+        row("dry run", lambda r: _s(r.get("dry_run_s")))
+        row("`lakecat compact`", lambda r: _s(r.get("lakecat_compact_s")))
+        row("the engine's own command", lambda r: _s(r.get("engine_compact_s")))
+        row("lakecat / engine", lambda r: _x(r.get("lakecat_over_engine")))
+        row("filtered query before → after", lambda r: f"{_s(r.get('before', {}).get('filtered_query_s'))} → "
+            f"{_s(r.get('after', {}).get('filtered_query_s'))} ({_x(r.get('filtered_query_speedup'))} faster)")
+        row("full query before → after", lambda r: f"{_s(r.get('before', {}).get('full_query_s'))} → "
+            f"{_s(r.get('after', {}).get('full_query_s'))} ({_x(r.get('full_query_speedup'))} faster)")
+    md = doc.get("metadata") or {}
+    if md.get("results"):
+        res = md["results"]
+        spark = res.get("spark_session_start", {})
+        lines += ["", f"**Metadata answers without a JVM** (whole process, median of {md.get('repeat')}; tables with "
+                  f"{md.get('commits')} commits after creation):", "",
+                  "| command | time | peak RSS | vs a bare Spark session start |", "|---|---|---|---|"]  # fmt: skip
+        for name, f in res.items():
+            if name == "spark_session_start":
+                continue
+            cmd, _, fmt = name.partition("_")
+            label = f"`lakecat {cmd}`" + (f" ({_fmt_name(fmt)})" if fmt else "")
+            lines.append(f"| {label} | {_s(f.get('s'))} | {_n(f.get('peak_mb'))} MB | {_x(md.get('ratios', {}).get(name + '_vs_spark_start'))} |")
+        what = ("lakecat's own Spark session start, to a first `count()`" if spark.get("source") == "the suite's Spark child"
+                else "a bare Spark session start with the same jars, to a first `count()` (what any Spark-based tool pays first)")
+        lines.append(f"| {what} | {_s(spark.get('s'))} | {_n(spark.get('peak_mb'))} MB | 1.00× |")
+    mem = (doc.get("memory") or {}).get("spark_driver") or {}
+    phases = [(k, v) for k, v in mem.items() if k.startswith(("ingest_", "freshness_", "compact_"))]
+    if phases:
+        lines += ["", "**Driver memory** (peak RSS of the benchmark's driver process tree — Python + the Spark JVM — during "
+                  "each phase; one JVM serves every phase in turn, so a later phase inherits the heap an earlier one grew):", "",
+                  "| phase | Python | JVM | total |", "|---|---|---|---|"]  # fmt: skip
+        for k, v in phases:
+            lines.append(f"| {k.replace('_', ' ')} | {_n(v.get('python_mb'))} MB | {_n(v.get('jvm_mb'))} MB | {_n(v.get('total_mb'))} MB |")
+        if "overall" in mem:
+            v = mem["overall"]
+            lines.append(f"| whole run | {_n(v.get('python_mb'))} MB | {_n(v.get('jvm_mb'))} MB | {_n(v.get('total_mb'))} MB |")
+    lines += ["", "Rerun: `python -m lakecat.bench --out bench.json` (full sizes; `--quick` for a smoke run), then "
+              "`python -m lakecat.bench --from-json bench.json --readme` to regenerate this section.", END_MARK]  # fmt: skip
+    return "\n".join(lines)
+
+
+def update_readme(text: str, section: str) -> str:
+    """Replace the generated block (or, the first time, the whole body of ``## Performance``) with ``section``."""
+    if START_MARK in text and END_MARK in text:
+        before, rest = text.split(START_MARK, 1)
+        _, after = rest.split(END_MARK, 1)
+        return before + section + after
+    m = re.search(r"^## Performance[^\n]*\n", text, flags=re.MULTILINE)
+    if m is None:
+        return text.rstrip("\n") + "\n\n## Performance\n\n" + section + "\n"
+    nxt = re.search(r"^## ", text[m.end():], flags=re.MULTILINE)
+    if nxt is None:
+        return text[: m.end()] + "\n" + section + "\n"
+    return text[: m.end()] + "\n" + section + "\n\n" + text[m.end() + nxt.start():]
+
+
+# --- command line ------------------------------------------------------------------------------
+def _parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="python -m lakecat.bench", description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog="Sections: " + ", ".join(SECTIONS) + ". Prints one JSON document on stdout; "
+                                 "progress goes to stderr.")  # fmt: skip
+    ap.add_argument("--quick", action="store_true", help="small sizes (a few minutes on 2 cores) instead of the full ones")
+    ap.add_argument("--out", metavar="FILE.json", help="also write the JSON document to this file")
+    ap.add_argument("--readme", nargs="?", const="README.md", metavar="README.md",
+                    help="rewrite the '## Performance' section of this README from the results (default ./README.md)")
+    ap.add_argument("--from-json", metavar="FILE.json", help="render a saved document instead of running (with --readme)")
+    ap.add_argument("--markdown", action="store_true", help="print the generated markdown section instead of the JSON")
+    ap.add_argument("--sections", default=",".join(SECTIONS), help="comma-separated subset of the sections")
+    ap.add_argument("--formats", default="iceberg,delta")
+    ap.add_argument("--bootstrap", metavar="HOST:PORT", help="use this Kafka broker instead of starting one")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="override one size, e.g. --set events=100000 (keys: " + ", ".join(FULL) + ")")
+    ap.add_argument("--child", help=argparse.SUPPRESS)
+    ap.add_argument("--child-out", help=argparse.SUPPRESS)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.child:
+        return _child_main(args.child, args.child_out)
+    if args.from_json:
+        doc = json.loads(Path(args.from_json).read_text())
+    else:
+        sections = [s.strip() for s in args.sections.split(",") if s.strip()]
+        unknown = [s for s in sections if s not in SECTIONS]
+        if unknown:
+            _parser().error(f"unknown section(s) {', '.join(unknown)}; choose from {', '.join(SECTIONS)}")
+        sizes = dict(QUICK if args.quick else FULL)
+        for item in args.set:
+            key, _, value = item.partition("=")
+            if key not in sizes:
+                _parser().error(f"--set {key}: unknown size; one of {', '.join(sizes)}")
+            sizes[key] = value if key in ("compact_target", "fresh_poll") else (None if value.lower() == "none" else float(value) if "." in value else int(value))
+        formats = [f.strip() for f in args.formats.split(",") if f.strip()]
+        doc = run_suite(sizes, sections=sections, formats=formats, bootstrap=args.bootstrap, quick=args.quick)
+    text = json.dumps(doc, indent=2)
+    if args.out:
+        Path(args.out).write_text(text + "\n")
+    if args.readme:
+        path = Path(args.readme)
+        path.write_text(update_readme(path.read_text(), render_markdown(doc)))
+        _say(f"rewrote the Performance section of {path}")
+    print(render_markdown(doc) if args.markdown else text)
+    return 1 if failed_sections(doc) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,141 @@
+"""The benchmark suite's plumbing (no Spark, no timings): its CLI, the README generator, the ratios."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from lakecat import bench
+
+SAMPLE = {
+    "suite": "lakecat.bench",
+    "quick": False,
+    "machine": {"cpu_count": 2, "cpu_model": "Test CPU @ 2.0GHz", "memory_gib": 23.4, "os": "Linux-6.1-x86_64",
+                "python": "3.11.9", "java": "17.0.15 (OpenJDK Runtime Environment)", "pyspark": "4.1.1",
+                "delta_spark": "4.4.0", "iceberg_spark_runtime": "1.11.0", "date": "2026-01-02T03:04:05Z",
+                "load_average_start": [1.5, 1.2, 1.0], "load_average_end": [2.0, 1.5, 1.1]},  # fmt: skip
+    "ingest": {"events": 200000, "batch": 50000, "repeat": 2, "topic_partitions": 3, "results": {
+        "iceberg": {"plain_rows_per_s": 15730, "lakecat_rows_per_s": 14900, "ratio": 0.947, "plain_cpu_s": 30.1,
+                    "lakecat_cpu_s": 31.5, "cpu_ratio": 1.047, "lakecat_setup_s": 1.2},
+        "delta": {"plain_rows_per_s": 15603, "lakecat_rows_per_s": 15000, "ratio": 0.961, "plain_cpu_s": 29.0,
+                  "lakecat_cpu_s": 30.0, "cpu_ratio": 1.034, "lakecat_setup_s": 0.9}}},  # fmt: skip
+    "freshness": {"trigger": "every 1s", "rate_per_s": 50, "seconds": 60, "results": {
+        "iceberg": {"plain": {"p50_s": 1.4, "p95_s": 2.2}, "lakecat": {"p50_s": 1.5, "p95_s": 2.4}, "ratio_p50": 1.071},
+        "delta": {"plain": {"p50_s": 1.3, "p95_s": 2.0}, "lakecat": {"p50_s": 1.35, "p95_s": 2.1}, "ratio_p50": 1.038}}},  # fmt: skip
+    "cdc": {"events": 55000, "change_events": 50000, "keys": 5000, "batch": 10000,
+            "iceberg": {"plain_s": 20.0, "lakecat_s": 18.0, "plain_events_s": 2750, "lakecat_events_s": 3056, "ratio": 1.111},
+            "delta": {"plain_s": 19.0, "lakecat_s": 18.5, "plain_events_s": 2895, "lakecat_events_s": 2973, "ratio": 1.027}},  # fmt: skip
+    "compact": {"files": 2000, "rows": 200000, "target_file_size": 67108864, "results": {
+        "iceberg": {"files_before": 2000, "files_after": 4, "dry_run_s": 0.5, "lakecat_compact_s": 7.84,
+                    "engine_compact_s": 5.93, "lakecat_over_engine": 1.32, "before": {"filtered_query_s": 3.38,
+                    "full_query_s": 9.57}, "after": {"filtered_query_s": 0.42, "full_query_s": 0.68},
+                    "filtered_query_speedup": 8.05, "full_query_speedup": 14.07},
+        "delta": {"files_before": 2000, "files_after": 4, "dry_run_s": 0.03, "lakecat_compact_s": 8.37,
+                  "engine_compact_s": 11.01, "lakecat_over_engine": 0.76, "before": {"filtered_query_s": 3.51,
+                  "full_query_s": 5.01}, "after": {"filtered_query_s": 1.18, "full_query_s": 0.71},
+                  "filtered_query_speedup": 2.97, "full_query_speedup": 7.06}}},  # fmt: skip
+    "metadata": {"repeat": 5, "commits": 20, "results": {
+        "list": {"s": 0.6, "peak_mb": 95}, "describe_iceberg": {"s": 0.7, "peak_mb": 140},
+        "history_delta": {"s": 0.75, "peak_mb": 120},
+        "spark_session_start": {"s": 15.2, "peak_mb": 900, "jvm_peak_mb": 820}},
+        "ratios": {"list_vs_spark_start": 0.039, "describe_iceberg_vs_spark_start": 0.046,
+                   "history_delta_vs_spark_start": 0.049}},  # fmt: skip
+    "memory": {"spark_driver": {"overall": {"python_mb": 300, "jvm_mb": 1500, "total_mb": 1800},
+                                "ingest_lakecat_iceberg": {"python_mb": 290, "jvm_mb": 1400, "total_mb": 1690}}},  # fmt: skip
+}
+
+README = """# lakecat
+
+Intro.
+
+## Performance
+
+Old hand-written figures that the generator replaces.
+
+| old | table |
+|---|---|
+
+## Known limitations
+
+- keep me
+"""
+
+
+def test_help_runs_without_spark() -> None:
+    res = subprocess.run([sys.executable, "-m", "lakecat.bench", "--help"], capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "PYSPARK_PYTHON": "/nonexistent"})  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    for flag in ("--quick", "--out", "--readme", "--from-json", "--sections"):
+        assert flag in res.stdout
+    assert "--child" not in res.stdout  # internal
+
+
+def test_markdown_has_every_table_and_the_machine() -> None:
+    md = bench.render_markdown(SAMPLE)
+    assert md.startswith(bench.START_MARK) and md.endswith(bench.END_MARK)
+    assert "2 × Test CPU @ 2.0GHz, 23.4 GiB RAM" in md and "PySpark 4.1.1" in md and "Java 17.0.15" in md
+    assert "| Iceberg | 15,730 | 14,900 | 0.95× |" in md
+    assert "| Delta | 1.30 s / 2.00 s | 1.35 s / 2.10 s | 1.04× |" in md
+    assert "| Iceberg | 2,750 | 3,056 | 1.11× |" in md  # CDC
+    assert "| files before → after | 2,000 → 4 | 2,000 → 4 |" in md
+    assert "| `lakecat describe` (Iceberg) | 0.70 s | 140 MB | 0.05× |" in md
+    assert "bare Spark session start" in md and "15.2 s" in md
+    assert "| ingest lakecat iceberg | 290 MB | 1,400 MB | 1,690 MB |" in md
+    for line in md.splitlines():  # every table row has as many cells as its header
+        assert not line.startswith("|") or line.count("|") >= 3
+
+
+def test_markdown_tolerates_missing_and_failed_sections() -> None:
+    doc = {"machine": SAMPLE["machine"], "ingest": {"error": "RuntimeError: boom"},
+           "cdc": {"skipped": "tests/bench/bench_cdc.py not found"}}  # fmt: skip
+    md = bench.render_markdown(doc)
+    assert "failed in this run" in md and "not measured in this run" in md
+    assert "Compaction" not in md and "Freshness" not in md
+
+
+def test_update_readme_replaces_the_section_then_only_the_markers() -> None:
+    first = bench.update_readme(README, bench.render_markdown(SAMPLE))
+    assert "Old hand-written figures" not in first
+    assert first.index("## Performance") < first.index(bench.START_MARK) < first.index(bench.END_MARK)
+    assert first.index(bench.END_MARK) < first.index("## Known limitations")
+    assert first.startswith("# lakecat\n\nIntro.\n") and first.endswith("- keep me\n")
+    changed = json.loads(json.dumps(SAMPLE))
+    changed["ingest"]["results"]["iceberg"]["lakecat_rows_per_s"] = 16000
+    second = bench.update_readme(first, bench.render_markdown(changed))
+    assert "16,000" in second and "14,900" not in second
+    assert second.count(bench.START_MARK) == 1 and second.count("## Performance") == 1
+    assert bench.update_readme(second, bench.render_markdown(changed)) == second  # idempotent
+
+
+def test_from_json_rewrites_the_readme(tmp_path, capsys) -> None:
+    saved = tmp_path / "bench.json"
+    saved.write_text(json.dumps(SAMPLE))
+    readme = tmp_path / "README.md"
+    readme.write_text(README)
+    assert bench.main(["--from-json", str(saved), "--readme", str(readme)]) == 0
+    assert json.loads(capsys.readouterr().out)["ingest"]["events"] == 200000
+    assert bench.START_MARK in readme.read_text() and "- keep me" in readme.read_text()
+
+
+def test_ratios_are_flat_with_a_direction() -> None:
+    r = bench.ratios(SAMPLE)
+    assert r["ingest.iceberg.throughput"] == {"value": 0.947, "better": "higher", "what": "lakecat rows/s / plain rows/s"}
+    assert r["freshness.delta.p50"]["better"] == "lower"
+    assert r["cdc.delta.throughput"] == {"value": 1.027, "better": "higher",
+                                         "what": "lakecat events/s / plain events/s (bench_cdc.py)"}
+    assert r["compact.iceberg.time_vs_engine"]["value"] == 1.32
+    assert r["metadata.list_vs_spark_start"]["value"] == 0.039
+
+
+def test_failed_sections_and_quantiles() -> None:
+    assert bench.failed_sections(SAMPLE) == []
+    assert bench.failed_sections({"compact": {"error": "x"}, "cdc": {"skipped": "y"}}) == ["compact"]
+    assert bench._pct([3.0, 1.0, 2.0, 4.0], 0.5) == 2.5
+    assert bench._pct([], 0.5) is None
+
+
+def test_process_tree_usage_sees_this_process() -> None:
+    usage = bench.tree_usage()
+    assert usage["total_mb"] > 1 and usage["cpu_s"] > 0 and usage["jvm_mb"] >= 0
