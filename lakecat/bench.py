@@ -260,9 +260,8 @@ class TreeSampler:
         out: dict[str, float] = {}
         started = time.monotonic()
         start = tree_usage(self.root)
-        with self._lock:
+        with self._lock:  # a label measured twice (repeats) keeps the higher peak
             self._active.add(label)
-            self.peaks.pop(label, None)
         self._record(start)
         try:
             yield out
@@ -627,7 +626,7 @@ def compaction(cat: Any, *, files: int, rows: int, target: str, formats: list[st
     spark = cat.session()
     sampler = sampler or TreeSampler()
     target_bytes = parse_size(target)
-    report: dict[str, Any] = {"files": files, "rows": rows, "target_file_size": target_bytes, "results": {}}
+    report: dict[str, Any] = {"files": files, "rows": rows, "target": target, "target_file_size": target_bytes, "results": {}}
     for fmt in formats:
         tables = {}
         build_s = 0.0
@@ -1023,8 +1022,8 @@ def render_markdown(doc: dict[str, Any]) -> str:
     if cp.get("results"):
         res = cp["results"]
         fmts = list(res)
-        mb = cp.get("target_file_size", 0) / 1024**2
-        lines += ["", f"**Compaction** ({cp['files']:,} files, {cp['rows']:,} rows, {mb:.0f} MB target; the engine's own command "
+        target = cp.get("target") or f"{cp.get('target_file_size', 0):,} bytes"
+        lines += ["", f"**Compaction** ({cp['files']:,} files, {cp['rows']:,} rows, {target} target; the engine's own command "
                   "(`rewrite_data_files` / `OPTIMIZE`) runs on an identical copy):", "",
                   "| | " + " | ".join(_fmt_name(f) for f in fmts) + " |", "|---" * (len(fmts) + 1) + "|"]  # fmt: skip
 
@@ -1057,7 +1056,9 @@ def render_markdown(doc: dict[str, Any]) -> str:
                 else "a bare Spark session start with the same jars, to a first `count()` (what any Spark-based tool pays first)")
         lines.append(f"| {what} | {_s(spark.get('s'))} | {_n(spark.get('peak_mb'))} MB | 1.00× |")
     mem = (doc.get("memory") or {}).get("spark_driver") or {}
-    phases = [(k, v) for k, v in mem.items() if k.startswith(("ingest_", "freshness_", "compact_"))]
+    order = [f"{sec}_{kind}{fmt}" for sec in ("ingest", "freshness") for fmt in ("iceberg", "delta") for kind in ("plain_", "lakecat_")]
+    order += [f"compact_{fmt}" for fmt in ("iceberg", "delta")]
+    phases = [(k, mem[k]) for k in order if k in mem]
     if phases:
         lines += ["", "**Driver memory** (peak RSS of the benchmark's driver process tree — Python + the Spark JVM — during "
                   "each phase; one JVM serves every phase in turn, so a later phase inherits the heap an earlier one grew):", "",
