@@ -67,6 +67,10 @@ def ingest(
         str | None, typer.Option("--cdc", help="Events are change events: debezium (applied with MERGE by --key).")
     ] = None,
     key: Annotated[str | None, typer.Option("--key", help="With --cdc: the column(s) identifying a row, e.g. id.")] = None,
+    unknown_fields: Annotated[
+        str,
+        typer.Option("--unknown-fields", help="Check events for fields the table lacks: sample (1 record in 16), all, or off."),
+    ] = "sample",
     catalog: CatalogOpt = None,
     json_: JsonOpt = False,
     verbose: VerboseOpt = False,
@@ -109,6 +113,7 @@ def ingest(
                     merge_schema=merge_schema, dedupe_key=dedupe_key, watermark=watermark, event_time=event_time,
                     max_records_per_batch=max_records_per_batch, max_files_per_batch=max_files_per_batch,
                     metrics_file=metrics_file, on_progress=display.update, stop_event=stop, cdc=cdc, key=key,
+                    count_unknown_fields=unknown_fields,
                 )  # fmt: skip
         finally:
             display.close()
@@ -122,7 +127,9 @@ def ingest(
             + (f" ({r.batches_skipped} already committed)" if r.batches_skipped else "")
         )
         if r.unknown_fields:
-            console.print(f"{r.unknown_fields} records had fields the table lacks (ignored): {', '.join(r.unknown_field_names)}")
+            checked = f" of {thousands(r.unknown_fields_checked)} checked" if r.unknown_fields_checked < r.rows_written else ""
+            console.print(f"{thousands(r.unknown_fields)} records{checked} had fields the table lacks (ignored): "
+                          f"{', '.join(r.unknown_field_names)}")  # fmt: skip
         if r.added_columns:
             console.print(f"columns added: {', '.join(r.added_columns)}")
         if r.stopped_by not in ("drained",):

@@ -52,6 +52,9 @@ ERROR = "_lakecat_error"
 DETAIL = "_lakecat_detail"
 RAW = "_lakecat_raw"
 UNKNOWN = "_lakecat_unknown"
+CHECKED = "_lakecat_checked"  # the record was checked for unknown fields (count_unknown_fields="sample")
+UNKNOWN_SAMPLE = 16  # "sample": one record in 16 (Kafka: offset % 16 == 0; files: a hash of the value)
+UNKNOWN_MODES = ("sample", "all", "off")
 CORRUPT = "_lakecat_corrupt"
 EVENT_TIME = "_lakecat_event_time"
 SALT = "_lakecat_salt"
@@ -90,6 +93,7 @@ class IngestReport(Result):
     duration_s: float = 0.0
     unknown_fields: int = 0
     unknown_field_names: list[str] = field(default_factory=list)
+    unknown_fields_checked: int = 0
     added_columns: list[str] = field(default_factory=list)
     dlq_table: str | None = None
     checkpoint: str = ""
@@ -133,6 +137,7 @@ class _Target:
     table: Table
     app_id: str
     last_batch: int | None = None  # highest batch id known committed for app_id (None: not looked up yet)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
     def is_delta(self) -> bool:
@@ -140,9 +145,10 @@ class _Target:
 
     def committed_batch(self) -> int:
         """The highest batch id this app id has committed to the table (-1: none), from table metadata."""
-        if self.last_batch is None:
-            self.last_batch = _delta_txn(self.table, self.app_id) if self.is_delta else _iceberg_txn(self.table, self.app_id)
-        return self.last_batch
+        with self._lock:  # the first lookup may run in the prefetch thread while the first batch asks
+            if self.last_batch is None:
+                self.last_batch = _delta_txn(self.table, self.app_id) if self.is_delta else _iceberg_txn(self.table, self.app_id)
+            return self.last_batch
 
     def write(self, df: DataFrame, batch_id: int) -> bool:
         """Append ``df`` as batch ``batch_id`` unless that batch is already committed; True if written."""
@@ -270,12 +276,15 @@ def _any(conditions: Any) -> Any:
     return functools.reduce(operator.or_, conditions)
 
 
-def _parse_json(raw: DataFrame, fields: list[StructField], *, keep_value: bool, count_unknown: bool) -> DataFrame:
+def _parse_json(raw: DataFrame, fields: list[StructField], *, keep_value: bool, count_unknown: str) -> DataFrame:
     """Parse ``value`` against ``fields`` and classify every record in one projection.
 
     ``from_json`` in PERMISSIVE mode with a corrupt-record column flags a value of the wrong type
     (it would otherwise come back as a silent null); a second, all-STRING parse only runs for bad
-    records, to name the offending fields.
+    records, to name the offending fields. Spotting fields the table lacks needs a second tokenization
+    of the record (``json_object_keys``; ``from_json`` skips them silently): ``count_unknown="all"``
+    does it for every record (needed to evolve the schema), ``"sample"`` for one in ``UNKNOWN_SAMPLE``
+    (marked ``CHECKED``), ``"off"`` never.
     """
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
@@ -313,10 +322,16 @@ def _parse_json(raw: DataFrame, fields: list[StructField], *, keep_value: bool, 
     df = df.select("*", error.alias(ERROR))
     cols = [p[f.name].alias(f.name) for f in fields]
     extra = []
-    if count_unknown:
+    if count_unknown in ("all", "sample"):
         known = F.array(*[F.lit(f.name) for f in fields])
         unknown = F.array_except(F.json_object_keys(text), known)  # null unless the record has unknown fields
-        extra.append(F.when(F.col(ERROR).isNull() & (F.size(unknown) > 0), unknown).alias(UNKNOWN))
+        check = F.col(ERROR).isNull()
+        if count_unknown == "sample":  # cheap test first: `&` short-circuits, the other 15 records skip the tokenization
+            pick = F.coalesce(F.col("_lakecat_offset"), F.xxhash64(F.col("value")))
+            df = df.select("*", ((F.pmod(pick, F.lit(UNKNOWN_SAMPLE)) == 0) & check).alias(CHECKED))
+            check = F.col(CHECKED)
+            extra.append(F.col(CHECKED))
+        extra.append(F.when(check & (F.size(unknown) > 0), unknown).alias(UNKNOWN))
     # the raw value travels only with bad records (or always when the schema may still grow)
     raw_value = F.col("value") if keep_value else F.when(F.col(ERROR).isNotNull(), F.col("value"))
     return df.select(*cols, ERROR, *META, *extra, F.when(F.col(ERROR).isNotNull(), detail).alias(DETAIL),
@@ -415,7 +430,7 @@ class _Options:
     max_records_per_batch: int | None
     max_files_per_batch: int | None
     metrics_file: Path | None
-    count_unknown: bool = True
+    count_unknown: str = "sample"  # "sample" (1 record in UNKNOWN_SAMPLE), "all" or "off"
     cdc: str | None = None  # "debezium": change events applied with MERGE by cdc_key
     cdc_key: list[str] | None = None
 
@@ -426,6 +441,7 @@ class BatchStats:
     rows_written: int = 0
     rows_dead_lettered: int = 0
     unknown_fields: int = 0
+    unknown_checked: int = 0
     skipped: bool = False
     duration_s: float = 0.0
     finished_at: float = 0.0
@@ -453,6 +469,7 @@ class _State:
                 r.rows_written += stats.rows_written
                 r.rows_dead_lettered += stats.rows_dead_lettered
                 r.unknown_fields += stats.unknown_fields
+                r.unknown_fields_checked += stats.unknown_checked
                 self.unknown_names.update(unknown_names)
                 r.unknown_field_names = sorted(self.unknown_names)[:100]
 
@@ -481,6 +498,18 @@ class _Pipeline:
         self.with_metadata = with_metadata
         self.fields = fields  # the columns events fill, as of now (merge_schema may add more)
         self.stream_fields = list(fields)  # the columns the streaming plan parses
+
+    def prefetch(self) -> None:
+        """Look up the committed batch ids while Spark starts the query, not in the first micro-batch
+        (the first Iceberg lookup imports pyiceberg: 1-3 s). A failure here is left to the batch to raise."""
+
+        def lookup() -> None:
+            for target in (self.target, self.dlq):
+                if target is not None:
+                    with contextlib.suppress(Exception):
+                        target.committed_batch()
+
+        threading.Thread(target=lookup, name="lakecat-txn-prefetch", daemon=True).start()
 
     # the streaming plan
     def plan(self) -> DataFrame:
@@ -550,7 +579,8 @@ class _Pipeline:
             has_unknown = UNKNOWN in df.columns
             metrics = [F.count(F.lit(1)).alias("rows"), F.count(F.col(ERROR)).alias("bad")]
             if has_unknown:
-                metrics += [F.count(F.col(UNKNOWN)).alias("unknown"),
+                checked = F.count(F.when(F.col(CHECKED), 1)) if CHECKED in df.columns else F.count(F.lit(1)) - F.count(F.col(ERROR))
+                metrics += [F.count(F.col(UNKNOWN)).alias("unknown"), checked.alias("checked"),
                             F.slice(F.array_distinct(F.flatten(F.collect_set(F.col(UNKNOWN)))), 1, 100).alias("names")]  # fmt: skip
             obs = Observation(f"lakecat_{batch_id}_{uuid.uuid4().hex[:8]}")
             observed = df.observe(obs, *metrics)
@@ -561,6 +591,7 @@ class _Pipeline:
                 stats.rows_written = rows - bad
                 if has_unknown:
                     stats.unknown_fields = int(m["unknown"] or 0)
+                    stats.unknown_checked = int(m["checked"] or 0)
                     names = list(m["names"] or [])
             else:  # a replay after a crash between the two writes: the table has this batch already
                 bad = self._bad_rows(df, batch_id).count()
@@ -683,7 +714,7 @@ class _Pipeline:
         if [f.name for f in self.fields] == [f.name for f in self.stream_fields]:
             return df
         raw = df.select(F.col(RAW).alias("value"), *META)
-        reparsed = _parse_json(raw, self.fields, keep_value=True, count_unknown=self.opts.count_unknown)
+        reparsed = _parse_json(raw, self.fields, keep_value=True, count_unknown="all")
         return reparsed.persist()
 
 
@@ -786,7 +817,7 @@ def start_ingest(
     max_records_per_batch: int | None = None,
     max_files_per_batch: int | None = None,
     metrics_file: str | Path | None = None,
-    count_unknown_fields: bool = True,
+    count_unknown_fields: bool | str = "sample",
     cdc: str | None = None,
     key: str | list[str] | None = None,
 ) -> IngestHandle:
@@ -818,6 +849,11 @@ def start_ingest(
             raise InvalidArgumentError("--cdc reads Debezium JSON events: from Kafka or json files")
     elif key:
         raise InvalidArgumentError("--key applies to change events: pass --cdc debezium (or use --dedupe-key)")
+    unknown_mode = {True: "all", False: "off"}.get(count_unknown_fields, count_unknown_fields)  # type: ignore[call-overload]
+    if unknown_mode not in UNKNOWN_MODES:
+        raise InvalidArgumentError(f"unknown-fields check {count_unknown_fields!r}: use sample, all or off")
+    if merge_schema or (isinstance(source, FileSource) and source.format != "json"):
+        unknown_mode = "all" if merge_schema else "off"  # evolving needs every new name; csv/parquet have no extra fields
     if merge_schema and isinstance(source, FileSource) and source.format != "json":
         raise InvalidArgumentError("--merge-schema applies to JSON events (Kafka or json files), not to csv/parquet files")
     if dlq is False or dlq is None:
@@ -835,8 +871,7 @@ def start_ingest(
         ckpt = Path(ckpt).expanduser().resolve().as_uri()
     metrics = Path(metrics_file).expanduser() if metrics_file else None
     opts = _Options(trig, ckpt, dlq_name, merge_schema, keys, watermark_s, event_time, max_records_per_batch,
-                    max_files_per_batch, metrics, count_unknown_fields and not (isinstance(source, FileSource)
-                                                                                and source.format != "json"))  # fmt: skip
+                    max_files_per_batch, metrics, unknown_mode)  # fmt: skip
     spark = catalog.session()
     cdc_notes: list[str] = []
     schema = _spark_schema(spark, tbl)
@@ -866,7 +901,7 @@ def start_ingest(
         from .cdc import check_key, ensure_key
 
         opts.cdc, opts.cdc_key = cdc, check_key(key, fields, str(ident))
-        opts.count_unknown = False
+        opts.count_unknown = "off"
         cdc_notes = ensure_key(spark, tbl, opts.cdc_key)
         for note in cdc_notes:
             log.warning("%s: %s", ident, note)
@@ -886,6 +921,7 @@ def start_ingest(
                           checkpoint=ckpt, trigger=str(trig), started_at=iso(datetime.now(UTC)),
                           cdc=opts.cdc, key=opts.cdc_key)  # fmt: skip
     pipeline = _Pipeline(catalog, tbl, source, opts, report, dlq_table, with_metadata, fields)
+    pipeline.prefetch()
     query = pipeline.start()
     return IngestHandle(pipeline, query)
 
@@ -962,7 +998,7 @@ class _MetricsWriter:
                 s = batches[bid]
                 line = {"batch_id": bid, "timestamp": p.get("timestamp"), "input_rows": p.get("numInputRows"),
                         "rows_written": s.rows_written, "rows_dead_lettered": s.rows_dead_lettered,
-                        "unknown_fields": s.unknown_fields, "skipped": s.skipped, "batch_duration_s": s.duration_s,
+                        "unknown_fields": s.unknown_fields, "unknown_fields_checked": s.unknown_checked, "skipped": s.skipped, "batch_duration_s": s.duration_s,
                         "trigger_duration_ms": (p.get("durationMs") or {}).get("triggerExecution"),
                         "rows_per_s": p.get("processedRowsPerSecond"), "lag": self.lag}  # fmt: skip
                 self.path.parent.mkdir(parents=True, exist_ok=True)

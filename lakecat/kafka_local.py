@@ -37,6 +37,10 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from .errors import EnvironmentProblemError
 
 _LOG = logging.getLogger(__name__)
+# the producer's own log: transient retries ("Coordinator load in progress: retrying") are not worth a line;
+# a delivery that fails for good raises LocalKafkaError
+_PRODUCER_LOG = logging.getLogger(__name__ + ".producer")
+_PRODUCER_LOG.setLevel(logging.ERROR)
 
 #: Newest 4.x ``org.apache.kafka:kafka_2.13`` whose whole dependency tree is on Maven
 #: Central (4.4.0 is listed, but e.g. ``kafka-tools-api:4.4.0`` is not published).
@@ -345,7 +349,8 @@ def create_topic(bootstrap: str, name: str, partitions: int = 3, *, timeout: flo
 
 def produce(bootstrap: str, topic: str, values: Iterable[bytes | str | tuple[Any, Any]], key: bytes | str | None = None,
             *, timeout: float = 30.0) -> int:
-    """Produce values to a topic and wait until all are acknowledged.
+    """Produce values to a topic, in order and exactly once per partition (idempotent producer), and wait
+    until all are acknowledged.
 
     Args:
         bootstrap: Broker address.
@@ -371,7 +376,10 @@ def produce(bootstrap: str, topic: str, values: Iterable[bytes | str | tuple[Any
         else:
             errors.append(str(err))
 
-    conf: dict[str, Any] = {"bootstrap.servers": bootstrap, "linger.ms": 5, "acks": "all", "logger": _LOG}
+    # idempotent: a retried request (a broker slow to answer under load) can neither duplicate nor reorder
+    # messages within a partition — CDC streams depend on the order of events per key
+    conf: dict[str, Any] = {"bootstrap.servers": bootstrap, "linger.ms": 5, "acks": "all", "enable.idempotence": True,
+                            "logger": _PRODUCER_LOG}  # fmt: skip
     producer = Producer(conf)
     sent = 0
     for item in values:

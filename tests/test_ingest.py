@@ -257,8 +257,14 @@ def test_unknown_fields_counted_then_merged(catalog, ns, kafka_bootstrap, table_
     name = f"{ns}.evolve"
     catalog.create_table(name, schema="id BIGINT NOT NULL, name STRING", format=table_format)
     report = catalog.ingest(name, lakecat.KafkaSource(kafka_bootstrap, topic), checkpoint=str(catalog.config.warehouse_path / "ck" / ns / "a"))
-    assert report.rows_written == 20 and report.unknown_fields == 20 and report.unknown_field_names == ["color", "size"]
+    # the default checks one record in 16 (offsets 0 and 16 here)
+    assert report.rows_written == 20 and report.unknown_fields == 2 and report.unknown_fields_checked == 2
+    assert report.unknown_field_names == ["color", "size"]
     assert set(read_rows(catalog, name)[0]) == {"id", "name"}
+    report = catalog.ingest(name, lakecat.KafkaSource(kafka_bootstrap, topic), count_unknown_fields="all", dlq=False,
+                            checkpoint=str(catalog.config.warehouse_path / "ck" / ns / "c"))  # fmt: skip
+    assert report.unknown_fields == 20 and report.unknown_fields_checked == 20 and report.unknown_field_names == ["color", "size"]
+    assert len(read_rows(catalog, name)) == 40
 
     report = catalog.ingest(name, lakecat.KafkaSource(kafka_bootstrap, topic, with_metadata=True), merge_schema=True,
                             checkpoint=str(catalog.config.warehouse_path / "ck" / ns / "b"))  # fmt: skip
