@@ -827,12 +827,6 @@ def _child_main(params_json: str, out_file: str) -> int:
 
 
 # --- the suite ---------------------------------------------------------------------------------
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def ratios(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -873,9 +867,9 @@ def run_suite(sizes: dict[str, Any], *, sections: list[str], formats: list[str],
     broker = None
     try:
         if bootstrap is None and {"ingest", "freshness", "cdc"} & set(sections):
-            from .kafka_local import LocalKafka
+            from .kafka_local import LocalKafka, free_port
 
-            broker = LocalKafka(data_dir=home / "kafka", port=_free_port())
+            broker = LocalKafka(data_dir=home / "kafka", port=free_port())
             bootstrap = broker.start(timeout=180)
             _say(f"kafka broker on {bootstrap}")
         spark_sections = [s for s in sections if s in SPARK_SECTIONS or s == "metadata"]

@@ -125,7 +125,8 @@ def resolve_kafka_jars(*, timeout: float = 900.0) -> pathlib.Path:
     return libs
 
 
-def _port_free(port: int) -> bool:
+def port_free(port: int) -> bool:
+    """True when nothing listens on 127.0.0.1:``port`` (bound as the JVM binds, with SO_REUSEADDR)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the JVM does
         try:
@@ -135,7 +136,8 @@ def _port_free(port: int) -> bool:
     return True
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A port on 127.0.0.1 that is free right now (the OS picks it)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
@@ -260,9 +262,9 @@ class LocalKafka:
         if state:
             return f"127.0.0.1:{state['port']}"
         old = self._read_state() or {}
-        cport = self.controller_port or old.get("controller_port") or _free_port()
+        cport = self.controller_port or old.get("controller_port") or free_port()
         for p, flag in ((self.port, "--port"), (cport, "--controller-port")):
-            if not _port_free(p):
+            if not port_free(p):
                 raise LocalKafkaError(f"port {p} is already in use; pass {flag}")
         java_bin = _require("java")
         self.data_dir.mkdir(parents=True, exist_ok=True)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import random
-import socket
 import time
 import uuid
 from collections.abc import Callable
@@ -65,11 +64,6 @@ def clickstream(n: int, *, malformed: int, seed: int | None = None) -> list[byte
     return events
 
 
-def _port_free(port: int) -> bool:
-    with socket.socket() as s:
-        return s.connect_ex(("127.0.0.1", port)) != 0
-
-
 def run_quickstart(
     catalog: Catalog,
     *,
@@ -80,17 +74,16 @@ def run_quickstart(
     say: Callable[[str], None] = lambda _: None,
 ) -> QuickstartReport:
     """Run the whole tour on ``catalog`` (see ``lakecat quickstart``)."""
-    from .kafka_local import LocalKafka, create_topic, produce
+    from .kafka_local import LocalKafka, create_topic, free_port, port_free, produce
     from .sources import KafkaSource
 
     started = time.monotonic()
     broker = LocalKafka(data_dir=lakecat_home() / "kafka", port=port or 9092)
     status = broker.status()
     was_running = bool(status["running"])
-    if not was_running and port is None and not _port_free(9092):
-        with socket.socket() as s:  # 9092 is someone else's: take a free port instead of failing
-            s.bind(("127.0.0.1", 0))
-            broker = LocalKafka(data_dir=lakecat_home() / "kafka", port=int(s.getsockname()[1]))
+    if not was_running and port is None and not port_free(9092):
+        # 9092 is someone else's: take a free port instead of failing
+        broker = LocalKafka(data_dir=lakecat_home() / "kafka", port=free_port())
     say("1/7 starting the local Kafka broker" + (" (already running)" if was_running else " (first start resolves its jars)"))
     bootstrap = broker.start(timeout=120)
     try:

@@ -89,14 +89,9 @@ collect_ignore = ["bench"]
 @pytest.fixture(scope="session")
 def kafka_bootstrap(tmp_path_factory):
     """A real single-node KRaft broker for the whole run, on a free port; yields "127.0.0.1:port"."""
-    import socket
+    from lakecat.kafka_local import LocalKafka, free_port
 
-    from lakecat.kafka_local import LocalKafka
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = int(sock.getsockname()[1])
-    broker = LocalKafka(data_dir=tmp_path_factory.mktemp("kafka-session"), port=port)
+    broker = LocalKafka(data_dir=tmp_path_factory.mktemp("kafka-session"), port=free_port())
     try:
         yield broker.start(timeout=120)
     finally:

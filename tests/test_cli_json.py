@@ -20,6 +20,8 @@ from lakecat.commands._common import leaf_commands
 from lakecat.commands.main import app, main
 from typer.main import get_command
 
+from lakecat.kafka_local import free_port
+
 ROOT = Path(__file__).resolve().parent.parent
 
 # Commands too heavy to repeat here, and the test that runs them with --json and parses the document.
@@ -95,12 +97,6 @@ def check_error(lakecat, args: list[Any], exit_code: int, error_type: str) -> di
         lines = [line for line in err.splitlines() if line.strip()]
         assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in err, err
     return doc["error"]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 # --- coverage ----------------------------------------------------------------------------------
@@ -234,7 +230,7 @@ def test_every_command_with_json(lakecat, catalog, spark, ns, table_format, tmp_
     assert DROP_KEYS <= set(dropped) and dropped["purged"] is True and dropped["name"] == dlq
     assert [row["name"] for row in ok("list", ns)] == [name]
 
-    broker = ["--port", _free_port(), "--data-dir", tmp_path / "kafka"]  # no broker there: nothing starts
+    broker = ["--port", free_port(), "--data-dir", tmp_path / "kafka"]  # no broker there: nothing starts
     status = ok("local", "kafka", "status", *broker)
     assert KAFKA_STATUS_KEYS <= set(status) and status["running"] is False
     stopped = ok("local", "kafka", "stop", *broker)

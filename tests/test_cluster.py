@@ -18,13 +18,9 @@ from pathlib import Path
 
 import pytest
 
+from lakecat.kafka_local import free_port
+
 pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.cluster]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _wait_port(port: int, timeout: float = 60) -> None:
@@ -45,10 +41,10 @@ def standalone_master(tmp_path_factory):
     work = tmp_path_factory.mktemp("standalone")
     env = {**os.environ, "SPARK_HOME": str(spark_home), "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_WORKER_DIR": str(work / "worker"),
            "SPARK_LOG_DIR": str(work), "PYSPARK_PYTHON": sys.executable}  # fmt: skip
-    port = _free_port()
+    port = free_port()
     spark_class = str(spark_home / "bin" / "spark-class")
     master = subprocess.Popen(
-        [spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port), "--webui-port", str(_free_port())],
+        [spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port), "--webui-port", str(free_port())],
         env=env, stdout=open(work / "master.log", "w"), stderr=subprocess.STDOUT, start_new_session=True,
     )  # fmt: skip
     url = f"spark://127.0.0.1:{port}"
@@ -56,7 +52,7 @@ def standalone_master(tmp_path_factory):
     try:
         _wait_port(port)
         worker = subprocess.Popen(
-            [spark_class, "org.apache.spark.deploy.worker.Worker", "--cores", "1", "--memory", "1g", "--webui-port", str(_free_port()), url],
+            [spark_class, "org.apache.spark.deploy.worker.Worker", "--cores", "1", "--memory", "1g", "--webui-port", str(free_port()), url],
             env=env, stdout=open(work / "worker.log", "w"), stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
         deadline = time.time() + 60

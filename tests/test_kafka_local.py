@@ -4,38 +4,21 @@ from __future__ import annotations
 
 import os
 import pathlib
-import socket
 import time
 from collections.abc import Iterator
 
 import pytest
 from confluent_kafka import Consumer
 
-from lakecat.kafka_local import KAFKA_VERSION, LocalKafka, LocalKafkaError, create_topic, produce
+from lakecat.kafka_local import KAFKA_VERSION, LocalKafka, LocalKafkaError, create_topic, free_port, port_free, produce
 
 pytestmark = pytest.mark.kafka
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _port_free(port: int) -> bool:
-    with socket.socket() as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-        return True
 
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LocalKafka, str]]:
     """One real broker for the module, on a free port, always stopped at the end."""
-    kafka = LocalKafka(data_dir=tmp_path_factory.mktemp("kafka"), port=_free_port())
+    kafka = LocalKafka(data_dir=tmp_path_factory.mktemp("kafka"), port=free_port())
     try:
         yield kafka, kafka.start(timeout=90)
     finally:
@@ -100,7 +83,7 @@ def test_stop_frees_port(broker: tuple[LocalKafka, str]) -> None:
                               "data_dir": str(kafka.data_dir), "version": KAFKA_VERSION}
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
-    assert _port_free(kafka.port)
+    assert port_free(kafka.port)
     assert kafka.stop() is False
 
 
@@ -109,7 +92,7 @@ def test_missing_tools_raise_clear_error(tmp_path: pathlib.Path, monkeypatch: py
     monkeypatch.setenv("LAKECAT_JARS_CACHE", str(tmp_path / "jars"))
     monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))
     with pytest.raises(LocalKafkaError, match="not found on PATH; install"):
-        LocalKafka(data_dir=tmp_path / "k", port=_free_port()).start()
+        LocalKafka(data_dir=tmp_path / "k", port=free_port()).start()
 
 
 def test_cli_local_kafka_start_status_stop(tmp_path):
@@ -120,7 +103,7 @@ def test_cli_local_kafka_start_status_stop(tmp_path):
     from typer.testing import CliRunner
 
     runner = CliRunner()
-    port = _free_port()
+    port = free_port()
     data = str(tmp_path / "k")
 
     def run(*args):

@@ -9,7 +9,6 @@ import glob
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -19,18 +18,14 @@ from pathlib import Path
 
 import pytest
 
+from lakecat.kafka_local import free_port
+
 pytestmark = [pytest.mark.spark, pytest.mark.postgres]
 
 
 def _pg_bin() -> Path | None:
     found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"), key=lambda p: int(p.split("/")[4]))
     return Path(found[-1]).parent if found else None
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +36,7 @@ def postgres_url():
             pytest.fail("PostgreSQL is not installed; .ci/run should have installed it")
         pytest.skip("PostgreSQL server binaries not installed (apt-get install postgresql)")
     root = Path(tempfile.mkdtemp(prefix="lakecat-pg-"))
-    data, port = root / "data", _free_port()
+    data, port = root / "data", free_port()
     as_pg = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
     if as_pg:
         shutil.chown(root, "postgres")

@@ -3,21 +3,16 @@
 from __future__ import annotations
 
 import json
-import socket
 
 import pytest
+
+from lakecat.kafka_local import free_port
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka, pytest.mark.slow]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_quickstart_twice(cli, catalog):
-    port = str(_free_port())
+    port = str(free_port())
     code, out, err = cli("quickstart", "--port", port, "--events", "400", "--json")
     assert code == 0, err
     first = json.loads(out)

@@ -16,7 +16,6 @@ import json
 import os
 import random
 import shutil
-import socket
 import sys
 import tempfile
 import time
@@ -24,12 +23,6 @@ import uuid
 from pathlib import Path
 
 SCHEMA = "id BIGINT NOT NULL, name STRING, amt DECIMAL(10,2), ts TIMESTAMP, region STRING"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def change_events(n: int, keys: int, seed: int = 5) -> tuple[list[tuple[bytes, bytes | None]], int]:
@@ -103,13 +96,13 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="lakecat-bench-cdc-"))
     os.environ["LAKECAT_HOME"] = str(work / "home")
     import lakecat
-    from lakecat.kafka_local import LocalKafka, create_topic, produce
+    from lakecat.kafka_local import LocalKafka, create_topic, free_port, produce
 
     broker = None
     try:
         bootstrap = args.bootstrap
         if not bootstrap:
-            broker = LocalKafka(data_dir=work / "kafka", port=_free_port())
+            broker = LocalKafka(data_dir=work / "kafka", port=free_port())
             bootstrap = broker.start(timeout=180)
         topic = "cdc_" + uuid.uuid4().hex[:8]
         create_topic(bootstrap, topic, partitions=3)
