@@ -578,10 +578,12 @@ class _Pipeline:
                 self._refuse_bad(df)
             has_unknown = UNKNOWN in df.columns
             metrics = [F.count(F.lit(1)).alias("rows"), F.count(F.col(ERROR)).alias("bad")]
+            sampled = CHECKED in df.columns  # else every good record was checked
             if has_unknown:
-                checked = F.count(F.when(F.col(CHECKED), 1)) if CHECKED in df.columns else F.count(F.lit(1)) - F.count(F.col(ERROR))
-                metrics += [F.count(F.col(UNKNOWN)).alias("unknown"), checked.alias("checked"),
+                metrics += [F.count(F.col(UNKNOWN)).alias("unknown"),
                             F.slice(F.array_distinct(F.flatten(F.collect_set(F.col(UNKNOWN)))), 1, 100).alias("names")]  # fmt: skip
+            if sampled:
+                metrics.append(F.count(F.when(F.col(CHECKED), 1)).alias("checked"))
             obs = Observation(f"lakecat_{batch_id}_{uuid.uuid4().hex[:8]}")
             observed = df.observe(obs, *metrics)
             if not done_table:
@@ -591,7 +593,7 @@ class _Pipeline:
                 stats.rows_written = rows - bad
                 if has_unknown:
                     stats.unknown_fields = int(m["unknown"] or 0)
-                    stats.unknown_checked = int(m["checked"] or 0)
+                    stats.unknown_checked = int(m["checked"] or 0) if sampled else stats.rows_written
                     names = list(m["names"] or [])
             else:  # a replay after a crash between the two writes: the table has this batch already
                 bad = self._bad_rows(df, batch_id).count()
