@@ -251,6 +251,7 @@ def test_cdc_usage_errors(cli, catalog, ns, tmp_path):
         (("--cdc", "debezium", "--key", "nope"), "has no column nope"),
         (("--key", "id"), "pass --cdc debezium"),
         (("--cdc", "debezium", "--key", "id", "--merge-schema"), "does not combine"),
+        (("--unknown-fields", "most"), "use sample, all or off"),
     ]
     for extra, message in cases:
         code, out, err = cli("ingest", name, "--files", str(landing), *extra, "--json")
