@@ -9,7 +9,9 @@ import typer
 from lakecat.config import DEFAULT_CATALOG, available_catalogs
 from lakecat.results import CatalogInfo
 
-from ._common import JsonOpt, Output, VerboseOpt, key, print_table, run, table
+from ._options import JsonOpt, VerboseOpt
+from ._output import Output, run
+from ._render import key, print_table, table
 
 
 def catalogs(json_: JsonOpt = False, verbose: VerboseOpt = False) -> None:

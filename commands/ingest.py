@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import os
 import signal
 import threading
@@ -13,7 +12,9 @@ import typer
 
 from lakecat.errors import InvalidArgumentError
 
-from ._common import CatalogOpt, JsonOpt, Output, VerboseOpt, connect, human_duration, parse_properties, run, thousands
+from ._options import CatalogOpt, JsonOpt, VerboseOpt, connect, parse_properties
+from ._output import Output, run
+from ._render import human_duration, thousands
 
 
 def ingest(
@@ -86,10 +87,6 @@ def ingest(
 
     def api():  # type: ignore[no-untyped-def]
         import lakecat
-
-        if not verbose:  # the error reaches the user as one line; engine loggers would repeat it with a stack
-            for logger in ("py4j", "DataFrameQueryContextLogger", "pyspark"):
-                logging.getLogger(logger).setLevel(logging.CRITICAL)
 
         if (kafka is None) == (files is None):
             raise InvalidArgumentError("give either --kafka BOOTSTRAP with --topic, or --files DIR")

@@ -9,7 +9,8 @@ import typer
 
 from lakecat.config import lakecat_home
 
-from ._common import JsonOpt, Output, VerboseOpt, run
+from ._options import JsonOpt, VerboseOpt
+from ._output import Output, run
 
 app = typer.Typer(help="Local development services (a Kafka broker).", no_args_is_help=True)
 kafka = typer.Typer(help="A single-node KRaft Kafka broker from Maven Central jars (no Docker).", no_args_is_help=True)

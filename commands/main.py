@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 import sys
 
 import click
 import typer
 
 from . import catalogs, ingest, local, maintenance, quickstart, tables, upsert, versions
-from ._common import dumps
+from ._output import dumps
 
 app = typer.Typer(
     name="lakecat",
@@ -28,8 +29,18 @@ _ABORT = tuple({click.exceptions.Abort, getattr(typer, "Abort", click.exceptions
 _USAGE = tuple({click.ClickException, getattr(typer, "TyperException", click.ClickException)})
 
 
+def configure_logging(verbose: bool) -> None:
+    """Logging, set once for the process: lakecat reports an engine error as one line, so the engine's own
+    loggers (which repeat it with a stack) stay quiet unless ``--verbose``; lakecat's own at WARNING."""
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    if not verbose:
+        for logger in ("py4j", "DataFrameQueryContextLogger", "SQLQueryContextLogger", "pyspark"):
+            logging.getLogger(logger).setLevel(logging.CRITICAL)
+
+
 def main() -> None:
     """Console-script entry point: usage errors get exit 2 (and a JSON error with --json)."""
+    configure_logging("--verbose" in sys.argv or "-v" in sys.argv)
     try:
         code = app(standalone_mode=False)
     except _EXIT as e:

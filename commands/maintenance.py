@@ -10,22 +10,9 @@ from rich.text import Text
 
 from lakecat.units import human_size
 
-from ._common import (
-    CatalogOpt,
-    JsonOpt,
-    Output,
-    VerboseOpt,
-    connect,
-    exact_size,
-    human_duration,
-    human_time,
-    key,
-    num,
-    parse_properties,
-    print_table,
-    run,
-    table,
-)
+from ._options import CatalogOpt, JsonOpt, VerboseOpt, connect, parse_properties
+from ._output import Output, run
+from ._render import exact_size, human_duration, human_time, key, num, print_table, table
 
 DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Change nothing; report what would change.")]
 ForceOpt = Annotated[bool, typer.Option("--force", help="Allow a window shorter than the format's safety floor.")]

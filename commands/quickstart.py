@@ -6,20 +6,9 @@ from typing import Annotated
 
 import typer
 
-from ._common import (
-    CatalogOpt,
-    JsonOpt,
-    Output,
-    VerboseOpt,
-    connect,
-    human_duration,
-    key,
-    num,
-    print_table,
-    run,
-    table,
-    thousands,
-)
+from ._options import CatalogOpt, JsonOpt, VerboseOpt, connect
+from ._output import Output, run
+from ._render import human_duration, key, num, print_table, table, thousands
 
 
 def quickstart(

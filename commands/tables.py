@@ -8,21 +8,9 @@ import typer
 
 from lakecat.units import human_size
 
-from ._common import (
-    CatalogOpt,
-    JsonOpt,
-    Output,
-    VerboseOpt,
-    confirm,
-    connect,
-    human_age,
-    human_time,
-    key,
-    parse_properties,
-    print_table,
-    run,
-    table,
-)
+from ._options import CatalogOpt, JsonOpt, VerboseOpt, connect, parse_properties
+from ._output import Output, confirm, run
+from ._render import human_age, human_time, key, print_table, table
 
 
 def create(

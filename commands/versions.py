@@ -9,23 +9,9 @@ import typer
 
 from lakecat.units import human_size
 
-from ._common import (
-    CatalogOpt,
-    JsonOpt,
-    Output,
-    VerboseOpt,
-    cell,
-    confirm,
-    connect,
-    human_age,
-    human_time,
-    key,
-    num,
-    print_table,
-    run,
-    table,
-    thousands,
-)
+from ._options import CatalogOpt, JsonOpt, VerboseOpt, connect
+from ._output import Output, confirm, run
+from ._render import cell, human_age, human_time, key, num, print_table, table, thousands
 
 NameArg = Annotated[str, typer.Argument(help="namespace.table")]
 VersionOpt = Annotated[

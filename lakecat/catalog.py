@@ -3,22 +3,27 @@
 from __future__ import annotations
 
 import logging
+import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
-from urllib.parse import unquote, urlparse
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 from .config import CatalogConfig, pyarrow_filesystem, resolve_config
 from .errors import InvalidArgumentError, LakecatError, TableAlreadyExistsError, TableNotFoundError
-from .formats import get_format
-from .identifiers import TableIdent, quote
+from .files import local_path
+from .formats import all_formats, get_format
+from .identifiers import TableIdent
 from .metastore import Metastore, TableEntry
 from .partitioning import parse_partition_spec
-from .results import DropResult, TableInfo, TableList
+from .results import DropResult, ListResult, TableInfo
 from .schema import parse_schema
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from .ingest import IngestHandle
+    from .results import IngestResult, MaintainResult
+    from .sources import Source
     from .table import Table
 
 log = logging.getLogger(__name__)
@@ -41,7 +46,6 @@ class Catalog:
         self.config = config
         config.export_storage_env()  # delta-rs reads its object-store settings from AWS_* variables
         self._metastore: Metastore | None = None
-        self._pyiceberg: Any = None
 
     def __repr__(self) -> str:
         return f"Catalog({self.config.name!r}, warehouse={self.config.warehouse_uri!r})"
@@ -53,22 +57,11 @@ class Catalog:
     @property
     def metastore(self) -> Metastore:
         if self._metastore is None:
-            self._metastore = Metastore(self.config)
+            metastore = Metastore(self.config)
+            for adapter in all_formats():  # what each format keeps in the metastore exists before any engine opens it
+                adapter.prepare_metastore(metastore)
+            self._metastore = metastore
         return self._metastore
-
-    def pyiceberg(self) -> Any:
-        """pyiceberg's SqlCatalog over the same metastore, same catalog name as Spark's."""
-        if self._pyiceberg is None:
-            logging.getLogger("pyiceberg.catalog.sql").setLevel(logging.ERROR)
-            from pyiceberg.catalog.sql import SqlCatalog
-
-            self._pyiceberg = SqlCatalog(
-                self.config.name,
-                uri=self.config.metastore.sqlalchemy_url,
-                warehouse=self.config.warehouse_uri,
-                **self.config.pyiceberg_properties(),
-            )
-        return self._pyiceberg
 
     def session(self) -> SparkSession:
         """The Spark session lakecat uses internally (starts the JVM on first use)."""
@@ -85,45 +78,53 @@ class Catalog:
         ``spark_catalog`` as ``<namespace>.<table>``.
         """
         spark = self.session()
-        from .formats.base import sql_string
-
-        for entry in self.metastore.list_entries(fmt="delta"):
-            spark.sql(f"CREATE NAMESPACE IF NOT EXISTS spark_catalog.{quote(entry.ident.namespace)}")
-            spark.sql(
-                f"CREATE TABLE IF NOT EXISTS spark_catalog.{entry.ident.quoted} USING delta "
-                f"LOCATION {sql_string(entry.location)}"
-            )
+        for adapter in all_formats():
+            for entry in adapter.list_entries(self):
+                for statement in adapter.spark_catalog_sql(self, entry):
+                    spark.sql(statement)
         return spark
 
     def local_path(self, location: str) -> Path | None:
         """A location as a local path, or None when it lives in object storage."""
-        if "://" not in location:
-            return Path(location)
-        if location.startswith("file:"):
-            return Path(unquote(urlparse(location).path))
-        return None
+        return local_path(location)
 
     # --- tables ------------------------------------------------------------------------------
+    def find_entry(self, ident: TableIdent) -> TableEntry | None:
+        """The catalog entry of ``ident``, whichever format owns it (None: no such table)."""
+        self.metastore  # noqa: B018 - the formats' metastore tables exist
+        for adapter in all_formats():
+            entry = adapter.get_entry(self, ident)
+            if entry is not None:
+                return entry
+        return None
+
+    def entries(self, namespace: str | None = None, *, format: str | None = None) -> list[TableEntry]:
+        """Catalog entries of every format (or one), sorted by name."""
+        self.metastore  # noqa: B018 - the formats' metastore tables exist
+        adapters = [get_format(format)] if format is not None else all_formats()
+        out = [e for adapter in adapters for e in adapter.list_entries(self, namespace)]
+        return sorted(out, key=lambda e: (e.ident.namespace, e.ident.name))
+
     def entry(self, name: str | TableIdent) -> TableEntry:
         ident = name if isinstance(name, TableIdent) else TableIdent.parse(name)
-        entry = self.metastore.get(ident)
+        entry = self.find_entry(ident)
         if entry is None:
             raise TableNotFoundError(f"table {ident} not found in catalog {self.name!r}")
         return entry
 
-    def list_tables(self, namespace: str | None = None, *, format: str | None = None) -> TableList:
-        """Tables of both formats, sorted by name; optionally one namespace or one format."""
+    def list_tables(self, namespace: str | None = None, *, format: str | None = None) -> ListResult:
+        """Tables of every format, sorted by name; optionally one namespace or one format."""
         if namespace is not None:
             from .identifiers import validate_part
 
             validate_part(namespace, what="namespace")
         if format is not None:
             format = get_format(format).name
-        return TableList([TableInfo(str(e.ident), e.format, e.location) for e in self.metastore.list_entries(namespace, format)])
+        return ListResult([TableInfo(str(e.ident), e.format, e.location) for e in self.entries(namespace, format=format)])
 
     def table_exists(self, name: str | TableIdent) -> bool:
         ident = name if isinstance(name, TableIdent) else TableIdent.parse(name)
-        return self.metastore.get(ident) is not None
+        return self.find_entry(ident) is not None
 
     def load_table(self, name: str | TableIdent) -> Table:
         from .table import Table
@@ -147,7 +148,7 @@ class Catalog:
         Args:
             name: ``namespace.table``.
             schema: column list in SQL, e.g. ``"id BIGINT NOT NULL, ts TIMESTAMP, region STRING"``.
-            format: ``iceberg`` or ``delta``.
+            format: ``iceberg`` or ``delta`` (or another registered format).
             partition_by: Iceberg transform words, e.g. ``["days(ts)", "region"]``.
             properties: table properties (``lakecat.*`` maintenance policies included).
             if_not_exists: return the existing table instead of raising.
@@ -165,19 +166,16 @@ class Catalog:
         columns = parse_schema(schema)
         fields = parse_partition_spec(partition_by, columns)
         props = validate_policy(properties or {})  # keys, and the values of lakecat.* maintenance policies
-        existing = self.metastore.get(ident)
+        existing = self.find_entry(ident)
         if existing is not None:
             if if_not_exists:
                 return Table(self, existing)
             raise TableAlreadyExistsError(f"table {ident} already exists ({existing.format})")
-        if adapter.name == "delta":
-            from .partitioning import delta_generated_columns
-
-            delta_generated_columns(fields, columns)  # refuse what Delta cannot express before Spark starts
+        adapter.check_partitioning(fields, columns)  # refuse what the format cannot express before Spark starts
         try:
             entry = adapter.create(self, ident, columns, fields, props)
         except TableAlreadyExistsError:
-            if if_not_exists and (existing := self.metastore.get(ident)) is not None:
+            if if_not_exists and (existing := self.find_entry(ident)) is not None:
                 return Table(self, existing)
             raise
         return Table(self, entry)
@@ -212,37 +210,116 @@ class Catalog:
             raise LakecatError(f"dropped from the catalog, but deleting {location} failed: {e}") from e
 
     # --- ingest ------------------------------------------------------------------------------
-    def ingest(self, table: str | TableIdent, source: Any, *, trigger: str = "available-now",
-               background: bool = False, **options: Any) -> Any:  # fmt: skip
-        """Stream a ``KafkaSource`` or ``FileSource`` into a table of either format, exactly once.
+    @overload
+    def ingest(
+        self,
+        table: str | TableIdent,
+        source: Source,
+        *,
+        trigger: str = "available-now",
+        background: Literal[False] = False,
+        checkpoint: str | None = None,
+        dlq: str | bool | None = True,
+        merge_schema: bool = False,
+        dedupe_key: str | list[str] | None = None,
+        watermark: str | None = None,
+        event_time: str | None = None,
+        max_records_per_batch: int | None = None,
+        max_files_per_batch: int | None = None,
+        metrics_file: str | Path | None = None,
+        count_unknown_fields: bool | str = "sample",
+        cdc: str | None = None,
+        key: str | list[str] | None = None,
+        on_progress: Callable[..., None] | None = None,
+        stop_event: threading.Event | None = None,
+    ) -> IngestResult: ...
+
+    @overload
+    def ingest(
+        self,
+        table: str | TableIdent,
+        source: Source,
+        *,
+        trigger: str = "available-now",
+        background: Literal[True],
+        checkpoint: str | None = None,
+        dlq: str | bool | None = True,
+        merge_schema: bool = False,
+        dedupe_key: str | list[str] | None = None,
+        watermark: str | None = None,
+        event_time: str | None = None,
+        max_records_per_batch: int | None = None,
+        max_files_per_batch: int | None = None,
+        metrics_file: str | Path | None = None,
+        count_unknown_fields: bool | str = "sample",
+        cdc: str | None = None,
+        key: str | list[str] | None = None,
+        on_progress: Callable[..., None] | None = None,
+        stop_event: threading.Event | None = None,
+    ) -> IngestHandle: ...
+
+    def ingest(
+        self,
+        table: str | TableIdent,
+        source: Source,
+        *,
+        trigger: str = "available-now",
+        background: bool = False,
+        checkpoint: str | None = None,
+        dlq: str | bool | None = True,
+        merge_schema: bool = False,
+        dedupe_key: str | list[str] | None = None,
+        watermark: str | None = None,
+        event_time: str | None = None,
+        max_records_per_batch: int | None = None,
+        max_files_per_batch: int | None = None,
+        metrics_file: str | Path | None = None,
+        count_unknown_fields: bool | str = "sample",
+        cdc: str | None = None,
+        key: str | list[str] | None = None,
+        on_progress: Callable[..., None] | None = None,
+        stop_event: threading.Event | None = None,
+    ) -> IngestResult | IngestHandle:
+        """Stream a source (``KafkaSource``, ``FileSource``) into a table of any format, exactly once.
 
         Args:
             table: ``namespace.table``.
             source: ``lakecat.KafkaSource(bootstrap, topic)`` or ``lakecat.FileSource(dir, format="json")``.
             trigger: ``available-now`` (drain and return) or ``every <duration>`` (runs until stopped).
             background: return an ``IngestHandle`` at once (``.stop()``, ``.await_termination()``, ``.report()``).
-            **options: ``checkpoint``, ``dlq`` (a table name, True for ``<table>_dlq``, False to fail on bad
-                records), ``merge_schema``, ``dedupe_key``, ``watermark``, ``event_time``,
-                ``max_records_per_batch``, ``max_files_per_batch``, ``metrics_file``, ``on_progress``;
-                ``cdc="debezium"`` with ``key=[...]`` applies Debezium change events with MERGE (upserts and
+            checkpoint: the stream's checkpoint (default: one per table and source under the warehouse).
+            dlq: the dead-letter table (a name, True for ``<table>_dlq``, False to fail on bad records).
+            merge_schema: add new top-level JSON fields as columns.
+            dedupe_key: drop records whose key was seen within ``watermark`` (with ``event_time``).
+            max_records_per_batch: Kafka records per micro-batch; ``max_files_per_batch``: files per batch.
+            metrics_file: append one JSON line per batch.
+            count_unknown_fields: check records for fields the table lacks: ``sample`` (1 in 16), ``all``, ``off``.
+            cdc: ``"debezium"`` with ``key=[...]`` applies Debezium change events with MERGE (upserts and
                 deletes, last event per key per batch, exactly once).
+            on_progress: called with ``(handle, progress)`` per finished batch (not with ``background``).
+            stop_event: a ``threading.Event`` that stops the stream after the batch in flight when set.
 
         Returns:
-            An ``IngestReport`` (or an ``IngestHandle`` with ``background=True``).
+            An ``IngestResult`` (or an ``IngestHandle`` with ``background=True``).
 
         Example:
             >>> cat.ingest("sales.orders", lakecat.KafkaSource("localhost:9092", "orders")).rows_written
         """
         from .ingest import run_ingest, start_ingest
 
+        options: dict[str, Any] = dict(
+            trigger=trigger, checkpoint=checkpoint, dlq=dlq, merge_schema=merge_schema, dedupe_key=dedupe_key,
+            watermark=watermark, event_time=event_time, max_records_per_batch=max_records_per_batch,
+            max_files_per_batch=max_files_per_batch, metrics_file=metrics_file,
+            count_unknown_fields=count_unknown_fields, cdc=cdc, key=key,
+        )  # fmt: skip
         if background:
-            options.pop("on_progress", None)
-            return start_ingest(self, table, source, trigger=trigger, **options)
-        return run_ingest(self, table, source, trigger=trigger, **options)
+            return start_ingest(self, table, source, **options)
+        return run_ingest(self, table, source, on_progress=on_progress, stop_event=stop_event, **options)
 
     # --- maintenance (lakecat/maintenance.py) ---------------------------------------------------
     def maintain(self, pattern: str | None = None, *, plan: str | Path | dict[str, Any] | None = None,
-                 dry_run: bool = False, progress: Any = None) -> Any:  # fmt: skip
+                 dry_run: bool = False, progress: Callable[[str, int, int], None] | None = None) -> MaintainResult:  # fmt: skip
         """Run each matching table's maintenance policy (compact, expire, clean orphans, metadata upkeep).
 
         Carries on past a failing table; ``report.failed`` counts failures.

@@ -27,14 +27,14 @@ from __future__ import annotations
 
 import time
 import uuid
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .engine import first_line, spark_conf, spark_errors
 from .errors import InvalidArgumentError
-from .formats.base import spark_errors
 from .identifiers import parse_columns, quote
-from .results import Result
+from .records import CDC_KEY_PROPERTY, CORRUPT, DETAIL, ERROR, META, RAW
+from .results import UpsertResult
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -46,7 +46,7 @@ CDC_FORMATS = ("debezium",)
 OP = "_lakecat_op"  # "u" (upsert: insert or update) or "d" (delete) after parsing
 CDC_TS = "_lakecat_cdc_ts"
 POS = "_lakecat_pos"
-KEY_PROPERTY = "lakecat.cdc.key"
+KEY_PROPERTY = CDC_KEY_PROPERTY
 UPSERT_OPS = ("c", "r", "u")
 
 
@@ -118,7 +118,6 @@ def parse_debezium(raw: DataFrame, fields: list[StructField], keys: list[str]) -
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
-    from .ingest import CORRUPT, DETAIL, ERROR, META, RAW
 
     image = T.StructType([T.StructField(f.name, _wire_type(f.dataType), True) for f in fields])
     change = [T.StructField("before", image, True), T.StructField("after", image, True),
@@ -238,96 +237,40 @@ def merge(table: Table, source: DataFrame, keys: list[str], columns: list[str], 
           batch_id: int | None = None, with_deletes: bool = True) -> None:  # fmt: skip
     """One MERGE of ``source`` (at most one row per key; ``OP`` = ``u``/``d``) into ``table``, as one commit.
 
-    With ``app_id``/``batch_id`` the commit carries the idempotence marker of :mod:`lakecat.ingest`:
-    Delta's transaction (``spark.databricks.delta.write.txnAppId``/``txnVersion``, which Delta checks
-    and records in the same commit) or Iceberg's snapshot properties ``lakecat.query-id``/``batch-id``.
-    The settings go into ``source``'s own session (a stream's batch runs in a session of its own).
+    With ``app_id``/``batch_id`` the commit carries the idempotence marker of :mod:`lakecat.ingest`, in the
+    format's own terms (``TableFormat.merge_marker_conf``: Delta's transaction, Iceberg's snapshot
+    properties). The settings go into ``source``'s own session (a stream's batch runs in a session of its own).
     """
-    from .formats.delta import spark_path
-
     spark = source.sparkSession
     view = f"lakecat_cdc_{uuid.uuid4().hex[:12]}"
-    target = spark_path(table.location) if table.format == "delta" else table.spark_name
-    confs: dict[str, str] = {}
-    if app_id is not None and batch_id is not None:
-        if table.format == "delta":
-            confs = {"spark.databricks.delta.write.txnAppId": app_id,
-                     "spark.databricks.delta.write.txnVersion": str(batch_id),
-                     "spark.databricks.delta.write.txnVersion.autoReset.enabled": "true"}  # fmt: skip
-        else:
-            confs = {"spark.sql.iceberg.snapshot-property.lakecat.query-id": app_id,
-                     "spark.sql.iceberg.snapshot-property.lakecat.batch-id": str(batch_id)}  # fmt: skip
+    confs = table.adapter.merge_marker_conf(app_id, batch_id) if app_id is not None and batch_id is not None else {}
     source.createOrReplaceTempView(view)
     try:
-        for k, v in confs.items():
-            spark.conf.set(k, v)
-        with spark_errors("merge into", table.entry.ident):
-            spark.sql(_merge_sql(target, view, keys, columns, with_deletes=with_deletes)).collect()
+        with spark_conf(spark, confs), spark_errors("merge into", table.entry.ident):
+            spark.sql(_merge_sql(table.spark_name, view, keys, columns, with_deletes=with_deletes)).collect()
     finally:
-        for k in confs:
-            spark.conf.unset(k)
         spark.catalog.dropTempView(view)
 
 
-def ensure_key(spark: SparkSession, table: Table, keys: list[str]) -> list[str]:
-    """Record the key on the table: Iceberg identifier fields (when the columns are NOT NULL) and the
-    ``lakecat.cdc.key`` property (both formats) — ``changes`` pairs updates by it. Returns notes."""
-    from .formats.delta import spark_path
-
-    notes: list[str] = []
-    props = _properties(table)
+def ensure_key(table: Table, keys: list[str]) -> list[str]:
+    """Record the key on the table: the ``lakecat.cdc.key`` property (every format) and whatever the format
+    itself keeps (Iceberg: identifier fields, when the columns are NOT NULL) — ``changes`` pairs updates by
+    it. Returns notes for the user."""
+    notes = table.adapter.record_key(table, keys)
     value = ",".join(keys)
-    if table.format == "iceberg":
-        tbl = table.adapter.load(table.refresh())  # type: ignore[attr-defined]
-        schema = tbl.schema()
-        current = [schema.find_column_name(i) for i in sorted(schema.identifier_field_ids)]
-        if not current:
-            optional = [k for k in keys if not schema.find_field(k).required]
-            if optional:
-                notes.append(f"identifier fields not set: key column(s) {', '.join(optional)} are nullable "
-                             f"(create the table with {', '.join(optional)} NOT NULL)")  # fmt: skip
-            else:
-                with spark_errors("set identifier fields of", table.entry.ident):
-                    spark.sql(f"ALTER TABLE {table.spark_name} SET IDENTIFIER FIELDS {', '.join(quote(k) for k in keys)}")
-        elif sorted(current) != sorted(keys):
-            notes.append(f"table identifier fields are {', '.join(current)}, the CDC key is {value}")
-    if props.get(KEY_PROPERTY) != value:
-        from .formats.base import sql_string
-
-        target = spark_path(table.location) if table.format == "delta" else table.spark_name
-        with spark_errors("set properties of", table.entry.ident):
-            spark.sql(f"ALTER TABLE {target} SET TBLPROPERTIES ({sql_string(KEY_PROPERTY)} = {sql_string(value)})")
+    if table.adapter.properties(table).get(KEY_PROPERTY) != value:
+        table.adapter.set_properties(table, {KEY_PROPERTY: value}, [])
     return notes
 
 
-def _properties(table: Table) -> dict[str, str]:
-    if table.format == "iceberg":
-        return dict(table.adapter.load(table.refresh()).properties)  # type: ignore[attr-defined]
-    from deltalake import DeltaTable
-
-    return dict(DeltaTable(table.location).metadata().configuration)
-
-
 # --- batch upserts -----------------------------------------------------------------------------
-@dataclass
-class UpsertReport(Result):
-    """What ``lakecat upsert`` did."""
-
-    table: str
-    format: str
-    source: str
-    rows_in: int = 0
-    inserted: int = 0
-    updated: int = 0
-    deleted: int = 0
-    version: int | None = None
-    duration_s: float = 0.0
+UpsertReport = UpsertResult  # the name of earlier releases
 
 
 def _read_path(spark: SparkSession, path: str, file_format: str | None, fields: list[StructField], table: str) -> tuple[DataFrame, str]:
     from pyspark.sql import functions as F
 
-    from .sources import FILE_FORMATS
+    from .sources.files import FILE_FORMATS
 
     local = None if "://" in path and not path.startswith("file:") else Path(path.removeprefix("file://").removeprefix("file:")).expanduser()
     if local is not None and not local.exists():
@@ -359,7 +302,7 @@ def _read_path(spark: SparkSession, path: str, file_format: str | None, fields: 
 
 
 def upsert(table: Table, data: Any, *, key: str | list[str] | tuple[str, ...], file_format: str | None = None,
-           delete_when: str | None = None) -> UpsertReport:  # fmt: skip
+           delete_when: str | None = None) -> UpsertResult:  # fmt: skip
     """MERGE ``data`` (a Spark DataFrame, or a path of json/csv/parquet files) into ``table`` by ``key``.
 
     Matched rows are updated, new keys inserted; with ``delete_when`` (a SQL predicate over the
@@ -369,12 +312,11 @@ def upsert(table: Table, data: Any, *, key: str | list[str] | tuple[str, ...], f
     from pyspark.sql import DataFrame as SparkDataFrame
     from pyspark.sql import functions as F
 
-    from .ingest import _generated_columns, _input_fields, _spark_schema
-
     started = time.monotonic()
     ident = table.entry.ident
     spark = table.catalog.session()
-    fields = _input_fields(_spark_schema(spark, table), _generated_columns(table))
+    table.adapter.require("merge", "upsert")
+    fields = table.writable_fields()
     keys = check_key(key, fields, str(ident))
     if isinstance(data, SparkDataFrame):
         src, what = data, "dataframe"
@@ -397,8 +339,6 @@ def upsert(table: Table, data: Any, *, key: str | list[str] | tuple[str, ...], f
                 pred = F.expr(delete_when)  # an expression, parsed by Spark: never spliced into a statement
                 src.select(pred.alias("_p")).schema  # noqa: B018 - resolves the predicate against the source
             except Exception as e:  # noqa: BLE001 - re-raised as a usage error
-                from .formats.base import first_line
-
                 raise InvalidArgumentError(f"invalid --delete-when {delete_when!r}: {first_line(str(e))}") from None
         op = F.when(F.coalesce(pred, F.lit(False)), F.lit("d")).otherwise(F.lit("u"))
     by_name = {f.name: f for f in fields}
@@ -407,6 +347,7 @@ def upsert(table: Table, data: Any, *, key: str | list[str] | tuple[str, ...], f
         with spark_errors("upsert into", ident):
             stats = src.agg(F.count(F.lit(1)).alias("n"),
                             F.count(F.when(_any_null(keys), 1)).alias("null_keys")).first()  # fmt: skip
+        assert stats is not None  # an aggregate always has its one row
         n, null_keys = int(stats["n"]), int(stats["null_keys"])
         if null_keys:
             raise InvalidArgumentError(f"upsert: {null_keys} source row(s) have a null key ({', '.join(keys)}); nothing was written")
@@ -423,7 +364,8 @@ def upsert(table: Table, data: Any, *, key: str | list[str] | tuple[str, ...], f
             ).first()
         if n:
             merge(table, src, keys, columns, with_deletes=bool(delete_when))
-        report = UpsertReport(table=str(ident), format=table.format, source=what, rows_in=n,
+        assert counts is not None
+        report = UpsertResult(table=str(ident), format=table.format, source=what, rows_in=n,
                               inserted=int(counts["ins"]), updated=int(counts["upd"]),
                               deleted=int(counts["del"]) if delete_when else 0)  # fmt: skip
     finally:

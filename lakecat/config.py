@@ -164,7 +164,9 @@ class CatalogConfig:
     warehouse: str
     metastore: Metastore
     source: str = "<built-in>"
-    iceberg: dict[str, str] = field(default_factory=dict)
+    #: Per-format settings: every other top-level table of the file (``[iceberg]`` -> ``{"iceberg": {...}}``);
+    #: each format's adapter reads its own.
+    format_options: dict[str, dict[str, str]] = field(default_factory=dict)
     spark_master: str = "local[2]"
     spark_conf: dict[str, str] = field(default_factory=dict)
     spark_packages: list[str] = field(default_factory=list)
@@ -259,6 +261,9 @@ def _redact(url: str) -> str:
     return re.sub(r"(://[^:/@]+:)[^@]+@", r"\1***@", url)
 
 
+_CORE_SECTIONS = ("spark", "storage")
+
+
 def load_config_file(path: Path) -> CatalogConfig:
     """Read one catalog TOML file."""
     try:
@@ -289,7 +294,8 @@ def load_config_file(path: Path) -> CatalogConfig:
         warehouse=warehouse,
         metastore=metastore,
         source=str(path),
-        iceberg={str(k): str(v) for k, v in data.get("iceberg", {}).items()},
+        format_options={str(section): {str(k): str(v) for k, v in body.items()}
+                        for section, body in data.items() if isinstance(body, dict) and section not in _CORE_SECTIONS},
         spark_master=str(spark.get("master", "local[2]")),
         spark_conf={str(k): str(v) for k, v in spark.get("conf", {}).items()},
         spark_packages=[str(p) for p in spark.get("packages", [])],

@@ -29,44 +29,26 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .engine import spark_errors
 from .errors import InvalidArgumentError, LakecatError
-from .formats.base import spark_errors
-from .identifiers import TableIdent, parse_columns, quote, validate_part
-from .results import Result
-from .sources import FileSource, KafkaSource
+from .identifiers import TableIdent, parse_columns, validate_part
+from .records import CHECKED, CORRUPT, DETAIL, ERROR, EVENT_TIME, META, RAW, SALT, UNKNOWN, input_fields, type_ddl
+from .results import IngestResult
+from .sources import Source, StreamOptions
 from .units import iso, parse_duration
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import DataFrame
     from pyspark.sql.streaming import StreamingQuery
-    from pyspark.sql.types import DataType, StructField, StructType
+    from pyspark.sql.types import StructField
 
     from .catalog import Catalog
     from .table import Table
 
 log = logging.getLogger(__name__)
 
-Source = KafkaSource | FileSource
-
-ERROR = "_lakecat_error"
-DETAIL = "_lakecat_detail"
-RAW = "_lakecat_raw"
-UNKNOWN = "_lakecat_unknown"
-CHECKED = "_lakecat_checked"  # the record was checked for unknown fields (count_unknown_fields="sample")
 UNKNOWN_SAMPLE = 16  # "sample": one record in 16 (Kafka: offset % 16 == 0; files: a hash of the value)
 UNKNOWN_MODES = ("sample", "all", "off")
-CORRUPT = "_lakecat_corrupt"
-EVENT_TIME = "_lakecat_event_time"
-SALT = "_lakecat_salt"
-META = ("_lakecat_key", "_lakecat_topic", "_lakecat_partition", "_lakecat_offset", "_lakecat_ts", "_lakecat_source")
-#: Columns ``--with-kafka-metadata`` fills (the table must have them, or ``merge_schema`` adds them).
-KAFKA_METADATA_COLUMNS = {
-    "_kafka_key": "STRING",
-    "_kafka_topic": "STRING",
-    "_kafka_partition": "INT",
-    "_kafka_offset": "BIGINT",
-    "_kafka_timestamp": "TIMESTAMP",
-}
 #: The dead-letter table's schema (created with the table's format when missing).
 DLQ_SCHEMA = (
     "raw_value BINARY, raw_text STRING, error STRING, error_detail STRING, source STRING, kafka_topic STRING, "
@@ -75,34 +57,7 @@ DLQ_SCHEMA = (
 )
 DLQ_COLUMNS = ("raw_value", "raw_text", "error", "error_detail", "source", "kafka_topic", "kafka_partition", "kafka_offset",
                "kafka_key", "kafka_timestamp", "ingest_time", "batch_id")  # fmt: skip
-GENERATED_KEY = "delta.generationExpression"
-
-
-# --- results -----------------------------------------------------------------------------------
-@dataclass
-class IngestReport(Result):
-    """What an ingest did in this run (``lakecat ingest --json``)."""
-
-    table: str
-    format: str
-    source: str
-    rows_written: int = 0
-    rows_dead_lettered: int = 0
-    batches: int = 0
-    batches_skipped: int = 0
-    duration_s: float = 0.0
-    unknown_fields: int = 0
-    unknown_field_names: list[str] = field(default_factory=list)
-    unknown_fields_checked: int = 0
-    added_columns: list[str] = field(default_factory=list)
-    dlq_table: str | None = None
-    checkpoint: str = ""
-    trigger: str = "available-now"
-    stopped_by: str = "drained"
-    started_at: str | None = None
-    lag: int | None = None
-    cdc: str | None = None
-    key: list[str] | None = None
+IngestReport = IngestResult  # the name of earlier releases
 
 
 @dataclass(frozen=True)
@@ -132,143 +87,35 @@ class Trigger:
 # --- the table side ----------------------------------------------------------------------------
 @dataclass
 class _Target:
-    """A table the stream writes to, with its idempotence bookkeeping."""
+    """A table the stream writes to, with its idempotence bookkeeping (kept by the table's format)."""
 
     table: Table
     app_id: str
     last_batch: int | None = None  # highest batch id known committed for app_id (None: not looked up yet)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    @property
-    def is_delta(self) -> bool:
-        return self.table.format == "delta"
-
     def committed_batch(self) -> int:
         """The highest batch id this app id has committed to the table (-1: none), from table metadata."""
         with self._lock:  # the first lookup may run in the prefetch thread while the first batch asks
             if self.last_batch is None:
-                self.last_batch = _delta_txn(self.table, self.app_id) if self.is_delta else _iceberg_txn(self.table, self.app_id)
+                self.last_batch = self.table.adapter.committed_batch(self.table, self.app_id)
             return self.last_batch
 
     def write(self, df: DataFrame, batch_id: int) -> bool:
         """Append ``df`` as batch ``batch_id`` unless that batch is already committed; True if written."""
         if batch_id <= self.committed_batch():
             return False
-        with spark_errors("ingest into", self.table.entry.ident):
-            if self.is_delta:
-                (df.write.format("delta").mode("append").option("txnAppId", self.app_id)
-                 .option("txnVersion", str(batch_id)).save(self.table.location))  # fmt: skip
-            else:
-                (df.writeTo(self.table.spark_name).option("snapshot-property.lakecat.query-id", self.app_id)
-                 .option("snapshot-property.lakecat.batch-id", str(batch_id)).append())  # fmt: skip
+        self.table.adapter.append_batch(self.table, df, self.app_id, batch_id)
         self.last_batch = batch_id
         return True
 
 
-def _delta_txn(table: Table, app_id: str) -> int:
-    from deltalake import DeltaTable
-
-    version = DeltaTable(table.location).transaction_version(app_id)
-    return -1 if version is None else int(version)
-
-
-def _iceberg_txn(table: Table, app_id: str) -> int:
-    entry = table.refresh()
-    tbl = table.adapter.load(entry)  # type: ignore[attr-defined]
-    snapshot = tbl.current_snapshot()
-    best = -1
-    by_id = {s.snapshot_id: s for s in tbl.metadata.snapshots}
-    while snapshot is not None:  # newest first along the current branch; batch ids only grow
-        props = snapshot.summary.additional_properties if snapshot.summary else {}
-        if props.get("lakecat.query-id") == app_id:
-            return max(best, int(props.get("lakecat.batch-id", -1)))
-        snapshot = by_id.get(snapshot.parent_snapshot_id) if snapshot.parent_snapshot_id else None
-    return best
-
-
-def _spark_schema(spark: SparkSession, table: Table) -> StructType:
-    with spark_errors("read schema of", table.entry.ident):
-        if table.format == "delta":
-            return spark.read.format("delta").load(table.location).schema
-        spark.sql(f"REFRESH TABLE {table.spark_name}")
-        return spark.table(table.spark_name).schema
-
-
-def _generated_columns(table: Table) -> set[str]:
-    """Delta's generated columns (Spark's read schema does not say which they are; the Delta log does)."""
-    if table.format != "delta":
-        return set()
-    from deltalake import DeltaTable
-
-    return {f.name for f in DeltaTable(table.location).schema().fields if f.metadata.get(GENERATED_KEY)}
-
-
-def _input_fields(schema: StructType, generated: set[str] | None = None) -> list[StructField]:
-    """The columns events fill: everything but Delta's generated columns (Delta computes those)."""
-    return [f for f in schema.fields if not f.metadata.get(GENERATED_KEY) and f.name not in (generated or ())]
-
-
-def _type_ddl(t: DataType) -> str:
-    from pyspark.sql import types as T
-
-    if isinstance(t, T.StructType):
-        return "STRUCT<" + ", ".join(f"{quote(f.name)}: {_type_ddl(f.dataType)}" for f in t.fields) + ">"
-    if isinstance(t, T.ArrayType):
-        return f"ARRAY<{_type_ddl(t.elementType)}>"
-    if isinstance(t, T.MapType):
-        return f"MAP<{_type_ddl(t.keyType)}, {_type_ddl(t.valueType)}>"
-    if isinstance(t, T.NullType):
-        return "STRING"
-    return t.simpleString().upper()
-
-
-def _add_columns(spark: SparkSession, table: Table, columns: list[tuple[str, str]]) -> None:
-    if not columns:
-        return
-    cols = ", ".join(f"{quote(name)} {ddl}" for name, ddl in columns)
-    from .formats.delta import spark_path
-
-    target = spark_path(table.location) if table.format == "delta" else table.spark_name
-    with spark_errors("add columns to", table.entry.ident):
-        spark.sql(f"ALTER TABLE {target} ADD COLUMNS ({cols})")
+def _add_columns(table: Table, columns: list[tuple[str, str]]) -> None:
+    if columns:
+        table.adapter.add_columns(table, columns)
 
 
 # --- parsing -----------------------------------------------------------------------------------
-def _raw_columns(spark: SparkSession, source: Source, options: _Options) -> DataFrame:
-    """The source as rows of (value BINARY + metadata) — one shape for Kafka and JSON files."""
-    from pyspark.sql import functions as F
-
-    if isinstance(source, KafkaSource):
-        # failOnDataLoss stays on (Spark's default): offsets lost to retention stop the stream instead of vanishing
-        reader = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", source.bootstrap)
-                  .option("startingOffsets", source.starting_offsets))  # fmt: skip
-        reader = reader.option("subscribe", source.topic) if source.topic else reader.option(
-            "subscribePattern", source.topic_pattern
-        )
-        for k, v in source.options.items():
-            reader = reader.option(k if k.startswith("kafka.") else f"kafka.{k}", v)
-        if options.max_records_per_batch:
-            reader = reader.option("maxOffsetsPerTrigger", str(options.max_records_per_batch))
-        df = reader.load()
-        return df.select(
-            F.col("value"),
-            F.col("key").alias("_lakecat_key"),
-            F.col("topic").alias("_lakecat_topic"),
-            F.col("partition").alias("_lakecat_partition"),
-            F.col("offset").alias("_lakecat_offset"),
-            F.col("timestamp").alias("_lakecat_ts"),
-            F.col("topic").alias("_lakecat_source"),
-        )
-    reader = spark.readStream.format("text")
-    if options.max_files_per_batch:
-        reader = reader.option("maxFilesPerTrigger", str(options.max_files_per_batch))
-    df = reader.load(source.uri)
-    return df.where(F.trim(F.col("value")) != "").select(
-        F.col("value").cast("binary").alias("value"),
-        *_file_provenance(),
-    )
-
-
 def _any(conditions: Any) -> Any:
     import functools
     import operator
@@ -309,7 +156,7 @@ def _parse_json(raw: DataFrame, fields: list[StructField], *, keep_value: bool, 
         error = error.when(_any(p[n].isNull() for n in required), F.lit("missing_required"))
     ptext = F.from_json(text, as_text)
     mismatched = F.concat_ws(
-        ", ", *[F.when(ptext[f.name].isNotNull() & p[f.name].isNull(), F.lit(f"{f.name} (expected {_type_ddl(f.dataType)})"))
+        ", ", *[F.when(ptext[f.name].isNotNull() & p[f.name].isNull(), F.lit(f"{f.name} (expected {type_ddl(f.dataType)})"))
                 for f in fields]  # fmt: skip
     )
     detail = (
@@ -338,85 +185,6 @@ def _parse_json(raw: DataFrame, fields: list[StructField], *, keep_value: bool, 
                      raw_value.alias(RAW))  # fmt: skip
 
 
-def _file_provenance() -> list[Any]:
-    """The provenance columns of a file record: no Kafka coordinates, the file's path and modification time."""
-    from pyspark.sql import functions as F
-
-    return [
-        F.lit(None).cast("binary").alias("_lakecat_key"),
-        F.lit(None).cast("string").alias("_lakecat_topic"),
-        F.lit(None).cast("int").alias("_lakecat_partition"),
-        F.lit(None).cast("bigint").alias("_lakecat_offset"),
-        F.col("_metadata.file_modification_time").alias("_lakecat_ts"),
-        F.col("_metadata.file_path").alias("_lakecat_source"),
-    ]
-
-
-def _read_typed_files(spark: SparkSession, source: FileSource, fields: list[StructField], options: _Options) -> DataFrame:
-    """csv / parquet through the reader, typed by the table's schema, into the same shape as _parse_json."""
-    from pyspark.sql import functions as F
-    from pyspark.sql import types as T
-
-    schema = T.StructType([T.StructField(f.name, f.dataType, True) for f in fields])
-    reader = spark.readStream.format(source.format)
-    if options.max_files_per_batch:
-        reader = reader.option("maxFilesPerTrigger", str(options.max_files_per_batch))
-    if source.format == "csv":
-        schema = schema.add(T.StructField(CORRUPT, T.StringType(), True))
-        reader = reader.option("header", "true").option("mode", "PERMISSIVE").option("columnNameOfCorruptRecord", CORRUPT)
-    for k, v in source.options.items():
-        reader = reader.option(k, v)
-    df = reader.schema(schema).load(source.uri)
-    required = [f.name for f in fields if not f.nullable]
-    error = F.lit(None).cast("string")
-    if source.format == "csv":
-        error = F.when(F.col(CORRUPT).isNotNull(), F.lit("malformed_csv"))
-    if required:
-        error = F.when(error.isNotNull(), error).when(
-            _any(F.col(n).isNull() for n in required), F.lit("missing_required")
-        )
-    raw_text = F.col(CORRUPT) if source.format == "csv" else F.to_json(F.struct(*[F.col(f.name) for f in fields]))
-    if source.format == "csv":
-        raw_text = F.coalesce(F.col(CORRUPT), F.to_json(F.struct(*[F.col(f.name) for f in fields])))
-    missing = F.concat_ws(", ", *[F.when(F.col(n).isNull(), F.lit(n)) for n in required]) if required else F.lit("")
-    out = df.select(
-        *[F.col(f.name) for f in fields],
-        error.alias(ERROR),
-        *_file_provenance(),
-        raw_text.alias("_lakecat_text"),
-    )
-    detail = F.when(F.col(ERROR) == "malformed_csv", F.lit("row does not match the table's columns and types")).when(
-        F.col(ERROR) == "missing_required", F.concat(F.lit("missing required field: "), missing)
-    )
-    return out.select(
-        "*",
-        F.when(F.col(ERROR).isNotNull(), detail).alias(DETAIL),
-        F.when(F.col(ERROR).isNotNull(), F.col("_lakecat_text").cast("binary")).alias(RAW),
-    ).drop("_lakecat_text")
-
-
-def _check_parquet_types(spark: SparkSession, source: FileSource, fields: list[StructField], table: Table) -> None:
-    """Refuse parquet files whose column types the table cannot take, before anything is written."""
-    from pyspark.sql import types as T
-
-    try:
-        found = spark.read.format("parquet").load(source.uri).schema
-    except Exception:  # noqa: BLE001 - an empty directory has no schema yet; files arriving later are read typed
-        return
-    widen = {(T.IntegerType, T.LongType), (T.ShortType, T.IntegerType), (T.ShortType, T.LongType),
-             (T.ByteType, T.ShortType), (T.ByteType, T.IntegerType), (T.ByteType, T.LongType),
-             (T.FloatType, T.DoubleType), (T.IntegerType, T.DoubleType)}  # fmt: skip
-    by_name = {f.name: f.dataType for f in found.fields}
-    for f in fields:
-        got = by_name.get(f.name)
-        if got is None or got == f.dataType or (type(got), type(f.dataType)) in widen:
-            continue
-        raise InvalidArgumentError(
-            f"ingest into {table.name}: column {f.name} is {_type_ddl(got)} in the parquet files under {source.uri} "
-            f"but {_type_ddl(f.dataType)} in the table; nothing was written"
-        )
-
-
 # --- options and state -------------------------------------------------------------------------
 @dataclass
 class _Options:
@@ -435,6 +203,11 @@ class _Options:
     cdc_key: list[str] | None = None
 
 
+    @property
+    def stream(self) -> StreamOptions:
+        return StreamOptions(self.max_records_per_batch, self.max_files_per_batch)
+
+
 @dataclass
 class BatchStats:
     batch_id: int
@@ -450,7 +223,7 @@ class BatchStats:
 class _State:
     """Counters shared between the foreachBatch thread and the caller."""
 
-    def __init__(self, report: IngestReport) -> None:
+    def __init__(self, report: IngestResult) -> None:
         self.lock = threading.Lock()
         self.report = report
         self.batches: dict[int, BatchStats] = {}
@@ -473,9 +246,9 @@ class _State:
                 self.unknown_names.update(unknown_names)
                 r.unknown_field_names = sorted(self.unknown_names)[:100]
 
-    def snapshot(self) -> IngestReport:
+    def snapshot(self) -> IngestResult:
         with self.lock:
-            r = IngestReport(**{k: getattr(self.report, k) for k in self.report.__dataclass_fields__})
+            r = IngestResult(**{k: getattr(self.report, k) for k in self.report.__dataclass_fields__})
             r.unknown_field_names = list(r.unknown_field_names)
             r.added_columns = list(r.added_columns)
         r.duration_s = round(time.monotonic() - self.started, 3)
@@ -515,14 +288,14 @@ class _Pipeline:
     def plan(self) -> DataFrame:
         from pyspark.sql import functions as F
 
-        if isinstance(self.source, FileSource) and self.source.format != "json":
-            df = _read_typed_files(self.spark, self.source, self.fields, self.opts)
+        if not self.source.parses_json:
+            df = self.source.open_typed(self.spark, self.fields, self.opts.stream)
         elif self.opts.cdc:
             from .cdc import parse_debezium
 
-            df = parse_debezium(_raw_columns(self.spark, self.source, self.opts), self.fields, self.opts.cdc_key or [])
+            df = parse_debezium(self.source.open_raw(self.spark, self.opts.stream), self.fields, self.opts.cdc_key or [])
         else:
-            raw = _raw_columns(self.spark, self.source, self.opts)
+            raw = self.source.open_raw(self.spark, self.opts.stream)
             df = _parse_json(raw, self.fields, keep_value=self.opts.merge_schema, count_unknown=self.opts.count_unknown)
         if self.opts.dedupe_key:
             salt = F.when(F.col(ERROR).isNotNull(), F.concat_ws(":", F.col("_lakecat_source"), F.col("_lakecat_partition"),
@@ -620,6 +393,7 @@ class _Pipeline:
             if self.dlq is None:
                 self._refuse_bad(base)
             m = base.agg(F.count(F.lit(1)).alias("rows"), F.count(F.col(ERROR)).alias("bad")).first()
+            assert m is not None  # an aggregate always has its one row
             rows, bad = int(m["rows"] or 0), int(m["bad"] or 0)
             columns = [f.name for f in self.fields]
             if not done_table:
@@ -656,13 +430,7 @@ class _Pipeline:
 
         cols = [F.col(f.name) for f in self.fields]
         if self.with_metadata:
-            cols += [
-                F.col("_lakecat_key").cast("string").alias("_kafka_key"),
-                F.col("_lakecat_topic").alias("_kafka_topic"),
-                F.col("_lakecat_partition").alias("_kafka_partition"),
-                F.col("_lakecat_offset").alias("_kafka_offset"),
-                F.col("_lakecat_ts").alias("_kafka_timestamp"),
-            ]
+            cols += self.source.metadata_values()
         return df.where(F.col(ERROR).isNull()).select(*cols)
 
     def _bad_rows(self, df: DataFrame, batch_id: int) -> DataFrame:
@@ -706,11 +474,11 @@ class _Pipeline:
                         validate_part(f.name, what="column name")
                     except InvalidArgumentError:
                         continue  # a name lakecat cannot quote safely into every engine stays an unknown field
-                    added.append((f.name, _type_ddl(f.dataType)))
-            _add_columns(self.spark, self.table, added)
+                    added.append((f.name, type_ddl(f.dataType)))
+            _add_columns(self.table, added)
             if added:
-                fields = _input_fields(_spark_schema(self.spark, self.table), _generated_columns(self.table))
-                self.fields = [f for f in fields if not (self.with_metadata and f.name in KAFKA_METADATA_COLUMNS)]
+                fields = self.table.writable_fields()
+                self.fields = [f for f in fields if not (self.with_metadata and f.name in self.source.metadata_columns)]
                 with self.state.lock:
                     self.state.report.added_columns.extend(name for name, _ in added)
         if [f.name for f in self.fields] == [f.name for f in self.stream_fields]:
@@ -752,7 +520,7 @@ class IngestHandle:
         self.query = self._pipeline.start()
         return True
 
-    def stop(self, *, timeout: float = 600.0, reason: str = "stopped") -> IngestReport:
+    def stop(self, *, timeout: float = 600.0, reason: str = "stopped") -> IngestResult:
         """Stop after the batch in flight has committed (never in the middle of a write)."""
         self._stopped_by = reason
         deadline = time.monotonic() + timeout
@@ -765,7 +533,7 @@ class IngestHandle:
     def await_termination(self, timeout: float | None = None) -> bool:
         """Wait until the query ends (available-now: drained); True if it has ended. Raises its error."""
         try:
-            ended = self.query.awaitTermination(timeout) if timeout is not None else self.query.awaitTermination()
+            ended = self.query.awaitTermination(timeout) if timeout is not None else self.query.awaitTermination()  # type: ignore[arg-type]  # pyspark's stub says int; seconds as float work
         except Exception as e:  # noqa: BLE001 - translated below
             if self._restart_after_known_bug(str(e)):
                 return False
@@ -779,7 +547,7 @@ class IngestHandle:
     def progress(self) -> dict[str, Any] | None:
         return self.query.lastProgress
 
-    def report(self) -> IngestReport:
+    def report(self) -> IngestResult:
         r = self._pipeline.state.snapshot()
         if self._stopped_by:
             r.stopped_by = self._stopped_by
@@ -824,8 +592,8 @@ def start_ingest(
     key: str | list[str] | None = None,
 ) -> IngestHandle:
     """Validate everything, then start the stream; returns at once with a handle (see ``Catalog.ingest``)."""
-    if not isinstance(source, (KafkaSource, FileSource)):
-        raise InvalidArgumentError("source must be a lakecat.KafkaSource or a lakecat.FileSource")
+    if not isinstance(source, Source):
+        raise InvalidArgumentError("source must be a lakecat source, e.g. lakecat.KafkaSource or lakecat.FileSource")
     source.validate()
     tbl = catalog.load_table(table)  # TableNotFoundError before anything starts
     ident = tbl.entry.ident
@@ -839,7 +607,7 @@ def start_ingest(
     for n, what in ((max_records_per_batch, "max records per batch"), (max_files_per_batch, "max files per batch")):
         if n is not None and int(n) < 1:
             raise InvalidArgumentError(f"{what} must be at least 1")
-    with_metadata = isinstance(source, KafkaSource) and source.with_metadata
+    with_metadata = bool(source.with_metadata)
     from .cdc import check_cdc
 
     cdc = check_cdc(cdc)
@@ -847,16 +615,16 @@ def start_ingest(
         if merge_schema or keys or with_metadata:
             raise InvalidArgumentError("--cdc applies change events by --key; it does not combine with "
                                        "--merge-schema, --dedupe-key or --with-kafka-metadata")  # fmt: skip
-        if isinstance(source, FileSource) and source.format != "json":
+        if not source.parses_json:
             raise InvalidArgumentError("--cdc reads Debezium JSON events: from Kafka or json files")
     elif key:
         raise InvalidArgumentError("--key applies to change events: pass --cdc debezium (or use --dedupe-key)")
-    unknown_mode = {True: "all", False: "off"}.get(count_unknown_fields, count_unknown_fields)  # type: ignore[call-overload]
+    unknown_mode: str = {True: "all", False: "off"}[count_unknown_fields] if isinstance(count_unknown_fields, bool) else count_unknown_fields
     if unknown_mode not in UNKNOWN_MODES:
         raise InvalidArgumentError(f"unknown-fields check {count_unknown_fields!r}: use sample, all or off")
-    if merge_schema or (isinstance(source, FileSource) and source.format != "json"):
-        unknown_mode = "all" if merge_schema else "off"  # evolving needs every new name; csv/parquet have no extra fields
-    if merge_schema and isinstance(source, FileSource) and source.format != "json":
+    if merge_schema or not source.parses_json:
+        unknown_mode = "all" if merge_schema else "off"  # evolving needs every new name; typed rows have no extra fields
+    if merge_schema and not source.parses_json:
         raise InvalidArgumentError("--merge-schema applies to JSON events (Kafka or json files), not to csv/parquet files")
     if dlq is False or dlq is None:
         dlq_name = None
@@ -866,28 +634,28 @@ def start_ingest(
         dlq_name = str(TableIdent.parse(str(dlq)))
         if dlq_name == str(ident):
             raise InvalidArgumentError("the dead-letter table must not be the table itself")
-    if isinstance(source, KafkaSource):
-        source.check_reachable()
+    source.check_reachable()
     ckpt = checkpoint or default_checkpoint(catalog, ident, source)
     if "://" not in ckpt:
         ckpt = Path(ckpt).expanduser().resolve().as_uri()
     metrics = Path(metrics_file).expanduser() if metrics_file else None
     opts = _Options(trig, ckpt, dlq_name, merge_schema, keys, watermark_s, event_time, max_records_per_batch,
                     max_files_per_batch, metrics, unknown_mode)  # fmt: skip
+    tbl.adapter.require("merge" if cdc else "ingest", "ingest --cdc" if cdc else "ingest")
     spark = catalog.session()
     cdc_notes: list[str] = []
-    schema = _spark_schema(spark, tbl)
-    fields = _input_fields(schema, _generated_columns(tbl))
+    schema = tbl.spark_schema()
+    fields = input_fields(schema, tbl.adapter.generated_columns(tbl))
     names = {f.name for f in schema.fields}
     if with_metadata:
-        missing = [(n, t) for n, t in KAFKA_METADATA_COLUMNS.items() if n not in names]
+        missing = [(n, t) for n, t in source.metadata_columns.items() if n not in names]
         if missing and not merge_schema:
             raise InvalidArgumentError(
                 f"--with-kafka-metadata: table {ident} lacks the column(s) {', '.join(n for n, _ in missing)}; "
                 "add them (" + ", ".join(f"{n} {t}" for n, t in missing) + ") or pass --merge-schema"
             )
-        _add_columns(spark, tbl, missing)
-        fields = [f for f in _input_fields(_spark_schema(spark, tbl), _generated_columns(tbl)) if f.name not in KAFKA_METADATA_COLUMNS]
+        _add_columns(tbl, missing)
+        fields = [f for f in tbl.writable_fields() if f.name not in source.metadata_columns]
     if keys:
         unknown = [k for k in keys if k not in {f.name for f in fields}]
         if unknown:
@@ -904,22 +672,21 @@ def start_ingest(
 
         opts.cdc, opts.cdc_key = cdc, check_key(key, fields, str(ident))
         opts.count_unknown = "off"
-        cdc_notes = ensure_key(spark, tbl, opts.cdc_key)
+        cdc_notes = ensure_key(tbl, opts.cdc_key)
         for note in cdc_notes:
             log.warning("%s: %s", ident, note)
-    if isinstance(source, FileSource) and source.format == "parquet":
-        _check_parquet_types(spark, source, fields, tbl)
+    source.check_types(spark, fields, str(ident))
     dlq_table = None
     if dlq_name is not None:
         dlq_table = catalog.create_table(dlq_name, schema=DLQ_SCHEMA, format=tbl.format, if_not_exists=True)
-        have = {f.name for f in _spark_schema(spark, dlq_table).fields}
+        have = {f.name for f in dlq_table.spark_schema().fields}
         if not set(DLQ_COLUMNS) <= have:
             raise InvalidArgumentError(
                 f"dead-letter table {dlq_name} lacks the columns {', '.join(sorted(set(DLQ_COLUMNS) - have))}"
             )
         if dlq_table.format != tbl.format:
             log.info("dead-letter table %s is %s, the table is %s", dlq_name, dlq_table.format, tbl.format)
-    report = IngestReport(table=str(ident), format=tbl.format, source=source.describe(), dlq_table=dlq_name,
+    report = IngestResult(table=str(ident), format=tbl.format, source=source.describe(), dlq_table=dlq_name,
                           checkpoint=ckpt, trigger=str(trig), started_at=iso(datetime.now(UTC)),
                           cdc=opts.cdc, key=opts.cdc_key)  # fmt: skip
     pipeline = _Pipeline(catalog, tbl, source, opts, report, dlq_table, with_metadata, fields)
@@ -937,7 +704,7 @@ def run_ingest(
     stop_event: threading.Event | None = None,
     poll_s: float = 0.5,
     **kwargs: Any,
-) -> IngestReport:
+) -> IngestResult:
     """Start an ingest and wait for it: until drained (available-now) or until ``stop_event`` is set."""
     handle = start_ingest(catalog, table, source, **kwargs)
     metrics = _MetricsWriter(handle, kwargs.get("metrics_file"), source)
@@ -947,7 +714,8 @@ def run_ingest(
             progress, new = metrics.poll()
             handle.lag = metrics.lag
             if on_progress is not None:
-                for p in new or [progress]:  # every finished batch once, else the latest for a live refresh
+                pending: list[dict[str, Any] | None] = [*new] or [progress]
+                for p in pending:  # every finished batch once, else the latest for a live refresh
                     on_progress(handle, p)
             if ended:
                 break
@@ -961,6 +729,7 @@ def run_ingest(
         if on_progress is not None:
             for p in new:
                 on_progress(handle, p)
+        source.close()
     report = handle.report()
     report.lag = metrics.lag
     return report
@@ -976,7 +745,6 @@ class _MetricsWriter:
         self.seen: set[int] = set()
         self.lag: int | None = None
         self._lag_at = 0.0
-        self._consumer: Any = None
 
     def poll(self) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
         """The latest progress, and the progresses of batches finished since the last poll."""
@@ -986,9 +754,9 @@ class _MetricsWriter:
         except Exception:  # noqa: BLE001 - the query is gone; nothing more to report
             return None, new
         last = recent[-1] if recent else None
-        if isinstance(self.source, KafkaSource) and last and time.monotonic() - self._lag_at > 2:
+        if last and time.monotonic() - self._lag_at > 2:
             self._lag_at = time.monotonic()
-            self.lag = self._kafka_lag(last)
+            self.lag = self.source.backlog(last)
         batches = self.handle._pipeline.state.batches
         for p in recent:
             bid = p.get("batchId")
@@ -1007,24 +775,3 @@ class _MetricsWriter:
                 with self.path.open("a") as fh:
                     fh.write(json.dumps(line) + "\n")
         return last, new
-
-    def _kafka_lag(self, progress: dict[str, Any]) -> int | None:
-        """End offsets on the broker minus the offsets the query has reached."""
-        try:
-            end = json.loads(progress["sources"][0]["endOffset"])
-        except (KeyError, IndexError, TypeError, ValueError):
-            return None
-        try:
-            from confluent_kafka import Consumer, TopicPartition
-
-            if self._consumer is None:
-                conf = {**self.source.admin_conf(), "group.id": "lakecat-lag", "enable.auto.commit": False}  # type: ignore[union-attr]
-                self._consumer = Consumer(conf)
-            lag = 0
-            for topic, parts in end.items():
-                for part, offset in parts.items():
-                    _, high = self._consumer.get_watermark_offsets(TopicPartition(topic, int(part)), timeout=2)
-                    lag += max(0, int(high) - int(offset))
-            return lag
-        except Exception:  # noqa: BLE001 - lag is best effort; the stream goes on
-            return None

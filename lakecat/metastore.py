@@ -1,14 +1,17 @@
-"""The metastore: Iceberg's JDBC catalog tables and lakecat's registry of Delta tables, in one database.
+"""The metastore: one database per catalog, shared by every table format.
 
-``iceberg_tables`` / ``iceberg_namespace_properties`` are shared by Spark's JdbcCatalog and
-pyiceberg's SqlCatalog (same catalog name on both sides). ``lakecat_delta_tables`` maps Delta table
-names to locations. Everything here is plain SQL through SQLAlchemy: no JVM.
+This module is format-neutral: it opens the database (SQLite in WAL mode, or PostgreSQL), and offers a
+``Registry`` — a name -> location table for formats whose catalog is lakecat's own. Each format adapter
+declares the tables it keeps here (``TableFormat.prepare_metastore``): Iceberg's JDBC catalog tables,
+shared with Spark's JdbcCatalog and pyiceberg's SqlCatalog, and lakecat's registry of Delta tables.
+Everything is plain SQL through SQLAlchemy: no JVM.
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
+import threading
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -18,36 +21,6 @@ import sqlalchemy as sa
 from .config import CatalogConfig
 from .errors import ConfigError, TableAlreadyExistsError
 from .identifiers import TableIdent
-
-_meta = sa.MetaData()
-delta_tables = sa.Table(
-    "lakecat_delta_tables",
-    _meta,
-    sa.Column("catalog_name", sa.String(255), primary_key=True),
-    sa.Column("table_namespace", sa.String(255), primary_key=True),
-    sa.Column("table_name", sa.String(255), primary_key=True),
-    sa.Column("location", sa.String(1000), nullable=False),
-    sa.Column("created_at", sa.String(64), nullable=False),
-    sa.Column("properties", sa.Text, nullable=False, default="{}"),
-)
-# Iceberg's JdbcCatalog schema (v0), created here only when neither engine has created it yet.
-iceberg_tables = sa.Table(
-    "iceberg_tables",
-    _meta,
-    sa.Column("catalog_name", sa.String(255), primary_key=True),
-    sa.Column("table_namespace", sa.String(255), primary_key=True),
-    sa.Column("table_name", sa.String(255), primary_key=True),
-    sa.Column("metadata_location", sa.String(1000)),
-    sa.Column("previous_metadata_location", sa.String(1000)),
-)
-iceberg_namespace_properties = sa.Table(
-    "iceberg_namespace_properties",
-    _meta,
-    sa.Column("catalog_name", sa.String(255), primary_key=True),
-    sa.Column("namespace", sa.String(255), primary_key=True),
-    sa.Column("property_key", sa.String(255), primary_key=True),
-    sa.Column("property_value", sa.String(1000)),
-)
 
 
 @dataclass(frozen=True)
@@ -70,18 +43,15 @@ def normalize_location(location: str) -> str:
     return location
 
 
-def _iceberg_location(metadata_location: str | None) -> str:
-    if not metadata_location:
-        return ""
-    return normalize_location(metadata_location.rsplit("/metadata/", 1)[0])
-
-
 class Metastore:
     """Thin access to the catalog database for one lakecat catalog."""
 
     def __init__(self, config: CatalogConfig) -> None:
         self.config = config
         self.catalog_name = config.name
+        self.meta = sa.MetaData()
+        self._ready: set[str] = set()
+        self._lock = threading.Lock()
         path = config.metastore.sqlite_path
         if path is not None:
             try:
@@ -94,106 +64,81 @@ class Metastore:
         else:
             self.engine = sa.create_engine(config.metastore.sqlalchemy_url, pool_pre_ping=True)
         try:
-            _meta.create_all(self.engine, checkfirst=True)
+            with self.engine.connect():
+                pass
         except sa.exc.SQLAlchemyError as e:
             raise ConfigError(f"cannot reach the metastore {config.to_dict()['metastore']}: {e.__class__.__name__}: {str(e).splitlines()[0]}") from None
 
     def close(self) -> None:
         self.engine.dispose()
 
-    # --- reads -------------------------------------------------------------------------------
-    def list_entries(self, namespace: str | None = None, fmt: str | None = None) -> list[TableEntry]:
-        entries: list[TableEntry] = []
-        with self.engine.connect() as con:
-            if fmt in (None, "iceberg"):
-                q = sa.select(iceberg_tables).where(iceberg_tables.c.catalog_name == self.catalog_name)
-                if namespace:
-                    q = q.where(iceberg_tables.c.table_namespace == namespace)
-                for row in con.execute(q):
-                    entries.append(self._iceberg_entry(row))
-            if fmt in (None, "delta"):
-                q = sa.select(delta_tables).where(delta_tables.c.catalog_name == self.catalog_name)
-                if namespace:
-                    q = q.where(delta_tables.c.table_namespace == namespace)
-                for row in con.execute(q):
-                    entries.append(self._delta_entry(row))
-        return sorted(entries, key=lambda e: (e.ident.namespace, e.ident.name))
+    def table(self, name: str, *columns: sa.Column) -> sa.Table:
+        """A table of the metastore, created when missing (its columns as given, the first time)."""
+        with self._lock:
+            existing = self.meta.tables.get(name)
+            t = existing if existing is not None else sa.Table(name, self.meta, *columns)
+            if name not in self._ready:
+                try:
+                    t.create(self.engine, checkfirst=True)
+                except sa.exc.SQLAlchemyError as e:
+                    raise ConfigError(f"cannot create {name} in the metastore: {e.__class__.__name__}: {str(e).splitlines()[0]}") from None
+                self._ready.add(name)
+        return t
 
-    def _iceberg_entry(self, row: Any) -> TableEntry:
-        return TableEntry(
-            TableIdent(row.table_namespace, row.table_name),
-            "iceberg",
-            _iceberg_location(row.metadata_location),
-            metadata_location=row.metadata_location,
+
+class Registry:
+    """A name -> location registry of one format's tables, in the metastore (lakecat's own catalog)."""
+
+    def __init__(self, metastore: Metastore, table_name: str, format_name: str) -> None:
+        self.metastore = metastore
+        self.format = format_name
+        self.t = metastore.table(
+            table_name,
+            sa.Column("catalog_name", sa.String(255), primary_key=True),
+            sa.Column("table_namespace", sa.String(255), primary_key=True),
+            sa.Column("table_name", sa.String(255), primary_key=True),
+            sa.Column("location", sa.String(1000), nullable=False),
+            sa.Column("created_at", sa.String(64), nullable=False),
+            sa.Column("properties", sa.Text, nullable=False, default="{}"),
         )
 
-    @staticmethod
-    def _delta_entry(row: Any) -> TableEntry:
-        return TableEntry(
-            TableIdent(row.table_namespace, row.table_name),
-            "delta",
-            row.location,
-            properties=json.loads(row.properties or "{}"),
-        )
+    def _entry(self, row: Any) -> TableEntry:
+        return TableEntry(TableIdent(row.table_namespace, row.table_name), self.format, row.location,
+                          properties=json.loads(row.properties or "{}"))  # fmt: skip
+
+    def _where(self, ident: TableIdent) -> list[Any]:
+        c = self.t.c
+        return [c.catalog_name == self.metastore.catalog_name, c.table_namespace == ident.namespace, c.table_name == ident.name]
+
+    def list(self, namespace: str | None = None) -> list[TableEntry]:
+        q = sa.select(self.t).where(self.t.c.catalog_name == self.metastore.catalog_name)
+        if namespace:
+            q = q.where(self.t.c.table_namespace == namespace)
+        with self.metastore.engine.connect() as con:
+            return [self._entry(row) for row in con.execute(q)]
 
     def get(self, ident: TableIdent) -> TableEntry | None:
-        with self.engine.connect() as con:
-            row = con.execute(
-                sa.select(iceberg_tables).where(
-                    iceberg_tables.c.catalog_name == self.catalog_name,
-                    iceberg_tables.c.table_namespace == ident.namespace,
-                    iceberg_tables.c.table_name == ident.name,
-                )
-            ).first()
-            if row is not None:
-                return self._iceberg_entry(row)
-            row = con.execute(
-                sa.select(delta_tables).where(
-                    delta_tables.c.catalog_name == self.catalog_name,
-                    delta_tables.c.table_namespace == ident.namespace,
-                    delta_tables.c.table_name == ident.name,
-                )
-            ).first()
-            return self._delta_entry(row) if row is not None else None
+        with self.metastore.engine.connect() as con:
+            row = con.execute(sa.select(self.t).where(*self._where(ident))).first()
+        return self._entry(row) if row is not None else None
 
-    # --- Delta registry writes -----------------------------------------------------------------
-    def register_delta(self, ident: TableIdent, location: str, properties: dict[str, Any]) -> TableEntry:
+    def register(self, ident: TableIdent, location: str, properties: dict[str, Any]) -> TableEntry:
         now = datetime.now(UTC).isoformat(timespec="seconds")
         try:
-            with self.engine.begin() as con:
-                con.execute(
-                    delta_tables.insert().values(
-                        catalog_name=self.catalog_name,
-                        table_namespace=ident.namespace,
-                        table_name=ident.name,
-                        location=location,
-                        created_at=now,
-                        properties=json.dumps(properties, sort_keys=True),
-                    )
-                )
+            with self.metastore.engine.begin() as con:
+                con.execute(self.t.insert().values(
+                    catalog_name=self.metastore.catalog_name, table_namespace=ident.namespace, table_name=ident.name,
+                    location=location, created_at=now, properties=json.dumps(properties, sort_keys=True),
+                ))  # fmt: skip
         except sa.exc.IntegrityError:
             raise TableAlreadyExistsError(f"table {ident} already exists") from None
-        return TableEntry(ident, "delta", location, properties=properties)
+        return TableEntry(ident, self.format, location, properties=properties)
 
-    def update_delta_properties(self, ident: TableIdent, properties: dict[str, Any]) -> None:
-        with self.engine.begin() as con:
-            con.execute(
-                delta_tables.update()
-                .where(
-                    delta_tables.c.catalog_name == self.catalog_name,
-                    delta_tables.c.table_namespace == ident.namespace,
-                    delta_tables.c.table_name == ident.name,
-                )
-                .values(properties=json.dumps(properties, sort_keys=True))
-            )
+    def update_properties(self, ident: TableIdent, properties: dict[str, Any]) -> None:
+        with self.metastore.engine.begin() as con:
+            con.execute(self.t.update().where(*self._where(ident)).values(properties=json.dumps(properties, sort_keys=True)))
 
-    def unregister_delta(self, ident: TableIdent) -> bool:
-        with self.engine.begin() as con:
-            result = con.execute(
-                delta_tables.delete().where(
-                    delta_tables.c.catalog_name == self.catalog_name,
-                    delta_tables.c.table_namespace == ident.namespace,
-                    delta_tables.c.table_name == ident.name,
-                )
-            )
+    def unregister(self, ident: TableIdent) -> bool:
+        with self.metastore.engine.begin() as con:
+            result = con.execute(self.t.delete().where(*self._where(ident)))
         return bool(result.rowcount)

@@ -1,9 +1,7 @@
-"""Partition specs in Iceberg's transform words, for both formats.
+"""Partition specs in Iceberg's transform words, parsed and checked against the schema for every format.
 
-Iceberg takes them as they are (hidden partitioning). Delta has no hidden partitioning, so time
-transforms become generated partition columns whose expressions Delta knows how to derive
-partition filters from (a filter on the source column still prunes). What Delta cannot express
-(``bucket``) is refused.
+How a format expresses a spec (hidden partitioning, generated columns) is its adapter's business
+(``lakecat.formats``); what it cannot express it refuses there.
 """
 
 from __future__ import annotations
@@ -11,8 +9,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .errors import InvalidArgumentError, UnsupportedOperationError
-from .identifiers import quote, validate_part
+from .errors import InvalidArgumentError
+from .identifiers import validate_part
 from .schema import Column
 
 _TRANSFORM = re.compile(
@@ -38,20 +36,6 @@ class PartitionField:
         if self.param is not None:
             return f"{self.transform}({self.param}, {self.column})"
         return f"{self.transform}({self.column})"
-
-    def iceberg_sql(self) -> str:
-        col = quote(self.column)
-        if self.transform == "identity":
-            return col
-        if self.param is not None:
-            return f"{self.transform}({self.param}, {col})"
-        return f"{self.transform}({col})"
-
-    @property
-    def delta_column(self) -> str:
-        """Name of the generated partition column Delta gets for this field."""
-        suffix = {"years": "year", "months": "month", "days": "day", "hours": "hour", "truncate": "trunc"}
-        return self.column if self.transform == "identity" else f"{self.column}_{suffix[self.transform]}"
 
 
 def _split_top_level(text: str) -> list[str]:
@@ -109,87 +93,3 @@ def parse_partition_spec(spec: str | list[str] | tuple[str, ...] | None, columns
             raise InvalidArgumentError(f"invalid partition spec: {field} appears twice")
         fields.append(field)
     return fields
-
-
-def delta_generated_columns(fields: list[PartitionField], columns: list[Column]) -> tuple[list[str], list[str]]:
-    """DDL for Delta's generated partition columns and the partition column list.
-
-    Returns:
-        (extra column DDL snippets, partition column names)
-
-    Raises:
-        UnsupportedOperationError: for ``bucket``, which Delta cannot express.
-    """
-    types = {c.name: c.type for c in columns}
-    extra: list[str] = []
-    names: list[str] = []
-    for f in fields:
-        src = quote(f.column)
-        if f.transform == "identity":
-            names.append(f.column)
-            continue
-        if f.transform == "bucket":
-            raise UnsupportedOperationError(
-                f"partition transform {f}: not supported for delta tables — Delta has no hash-bucket "
-                "partitioning; partition by a coarser column or use --format iceberg"
-            )
-        if f.delta_column.lower() in (n.lower() for n in types):
-            raise InvalidArgumentError(
-                f"partition transform {f}: Delta needs a generated column {f.delta_column!r}, which clashes with an existing column"
-            )
-        ts = types[f.column] != "DATE"
-        expr_type = {
-            "years": ("INT", f"YEAR({src})"),
-            "months": ("STRING", f"DATE_FORMAT({src}, 'yyyy-MM')"),
-            "days": ("DATE", f"CAST({src} AS DATE)" if ts else src),
-            "hours": ("STRING", f"DATE_FORMAT({src}, 'yyyy-MM-dd-HH')"),
-        }
-        if f.transform == "truncate":
-            if types[f.column] == "STRING":
-                gen_type, expr = "STRING", f"SUBSTRING({src}, 1, {f.param})"
-            else:
-                gen_type, expr = types[f.column], f"{src} - PMOD({src}, {f.param})"
-        else:
-            gen_type, expr = expr_type[f.transform]
-        extra.append(f"{quote(f.delta_column)} {gen_type} GENERATED ALWAYS AS ({expr})")
-        names.append(f.delta_column)
-    return extra, names
-
-
-_GEN_PATTERNS = [
-    (re.compile(r"YEAR\(`?(\w+)`?\)\Z", re.I), "years"),
-    (re.compile(r"DATE_FORMAT\(`?(\w+)`?, 'yyyy-MM'\)\Z", re.I), "months"),
-    (re.compile(r"CAST\(`?(\w+)`? AS DATE\)\Z", re.I), "days"),
-    (re.compile(r"DATE_FORMAT\(`?(\w+)`?, 'yyyy-MM-dd-HH'\)\Z", re.I), "hours"),
-    (re.compile(r"SUBSTRING\(`?(\w+)`?, 1, (\d+)\)\Z", re.I), "truncate"),
-    (re.compile(r"`?(\w+)`? - PMOD\(`?\w+`?, (\d+)\)\Z", re.I), "truncate"),
-]
-
-
-def describe_delta_partitioning(partition_columns: list[str], generation: dict[str, str]) -> list[str]:
-    """Turn Delta partition columns (and their generation expressions) back into transform words."""
-    out = []
-    for name in partition_columns:
-        expr = generation.get(name)
-        word = name
-        if expr:
-            for pattern, transform in _GEN_PATTERNS:
-                m = pattern.match(expr.strip())
-                if m:
-                    word = f"{transform}({m.group(2)}, {m.group(1)})" if transform == "truncate" else f"{transform}({m.group(1)})"
-                    break
-        out.append(word)
-    return out
-
-
-def iceberg_transform_word(transform: str, source: str) -> str:
-    """pyiceberg's transform spelling (``day``, ``bucket[16]``) to lakecat's (``days(ts)``, ``bucket(16, id)``)."""
-    t = transform.lower()
-    simple = {"identity": source, "year": f"years({source})", "month": f"months({source})",
-              "day": f"days({source})", "hour": f"hours({source})", "void": f"void({source})"}  # fmt: skip
-    if t in simple:
-        return simple[t]
-    m = re.match(r"(bucket|truncate)\[(\d+)\]", t)
-    if m:
-        return f"{m.group(1)}({m.group(2)}, {source})"
-    return f"{t}({source})"

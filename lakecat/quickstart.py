@@ -11,13 +11,11 @@ import random
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 from .catalog import Catalog
 from .config import lakecat_home
-from .results import Result
+from .results import QuickstartResult
 
 TOPIC = "lakecat_quickstart_clicks"
 NAMESPACE = "quickstart"
@@ -25,24 +23,14 @@ SCHEMA = (
     "event_id STRING NOT NULL, user_id BIGINT NOT NULL, ts TIMESTAMP NOT NULL, page STRING, "
     "action STRING, country STRING, duration_ms INT"
 )
-PARTITIONING = {"iceberg": ["days(ts)", "bucket(4, user_id)"], "delta": ["days(ts)", "country"]}
+# hash buckets where the format has them, else a low-cardinality column
+PARTITIONING = {True: ["days(ts)", "bucket(4, user_id)"], False: ["days(ts)", "country"]}
 PAGES = ["/", "/search", "/product/42", "/product/7", "/cart", "/checkout", "/help", "/blog/lakehouse"]
 ACTIONS = ["view", "view", "view", "click", "click", "add_to_cart", "purchase"]
 COUNTRIES = ["DE", "FR", "US", "US", "BR", "IN", "JP", "NL"]
 
 
-@dataclass
-class QuickstartReport(Result):
-    """What the quickstart did."""
-
-    run: int
-    bootstrap: str
-    topic: str
-    events_produced: int
-    malformed_produced: int
-    tables: dict[str, dict[str, Any]] = field(default_factory=dict)
-    next_commands: list[str] = field(default_factory=list)
-    duration_s: float = 0.0
+QuickstartReport = QuickstartResult  # the name of earlier releases
 
 
 def clickstream(n: int, *, malformed: int, seed: int | None = None) -> list[bytes]:
@@ -72,7 +60,7 @@ def run_quickstart(
     malformed: int = 15,
     keep_broker: bool = False,
     say: Callable[[str], None] = lambda _: None,
-) -> QuickstartReport:
+) -> QuickstartResult:
     """Run the whole tour on ``catalog`` (see ``lakecat quickstart``)."""
     from .kafka_local import LocalKafka, create_topic, free_port, port_free, produce
     from .sources import KafkaSource
@@ -88,15 +76,18 @@ def run_quickstart(
     bootstrap = broker.start(timeout=120)
     try:
         create_topic(bootstrap, TOPIC, partitions=3)
-        names = {fmt: f"{NAMESPACE}.clicks_{fmt}" for fmt in ("iceberg", "delta")}
+        from .formats import format_names, get_format
+
+        names = {fmt: f"{NAMESPACE}.clicks_{fmt}" for fmt in format_names(builtin_only=True)}
         run = 2 if all(catalog.table_exists(n) for n in names.values()) else 1
         payload = clickstream(events, malformed=malformed)
         say(f"2/7 producing {events} click events (+{malformed} malformed) to topic {TOPIC} on {bootstrap}")
         produce(bootstrap, TOPIC, payload)
-        report = QuickstartReport(run, bootstrap, TOPIC, events, malformed)
+        report = QuickstartResult(run, bootstrap, TOPIC, events, malformed)
         for fmt, name in names.items():
-            say(f"3/7 {'using' if run > 1 else 'creating'} the {fmt} table {name} partitioned by {', '.join(PARTITIONING[fmt])}")
-            table = catalog.create_table(name, schema=SCHEMA, format=fmt, partition_by=PARTITIONING[fmt], if_not_exists=True)
+            partitioning = PARTITIONING[get_format(fmt).supports("bucket_partitioning")]
+            say(f"3/7 {'using' if run > 1 else 'creating'} the {fmt} table {name} partitioned by {', '.join(partitioning)}")
+            table = catalog.create_table(name, schema=SCHEMA, format=fmt, partition_by=partitioning, if_not_exists=True)
             say(f"4/7 ingesting Kafka -> {name} (available-now, exactly once, bad records to {name}_dlq)")
             ingest = catalog.ingest(
                 name, KafkaSource(bootstrap, TOPIC), trigger="available-now", max_records_per_batch=max(1, (events + malformed) // 3)
@@ -127,15 +118,15 @@ def run_quickstart(
                 "rows_now": d.records,
                 "files_now": d.files,
             }
-        ice = names["iceberg"]
+        first_name, second_name = list(names.values())[:2]
         report.next_commands = [
             "lakecat list quickstart",
-            f"lakecat describe {ice}",
-            f"lakecat history {ice}",
-            f"lakecat timetravel {ice} --version {report.tables[ice]['first_version']} --count",
-            f"lakecat changes {names['delta']} --since 0 --limit 5",
-            f"lakecat compact {names['delta']} --dry-run",
-            f"lakecat expire {ice} --retain-last 2 --dry-run",
+            f"lakecat describe {first_name}",
+            f"lakecat history {first_name}",
+            f"lakecat timetravel {first_name} --version {report.tables[first_name]['first_version']} --count",
+            f"lakecat changes {second_name} --since {report.tables[second_name]['first_version']} --limit 5",
+            f"lakecat compact {second_name} --dry-run",
+            f"lakecat expire {first_name} --retain-last 2 --dry-run",
             "lakecat quickstart   # again: a second run ingests only the new events",
         ]
     finally:

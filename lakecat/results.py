@@ -1,9 +1,15 @@
-"""Result dataclasses: every API call returns one, every one has ``to_dict()`` (the JSON contract)."""
+"""Result dataclasses: every API call returns one, every one has ``to_dict()`` (the JSON contract).
+
+One naming scheme: what an API call returns is a ``...Result`` (``CompactResult``, ``IngestResult``,
+``HistoryResult``); the records inside a result are plain nouns (``HistoryEntry``, ``ColumnInfo``,
+``PartitionPlan``). The names of earlier releases stay as aliases at the end of this module.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import html
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,7 +39,7 @@ class TableInfo(Result):
 
 
 @dataclass
-class TableList(Result):
+class ListResult(Result):
     tables: list[TableInfo]
 
     def to_dict(self) -> list[dict[str, Any]]:  # type: ignore[override]
@@ -56,7 +62,7 @@ class ColumnInfo(Result):
 
 
 @dataclass
-class TableDescription(Result):
+class DescribeResult(Result):
     """What ``describe`` answers."""
 
     name: str
@@ -86,3 +92,280 @@ class CatalogInfo(Result):
     name: str
     source: str
     active: bool
+
+
+@dataclass
+class HistoryEntry(Result):
+    """One commit: ``version`` is the Delta version or the Iceberg snapshot id."""
+
+    version: int
+    timestamp: str | None
+    operation: str
+    summary: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class HistoryResult(Result):
+    """What ``history`` answers, newest first."""
+
+    name: str
+    format: str
+    current_version: int | None
+    entries: list[HistoryEntry]
+
+    def to_dict(self) -> list[dict[str, Any]]:  # type: ignore[override]
+        return [e.to_dict() for e in self.entries]
+
+    def __iter__(self) -> Iterator[HistoryEntry]:
+        return iter(self.entries)
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def __getitem__(self, i: int) -> HistoryEntry:
+        return self.entries[i]
+
+
+@dataclass
+class ReadResult(Result):
+    """Rows (or a count) read from a table as of a version, or from its changes.
+
+    ``to_dict()`` has ``count`` with ``count=True`` and ``rows`` otherwise, plus which versions were read.
+    """
+
+    name: str
+    format: str
+    count: int | None = None
+    rows: list[dict[str, Any]] | None = None
+    columns: list[str] | None = None
+    limit: int | None = None
+    truncated: bool | None = None
+    version: int | None = None
+    version_timestamp: str | None = None
+    as_of: str | None = None
+    since_version: int | None = None
+    until_version: int | None = None
+    until_timestamp: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:  # type: ignore[override]
+        data: dict[str, Any] = {"name": self.name, "format": self.format}
+        if self.since_version is not None:
+            data.update(since_version=self.since_version, until_version=self.until_version,
+                        until_timestamp=self.until_timestamp)  # fmt: skip
+        else:
+            data.update(version=self.version, version_timestamp=self.version_timestamp, as_of=self.as_of)
+        if self.rows is None:
+            data["count"] = self.count
+        else:
+            data.update(columns=self.columns, rows=self.rows, returned=len(self.rows), limit=self.limit,
+                        truncated=self.truncated)  # fmt: skip
+        return data
+
+
+@dataclass
+class RollbackResult(Result):
+    """What ``rollback`` did: the table read ``from_version`` before and reads ``to_version``'s state now.
+
+    ``current_version`` is the version the table is at afterwards: ``to_version`` on Iceberg (the snapshot
+    pointer moved), a new RESTORE commit on Delta.
+    """
+
+    name: str
+    format: str
+    from_version: int | None
+    to_version: int
+    current_version: int | None
+    to_timestamp: str | None
+    changed: bool
+
+
+@dataclass
+class PartitionPlan(Result):
+    """What compaction does (or would do) to one partition."""
+
+    partition: str
+    files: int
+    bytes: int
+    estimated_output_files: int
+
+
+@dataclass
+class CompactResult(Result):
+    """What ``compact`` did, or with ``dry_run`` would do."""
+
+    table: str
+    format: str
+    strategy: str
+    by: list[str]
+    target_file_size: int
+    where: str | None
+    files_before: int
+    files_after: int
+    bytes_before: int
+    bytes_after: int
+    files_rewritten: int
+    files_added: int
+    partitions: list[PartitionPlan]
+    dry_run: bool
+    retries: int = 0
+    duration_s: float = 0.0
+
+
+@dataclass
+class ExpireResult(Result):
+    """What ``expire`` did, or with ``dry_run`` would do. Versions are Delta versions / Iceberg snapshot ids."""
+
+    table: str
+    format: str
+    expired_versions: list[int]
+    retained_versions: list[int]
+    deleted_files: int
+    deleted_bytes: int
+    older_than: str
+    retain_last: int
+    cutoff: str | None
+    forced: bool
+    dry_run: bool
+    files: list[str] = field(default_factory=list)
+    log_truncated_before: int | None = None
+    retries: int = 0
+    duration_s: float = 0.0
+
+
+@dataclass
+class OrphanResult(Result):
+    """What ``clean-orphans`` removed, or with ``dry_run`` would remove."""
+
+    table: str
+    format: str
+    orphan_files: list[str]
+    deleted_files: int
+    deleted_bytes: int
+    older_than: str
+    cutoff: str | None
+    forced: bool
+    dry_run: bool
+    retries: int = 0
+    duration_s: float = 0.0
+
+
+@dataclass
+class MetadataResult(Result):
+    """Metadata upkeep: Iceberg ``rewrite_manifests``; Delta checkpoint + expired-log cleanup."""
+
+    table: str
+    format: str
+    action: str
+    needed: bool
+    before: int
+    after: int
+    detail: str
+    dry_run: bool
+    retries: int = 0
+    duration_s: float = 0.0
+
+
+@dataclass
+class PropertiesResult(Result):
+    table: str
+    format: str
+    properties: dict[str, str]
+
+
+@dataclass
+class MaintainAction(Result):
+    action: str
+    status: str  # done | skipped | would-run | failed
+    reason: str = ""
+    result: dict[str, Any] | None = None
+
+
+@dataclass
+class TableMaintenance(Result):
+    name: str
+    format: str
+    status: str  # ok | skipped | planned | failed
+    actions: list[MaintainAction] = field(default_factory=list)
+    policy: dict[str, str] = field(default_factory=dict)
+    error: str | None = None
+    error_type: str | None = None
+    duration_s: float = 0.0
+
+
+@dataclass
+class MaintainResult(Result):
+    """The CI report of ``maintain``: every matching table, ``failed`` > 0 means exit code 1."""
+
+    pattern: str | None
+    plan: str | None
+    dry_run: bool
+    tables: list[TableMaintenance]
+    failed: int
+    succeeded: int
+    skipped: int
+    duration_s: float = 0.0
+
+
+@dataclass
+class IngestResult(Result):
+    """What an ingest did in this run (``lakecat ingest --json``)."""
+
+    table: str
+    format: str
+    source: str
+    rows_written: int = 0
+    rows_dead_lettered: int = 0
+    batches: int = 0
+    batches_skipped: int = 0
+    duration_s: float = 0.0
+    unknown_fields: int = 0
+    unknown_field_names: list[str] = field(default_factory=list)
+    unknown_fields_checked: int = 0
+    added_columns: list[str] = field(default_factory=list)
+    dlq_table: str | None = None
+    checkpoint: str = ""
+    trigger: str = "available-now"
+    stopped_by: str = "drained"
+    started_at: str | None = None
+    lag: int | None = None
+    cdc: str | None = None
+    key: list[str] | None = None
+
+
+@dataclass
+class UpsertResult(Result):
+    """What ``lakecat upsert`` did."""
+
+    table: str
+    format: str
+    source: str
+    rows_in: int = 0
+    inserted: int = 0
+    updated: int = 0
+    deleted: int = 0
+    version: int | None = None
+    duration_s: float = 0.0
+
+
+@dataclass
+class QuickstartResult(Result):
+    """What the quickstart did."""
+
+    run: int
+    bootstrap: str
+    topic: str
+    events_produced: int
+    malformed_produced: int
+    tables: dict[str, dict[str, Any]] = field(default_factory=dict)
+    next_commands: list[str] = field(default_factory=list)
+    duration_s: float = 0.0
+
+
+# Names of earlier releases.
+TableList = ListResult
+TableDescription = DescribeResult
+History = HistoryResult
+MaintainReport = MaintainResult
+IngestReport = IngestResult
+UpsertReport = UpsertResult
+QuickstartReport = QuickstartResult

@@ -101,14 +101,15 @@ def iceberg_catalog_conf(config: CatalogConfig) -> dict[str, str]:
         conf[f"{prefix}.s3.path-style-access"] = str(s3.path_style).lower()
         if s3.endpoint:
             conf[f"{prefix}.s3.endpoint"] = s3.endpoint
-    kind = config.iceberg.get("type", "jdbc")
+    options = config.format_options.get("iceberg", {})
+    kind = options.get("type", "jdbc")
     if kind == "jdbc":
         uri, props = config.metastore.jdbc()
         conf[f"{prefix}.type"] = "jdbc"
         conf[f"{prefix}.uri"] = uri
         for k, v in props.items():
             conf[f"{prefix}.jdbc.{k}"] = v
-    for k, v in config.iceberg.items():
+    for k, v in options.items():
         conf[f"{prefix}.{k}"] = v
     return conf
 

@@ -7,10 +7,13 @@ from typing import TYPE_CHECKING
 from .formats import get_format
 
 if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+    from pyspark.sql.types import StructField, StructType
+
     from .catalog import Catalog
     from .formats.base import TableFormat
     from .metastore import TableEntry
-    from .results import TableDescription
+    from .results import DescribeResult
 
 
 class Table:
@@ -49,15 +52,32 @@ class Table:
         self.entry = self.catalog.entry(self.entry.ident)
         return self.entry
 
-    def describe(self) -> TableDescription:
-        """Schema, partitioning, properties, version, files and size — from metadata, no JVM."""
-        return self.adapter.describe(self.catalog, self.refresh())
+    @property
+    def capabilities(self) -> dict[str, bool]:
+        """What lakecat can do with this table's format (derived from its adapter)."""
+        return self.adapter.capabilities
 
-    def to_spark(self):  # type: ignore[no-untyped-def]
+    def describe(self) -> DescribeResult:
+        """Schema, partitioning, properties, version, files and size — from metadata, no JVM."""
+        self.refresh()
+        return self.adapter.describe(self)
+
+    def to_spark(self) -> DataFrame:
         """The table's current contents as a Spark DataFrame."""
-        return self.catalog.session().table(self.spark_name) if self.format == "iceberg" else (
-            self.catalog.session().read.format("delta").load(self.location)
-        )
+        from .engine import spark_errors
+
+        with spark_errors("read", self.entry.ident):
+            return self.adapter.read_current(self)
+
+    def spark_schema(self) -> StructType:
+        """The table's current Spark schema (fresh metadata)."""
+        return self.to_spark().schema
+
+    def writable_fields(self) -> list[StructField]:
+        """The columns a writer fills: all but the ones the format generates itself."""
+        from .records import input_fields
+
+        return input_fields(self.spark_schema(), self.adapter.generated_columns(self))
 
     # --- versions (lakecat/versions.py) ---------------------------------------------------------
     def history(self, *, limit: int | None = None):  # type: ignore[no-untyped-def]

@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 
-from lakecat import bench
+from lakecat.bench import suite as bench
 
 SAMPLE = {
     "suite": "lakecat.bench",
@@ -124,7 +124,7 @@ def test_ratios_are_flat_with_a_direction() -> None:
     assert r["ingest.iceberg.throughput"] == {"value": 0.947, "better": "higher", "what": "lakecat rows/s / plain rows/s"}
     assert r["freshness.delta.p50"]["better"] == "lower"
     assert r["cdc.delta.throughput"] == {"value": 1.027, "better": "higher",
-                                         "what": "lakecat events/s / plain events/s (bench_cdc.py)"}
+                                         "what": "lakecat events/s / plain events/s (lakecat.bench.cdc)"}
     assert r["compact.iceberg.time_vs_engine"]["value"] == 1.32
     assert r["metadata.list_vs_spark_start"]["value"] == 0.039
 

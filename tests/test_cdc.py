@@ -17,7 +17,7 @@ from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
 import pytest
-from test_ingest import committed_versions, new_topic, read_rows
+from helpers import committed_versions, new_topic, pyiceberg_catalog, read_rows
 
 pytestmark = [pytest.mark.spark]
 
@@ -139,7 +139,7 @@ def test_debezium_stream_ends_as_source_state(cli, catalog, ns, kafka_bootstrap,
 
     if table_format == "iceberg":  # the key became the table's identifier fields
         entry = catalog.entry(name)
-        schema = catalog.pyiceberg().load_table((entry.ident.namespace, entry.ident.name)).schema()
+        schema = pyiceberg_catalog(catalog).load_table((entry.ident.namespace, entry.ident.name)).schema()
         assert [schema.find_column_name(i) for i in schema.identifier_field_ids] == ["id"]
 
 
@@ -332,15 +332,13 @@ def test_merge_commit_carries_the_batch_marker(catalog, spark, ns, table_format)
     from pyspark.sql import functions as F
 
     from lakecat.cdc import OP, merge
-    from lakecat.ingest import _delta_txn, _iceberg_txn
 
     name = f"{ns}.marker"
     t = _create(catalog, name, table_format)
     src = spark.range(3).select(F.col("id"), F.lit("x").alias("name"), F.lit("u").alias(OP))
     merge(t, src, ["id"], ["id", "name"], app_id="lakecat-test-app", batch_id=7)
     before = committed_versions(catalog, name)
-    lookup = _delta_txn if table_format == "delta" else _iceberg_txn
-    assert lookup(t, "lakecat-test-app") == 7
+    assert t.adapter.committed_batch(t, "lakecat-test-app") == 7
     if table_format == "delta":  # Delta itself refuses a transaction version it has already committed
         merge(t, src.withColumn("name", F.lit("y")), ["id"], ["id", "name"], app_id="lakecat-test-app", batch_id=7)
         assert committed_versions(catalog, name) == before

@@ -11,11 +11,11 @@ import signal
 import subprocess
 import sys
 import time
-import uuid
 from collections import Counter
 from pathlib import Path
 
 import pytest
+from helpers import committed_versions, new_topic, read_rows
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka]
 
@@ -45,31 +45,6 @@ def events(n_good: int, n_bad_each: int) -> list[bytes]:
     return out
 
 
-def new_topic(bootstrap: str, partitions: int = 3) -> str:
-    from lakecat.kafka_local import create_topic
-
-    name = "t" + uuid.uuid4().hex[:10]
-    create_topic(bootstrap, name, partitions=partitions)
-    return name
-
-
-def read_rows(catalog, name: str) -> list[dict]:
-    """The table's rows through pyiceberg or delta-rs (no Spark)."""
-    entry = catalog.entry(name)
-    if entry.format == "iceberg":
-        return catalog.pyiceberg().load_table((entry.ident.namespace, entry.ident.name)).scan().to_arrow().to_pylist()
-    from deltalake import DeltaTable
-
-    return DeltaTable(entry.location).to_pyarrow_table().to_pylist()
-
-
-def committed_versions(catalog, name: str) -> int:
-    entry = catalog.entry(name)
-    if entry.format == "iceberg":
-        return len(catalog.pyiceberg().load_table((entry.ident.namespace, entry.ident.name)).metadata.snapshots)
-    from deltalake import DeltaTable
-
-    return DeltaTable(entry.location).version()
 
 
 # --- bad input: clear errors before anything starts ------------------------------------------

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers import read_rows, version_ids
 
 pytestmark = pytest.mark.spark
 
@@ -26,13 +27,7 @@ def build(catalog, spark, name, fmt, *, commits=COMMITS, properties=None):
 
 def contents(catalog, t):
     """Rows through an independent reader: pyiceberg or delta-rs (no Spark)."""
-    if t.format == "iceberg":
-        arrow = catalog.pyiceberg().load_table((t.entry.ident.namespace, t.entry.ident.name)).scan().to_arrow()
-    else:
-        from deltalake import DeltaTable
-
-        arrow = DeltaTable(t.location).to_pyarrow_table()
-    return sorted((r["id"], r["region"], r["v"]) for r in arrow.to_pylist())
+    return sorted((r["id"], r["region"], r["v"]) for r in read_rows(catalog, t))
 
 
 def live_files(t):
@@ -48,12 +43,7 @@ def disk(t):
 
 
 def versions(t):
-    t.refresh()
-    if t.format == "iceberg":
-        return sorted(s.snapshot_id for s in t.adapter.load(t.entry).metadata.snapshots)
-    from deltalake import DeltaTable
-
-    return [h["version"] for h in DeltaTable(t.location).history()]
+    return version_ids(t.catalog, t.name)
 
 
 def expected_rows(commits=COMMITS):
@@ -115,17 +105,23 @@ def test_compact_zorder_where_and_refusals(cli, catalog, spark, ns, table_format
         (["--strategy", "fold"], 2, "invalid strategy"),
         (["--target-file-size", "lots"], 2, "invalid size"),
     ]
-    if table_format == "delta":
+    if t.adapter.compaction_predicate_columns(t) is not None:  # the format compacts by partition predicates only
         bad.append((["--where", "id > 3"], 2, "partition columns only"))
-        bad.append((["--strategy", "sort", "--by", "id"], 3, "not supported for delta"))
+    if not t.adapter.supports("compact_sort"):
+        bad.append((["--strategy", "sort", "--by", "id"], 3, f"not supported for {table_format}"))
     for args, code, msg in bad:
         rc, doc, err = run_json(cli, "compact", t.name, *args)
         assert rc == code, (args, doc, err)
         assert msg in doc["error"]["message"], (args, doc)
         assert "Traceback" not in err
-    if table_format == "iceberg":
-        res = t.compact(strategy="sort", by=["v"], target_file_size="1MB", where="id >= 0")
-        assert res.files_after == 2
+    assert contents(catalog, t) == expected_rows(6)
+
+
+@pytest.mark.notimpl("compact_sort")
+def test_compact_sort(catalog, spark, ns, table_format):
+    t = build(catalog, spark, f"{ns}.s", table_format, commits=6)
+    res = t.compact(strategy="sort", by=["v"], target_file_size="1MB", where="id >= 0")
+    assert res.files_after == 2
     assert contents(catalog, t) == expected_rows(6)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from helpers import pyiceberg_catalog
 
 from lakecat.kafka_local import free_port
 
@@ -35,4 +36,4 @@ def test_quickstart_twice(cli, catalog):
     from deltalake import DeltaTable
 
     assert DeltaTable(catalog.entry("quickstart.clicks_delta").location).to_pyarrow_table().num_rows == 600
-    assert catalog.pyiceberg().load_table(("quickstart", "clicks_iceberg")).scan().to_arrow().num_rows == 600
+    assert pyiceberg_catalog(catalog).load_table(("quickstart", "clicks_iceberg")).scan().to_arrow().num_rows == 600

@@ -5,13 +5,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from lakecat.errors import ConfigError, InvalidArgumentError, UnsupportedOperationError
+from lakecat.formats.delta.partitioning import delta_generated_columns, describe_delta_partitioning
+from lakecat.formats.iceberg.adapter import iceberg_transform_word
 from lakecat.identifiers import TableIdent, parse_columns
-from lakecat.partitioning import (
-    delta_generated_columns,
-    describe_delta_partitioning,
-    iceberg_transform_word,
-    parse_partition_spec,
-)
+from lakecat.partitioning import parse_partition_spec
 from lakecat.schema import parse_schema
 from lakecat.units import parse_duration, parse_size, parse_timestamp
 

@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 
 import pyarrow as pa
 import pytest
+from helpers import pyiceberg_catalog
 
 from lakecat.errors import InvalidArgumentError, VersionNotFoundError
 
@@ -42,7 +43,7 @@ def three_appends_and_a_delete(catalog, spark, name, table_format):
 def independent_count(catalog, t) -> int:
     """Rows in the table's current version, read by pyiceberg or delta-rs (not by Spark)."""
     if t.format == "iceberg":
-        return catalog.pyiceberg().load_table((t.entry.ident.namespace, t.entry.ident.name)).scan().to_arrow().num_rows
+        return pyiceberg_catalog(catalog).load_table((t.entry.ident.namespace, t.entry.ident.name)).scan().to_arrow().num_rows
     from deltalake import DeltaTable
 
     return DeltaTable(t.location).to_pyarrow_table().num_rows
@@ -168,7 +169,7 @@ def test_commits_by_other_engines(cli, catalog, spark, ns, table_format):
         pa.table({"id": pa.array(ids, pa.int64()), "v": [f"x{i}" for i in ids]}) for ids in ([1, 2], [3, 4], [5, 6])
     ]
     if table_format == "iceberg":
-        ptbl = catalog.pyiceberg().load_table((ns, "other"))
+        ptbl = pyiceberg_catalog(catalog).load_table((ns, "other"))
         for b in batches:
             ptbl.append(b.cast(ptbl.schema().as_arrow()))
         ptbl.delete("id = 3")  # copy-on-write: rewrites the file holding 3 and 4

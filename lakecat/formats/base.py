@@ -1,143 +1,380 @@
-"""The contract every format adapter fulfils, and helpers they share."""
+"""The format contract: everything a table format does for lakecat, in one abstract class.
+
+``TableFormat`` declares metadata (catalog entries, describe, commits), reads (a version, a change
+range), writes (an idempotent batch append carrying lakecat's exactly-once marker, the marker lookup,
+the settings that put the marker on a MERGE commit, schema and property changes), versions (rollback)
+and maintenance (compaction, expiry, orphan cleanup, metadata upkeep). An operation an adapter does not
+implement raises ``UnsupportedOperationError`` (exit code 3) from here; capabilities are derived from
+what the adapter overrides, checked before any work starts (``require``), and shown by ``describe``.
+
+Adapters get what they need passed in — a ``CatalogContext`` (Spark session, metastore, config) and a
+``TableHandle`` (the catalog entry) — and never import the catalog or table modules above them.
+"""
 
 from __future__ import annotations
 
-import contextlib
-import re
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
-from ..errors import (
-    CommitConflictError,
-    InvalidArgumentError,
-    LakecatError,
-    TableAlreadyExistsError,
-    TableNotFoundError,
-    UnsupportedOperationError,
-)
-from ..identifiers import TableIdent
+from ..engine import to_int
+from ..errors import UnsupportedOperationError, VersionNotFoundError
 
 if TYPE_CHECKING:
-    from ..catalog import Catalog
-    from ..metastore import TableEntry
+    from pyspark.sql import DataFrame, SparkSession
+
+    from ..config import CatalogConfig
+    from ..files import DataFile
+    from ..identifiers import TableIdent
+    from ..metastore import Metastore, TableEntry
     from ..partitioning import PartitionField
-    from ..results import TableDescription
+    from ..results import DescribeResult, ExpireResult, MetadataResult
     from ..schema import Column
 
-_PROPERTY_KEY = re.compile(r"[A-Za-z0-9_.\-]+\Z")
+
+class CatalogContext(Protocol):
+    """What an adapter may use of the catalog it serves."""
+
+    @property
+    def config(self) -> CatalogConfig: ...
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def metastore(self) -> Metastore: ...
+
+    def session(self) -> SparkSession: ...
 
 
-def sql_string(value: str) -> str:
-    """A Spark SQL string literal."""
-    return "'" + str(value).replace("\\", "\\\\").replace("'", "\\'") + "'"
+class TableHandle(Protocol):
+    """One table as an adapter sees it: its catalog and its (refreshable) catalog entry."""
+
+    @property
+    def catalog(self) -> CatalogContext: ...
+
+    @property
+    def entry(self) -> TableEntry: ...
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def location(self) -> str: ...
+
+    @property
+    def spark_name(self) -> str: ...
+
+    def refresh(self) -> TableEntry: ...
 
 
-def validate_properties(properties: dict[str, str] | None) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for k, v in (properties or {}).items():
-        if not _PROPERTY_KEY.match(str(k)):
-            raise InvalidArgumentError(f"invalid property key {k!r}: use letters, digits, '.', '_' and '-'")
-        out[str(k)] = str(v)
+@dataclass
+class Commit:
+    """One commit of a table, in lakecat's words (``version``: Delta version / Iceberg snapshot id)."""
+
+    version: int
+    timestamp_ms: int
+    operation: str
+    summary: dict[str, Any]
+    parent: int | None = None
+
+
+# Metric names of the engines (Spark's and the light libraries' spellings) -> lakecat's summary keys.
+_SUMMARY_KEYS = {
+    "rows_added": ("numOutputRows", "num_added_rows", "numTargetRowsInserted", "num_target_rows_inserted",
+                   "added-records"),
+    "rows_removed": ("numDeletedRows", "num_deleted_rows", "numTargetRowsDeleted", "num_target_rows_deleted",
+                     "deleted-records", "added-position-deletes", "added-equality-deletes"),
+    "rows_updated": ("numUpdatedRows", "num_updated_rows", "numTargetRowsUpdated", "num_target_rows_updated"),
+    "files_added": ("numFiles", "numAddedFiles", "num_added_files", "numTargetFilesAdded", "numFilesAdded",
+                    "numRestoredFiles", "added-data-files"),
+    "files_removed": ("numRemovedFiles", "num_removed_files", "numTargetFilesRemoved", "numFilesRemoved",
+                      "deleted-data-files"),
+    "bytes_added": ("numOutputBytes", "numAddedBytes", "restoredFilesSize", "added-files-size"),
+    "bytes_removed": ("numRemovedBytes", "removedFilesSize", "removed-files-size"),
+    "delete_files_added": ("added-delete-files",),
+    "total_rows": ("total-records",),
+    "total_files": ("total-data-files",),
+}  # fmt: skip
+
+
+def unified_summary(metrics: dict[str, Any]) -> dict[str, Any]:
+    """An engine's commit metrics as lakecat's summary keys (first spelling found wins)."""
+    out: dict[str, Any] = {}
+    for key, names in _SUMMARY_KEYS.items():
+        for n in names:
+            if n in metrics and (value := to_int(metrics[n])) is not None:
+                out[key] = value
+                break
     return out
 
 
-def tblproperties(properties: dict[str, str]) -> str:
-    if not properties:
-        return ""
-    items = ", ".join(f"{sql_string(k)} = {sql_string(v)}" for k, v in sorted(properties.items()))
-    return f" TBLPROPERTIES ({items})"
+class VersionLog:
+    """A table's versions as read once for one operation (each commit writes new metadata).
+
+    The default answers suit a format whose versions form one line; formats with branching history
+    (Iceberg's snapshot tree) override ``lineage``, ``timeline`` and ``pointer_moves``.
+    """
+
+    def __init__(self, fmt: TableFormat, table: TableHandle) -> None:
+        self.fmt = fmt
+        self.table = table
+        self._commits: list[Commit] | None = None
+
+    @property
+    def name(self) -> str:
+        return self.table.name
+
+    def commits(self) -> list[Commit]:
+        """Every commit still in the metadata, oldest first."""
+        if self._commits is None:
+            self._commits = self.fmt.commits(self.table)
+        return self._commits
+
+    def current_version(self) -> int | None:
+        return self.fmt.current_version(self.table)
+
+    def pointer_moves(self) -> list[Commit]:
+        """Changes of the current version that are no commit of their own (Iceberg rollbacks)."""
+        return []
+
+    def timeline(self) -> list[tuple[int, int]]:
+        """(timestamp_ms, version) of each time the table's current version changed, oldest first."""
+        return [(c.timestamp_ms, c.version) for c in self.commits()]
+
+    def lineage(self, until: int) -> list[int]:
+        """The versions ``until`` descends from, newest first, ``until`` included."""
+        by_version = {c.version: c for c in self.commits()}
+        out: list[int] = []
+        current: int | None = until
+        while current is not None and current in by_version:
+            out.append(current)
+            current = by_version[current].parent
+        return out
+
+    def exists(self, version: int) -> bool:
+        return version in {c.version for c in self.commits()}
+
+    def check_readable(self, version: int) -> None:
+        """Raise VersionNotFoundError when the version's files are known to be gone."""
+
+    def missing(self, version: int) -> VersionNotFoundError:
+        return VersionNotFoundError(
+            f"version {version} of {self.name} does not exist (never committed, or expired); "
+            f"`lakecat history {self.name}` lists the versions"
+        )
+
+    def not_an_ancestor(self, since: int, until: int) -> Exception:
+        """The error for ``--since`` off the line of history that leads to ``--until``."""
+        return VersionNotFoundError(
+            f"version {since} of {self.name} is not an ancestor of version {until} (rolled back, or on "
+            "another branch): changes are read along one line of history"
+        )
 
 
-def first_line(text: str) -> str:
-    """The line of an engine error worth showing: the cause raised inside a foreachBatch function when
-    Spark wraps it (its first line is only "Traceback ..."), else the first non-empty line."""
-    import re
-
-    text = str(text)
-    if "FOREACH_BATCH_USER_FUNCTION_ERROR" in text or "Python Proxy" in text:
-        causes = re.findall(r"^(?:[\w.]+\.)?(\w+(?:Error|Exception)): (.+)$", text, flags=re.MULTILINE)
-        causes = [(n, m) for n, m in causes if n not in ("Py4JJavaError", "Py4JException", "StreamingQueryException")]
-        if causes:
-            return f"{causes[-1][0]}: {causes[-1][1].strip()}"[:400]
-    for line in text.strip().splitlines():
-        line = line.strip()
-        if line:
-            return line[:400]
-    return "unknown error"
-
-
-_CONFLICT_MARKERS = ("CommitFailedException", "ConcurrentAppendException", "ConcurrentDeleteReadException",
-                     "ConcurrentDeleteDeleteException", "ConcurrentTransactionException", "MetadataChangedException",
-                     "ProtocolChangedException", "ValidationException: Found conflicting files",
-                     "ConcurrentWriteException")  # fmt: skip
-
-
-# Spark error classes that mean the user's text (a predicate, a column list) is wrong: exit 2.
-_USAGE_MARKERS = ("PARSE_SYNTAX_ERROR", "UNRESOLVED_COLUMN", "DATATYPE_MISMATCH", "UNRESOLVED_ROUTINE",
-                  "WRONG_NUM_ARGS", "INVALID_WHERE_CONDITION")  # fmt: skip
-
-
-@contextlib.contextmanager
-def spark_errors(what: str, ident: TableIdent | None = None) -> Iterator[None]:
-    """Translate Spark / Py4J exceptions into lakecat errors at the point they enter lakecat."""
-    try:
-        yield
-    except LakecatError:
-        raise
-    except Exception as e:  # noqa: BLE001 - we re-raise everything, typed
-        name = type(e).__name__
-        text = str(e)
-        if name not in ("AnalysisException", "Py4JJavaError", "IllegalArgumentException", "ParseException",
-                        "StreamingQueryException", "SparkRuntimeException", "UnsupportedOperationException",
-                        "NumberFormatException", "ArithmeticException", "PySparkException",
-                        "SparkUpgradeException", "DateTimeException", "QueryExecutionException",
-                        "Py4JError", "PySparkRuntimeError", "PySparkValueError", "SparkNoSuchElementException",
-                        "SparkConnectGrpcException", "TempTableAlreadyExistsException", "PythonException"):  # fmt: skip
-            raise
-        label = f"{what} {ident}" if ident else what
-        if "TABLE_OR_VIEW_ALREADY_EXISTS" in text or "AlreadyExistsException" in text:
-            raise TableAlreadyExistsError(f"table {ident} already exists") from e
-        if "TABLE_OR_VIEW_NOT_FOUND" in text or "NoSuchTableException" in text:
-            raise TableNotFoundError(f"table {ident} not found") from e
-        if any(marker in text for marker in _CONFLICT_MARKERS):
-            raise CommitConflictError(f"{label}: commit conflict with a concurrent writer: {first_line(text)}") from e
-        if name in ("ParseException",) or any(m in text for m in _USAGE_MARKERS):
-            raise InvalidArgumentError(f"{label}: {first_line(text)}") from e
-        raise LakecatError(f"{label} failed: {first_line(text)}") from e
+# capability -> the adapter methods that provide it (all must be overridden)
+CAPABILITY_METHODS: dict[str, tuple[str, ...]] = {
+    "time_travel": ("read_version",),
+    "changes": ("read_changes",),
+    "rollback": ("rollback",),
+    "ingest": ("append_batch", "committed_batch", "read_current"),
+    "merge": ("merge_marker_conf", "committed_batch", "read_current"),
+    "alter_properties": ("set_properties",),
+    "compact": ("compact", "data_files"),
+    "expire": ("expire",),
+    "clean_orphans": ("find_orphans", "delete_orphans"),
+    "rewrite_metadata": ("rewrite_metadata",),
+}
+_COMPACT_STRATEGIES = ("binpack", "sort", "zorder")
 
 
 class TableFormat(ABC):
-    """One table format: what lakecat can do with it and how."""
+    """One table format: everything lakecat does with it, and how.
 
-    name: str = ""
-    capabilities: dict[str, bool] = {}
+    Subclasses implement the abstract methods (catalog entries, create, describe, drop, commits) and
+    whatever else the format can do; the rest answers ``UnsupportedOperationError`` (exit code 3).
+    """
+
+    name: ClassVar[str] = ""
+    #: Partition transforms the format can express (Iceberg's words: identity, years, ..., bucket, truncate).
+    partition_transforms: ClassVar[frozenset[str]] = frozenset({"identity"})
+    #: Partition transforms it keeps hidden (derived from a source column without a visible column).
+    hidden_partitioning: ClassVar[bool] = False
+    #: Compaction strategies ``compact`` accepts.
+    compact_strategies: ClassVar[tuple[str, ...]] = ()
+    #: Shortest window expiry and orphan cleanup accept without ``force``, and why.
+    safety_floor: ClassVar[timedelta] = timedelta(days=7)
+    safety_floor_reason: ClassVar[str] = "files younger than that may still be read or belong to a commit in flight"
+    #: Default window of ``clean-orphans``.
+    default_orphan_window: ClassVar[timedelta] = timedelta(days=7)
+    #: ``maintain`` runs metadata upkeep once the format's measure (manifests, commits) reaches this.
+    metadata_upkeep_threshold: ClassVar[int] = 5
+
+    # --- capabilities -------------------------------------------------------------------------
+    @property
+    def capabilities(self) -> dict[str, bool]:
+        """What this adapter can do, derived from the methods it implements."""
+        caps = {
+            "hidden_partitioning": self.hidden_partitioning,
+            "bucket_partitioning": "bucket" in self.partition_transforms,
+        }
+        for cap, methods in CAPABILITY_METHODS.items():
+            caps[cap] = all(getattr(type(self), m) is not getattr(TableFormat, m) for m in methods)
+        for strategy in _COMPACT_STRATEGIES:
+            if strategy != "binpack":
+                caps[f"compact_{strategy}"] = caps["compact"] and strategy in self.compact_strategies
+        return caps
+
+    def supports(self, capability: str) -> bool:
+        return bool(self.capabilities.get(capability, False))
 
     def unsupported(self, what: str, why: str = "") -> UnsupportedOperationError:
         return UnsupportedOperationError(f"{what}: not supported for {self.name} tables" + (f" — {why}" if why else ""))
 
-    @abstractmethod
-    def create(
-        self,
-        catalog: Catalog,
-        ident: TableIdent,
-        columns: list[Column],
-        partitioning: list[PartitionField],
-        properties: dict[str, str],
-    ) -> TableEntry:
-        """Create the table (Spark path) and record it in the metastore."""
+    def require(self, capability: str, what: str | None = None, why: str = "") -> None:
+        """Raise ``UnsupportedOperationError`` (exit 3) unless the format has ``capability``."""
+        if not self.supports(capability):
+            raise self.unsupported(what or capability.replace("_", " "), why)
+
+    # --- catalog entries (light path) ----------------------------------------------------------
+    def prepare_metastore(self, metastore: Metastore) -> None:  # noqa: B027 - optional hook
+        """Create what the format keeps in the metastore (called once per catalog)."""
 
     @abstractmethod
-    def describe(self, catalog: Catalog, entry: TableEntry) -> TableDescription:
+    def list_entries(self, ctx: CatalogContext, namespace: str | None = None) -> list[TableEntry]:
+        """The format's tables in this catalog."""
+
+    @abstractmethod
+    def get_entry(self, ctx: CatalogContext, ident: TableIdent) -> TableEntry | None:
+        """The catalog entry of ``ident`` if it is a table of this format."""
+
+    def check_partitioning(self, fields: list[PartitionField], columns: list[Column]) -> None:
+        """Refuse a partition spec the format cannot express, before any engine starts."""
+        for f in fields:
+            if f.transform not in self.partition_transforms:
+                raise self.unsupported(f"partition transform {f}")
+
+    @abstractmethod
+    def create(self, ctx: CatalogContext, ident: TableIdent, columns: list[Column], partitioning: list[PartitionField],
+               properties: dict[str, str]) -> TableEntry:  # fmt: skip
+        """Create the table and record it in the catalog."""
+
+    @abstractmethod
+    def describe(self, table: TableHandle) -> DescribeResult:
         """Describe the table from its metadata alone (light path: no JVM)."""
 
     @abstractmethod
-    def drop(self, catalog: Catalog, entry: TableEntry) -> None:
+    def drop(self, ctx: CatalogContext, entry: TableEntry) -> None:
         """Remove the table from the catalog (light path); data files are left in place."""
 
-    def spark_name(self, catalog: Catalog, entry: TableEntry) -> str:
+    def spark_name(self, ctx: CatalogContext, entry: TableEntry) -> str:
         """How Spark SQL names this table (quoted)."""
-        raise NotImplementedError
+        raise self.unsupported("Spark SQL access")
 
-    def extra(self) -> dict[str, Any]:
-        return {}
+    def spark_catalog_sql(self, ctx: CatalogContext, entry: TableEntry) -> list[str]:
+        """Statements that make the table reachable by name in a Spark session (none when it is already)."""
+        return []
+
+    def properties(self, table: TableHandle) -> dict[str, str]:
+        """The table's properties, from metadata (no JVM)."""
+        return dict(self.describe(table).properties)
+
+    # --- versions (light path) -------------------------------------------------------------
+    @abstractmethod
+    def commits(self, table: TableHandle) -> list[Commit]:
+        """Every commit still in the metadata, oldest first."""
+
+    @abstractmethod
+    def current_version(self, table: TableHandle) -> int | None:
+        """The version the table reads now (None: nothing committed)."""
+
+    def versions(self, table: TableHandle) -> VersionLog:
+        """A view of the table's versions read once for one operation."""
+        return VersionLog(self, table)
+
+    # --- reads (Spark path) -----------------------------------------------------------------
+    def read_current(self, table: TableHandle) -> DataFrame:
+        """The table's current rows (fresh metadata: other engines may have committed since)."""
+        raise self.unsupported("reading the table")
+
+    def read_version(self, table: TableHandle, version: int) -> DataFrame:
+        raise self.unsupported("time travel")
+
+    def read_changes(self, table: TableHandle, since: int, until: int, commits: dict[int, Commit]) -> DataFrame:
+        """Unified change rows (``_change_type``, ``_commit_version``, ``_commit_timestamp``) of the range."""
+        raise self.unsupported("changes")
+
+    def generated_columns(self, table: TableHandle) -> set[str]:
+        """Columns the format computes itself (writers must not fill them)."""
+        return set()
+
+    # --- writes (Spark path) ----------------------------------------------------------------
+    def committed_batch(self, table: TableHandle, app_id: str) -> int:
+        """The highest batch id ``app_id`` has committed to the table (-1: none), from its metadata."""
+        raise self.unsupported("exactly-once ingest")
+
+    def append_batch(self, table: TableHandle, df: DataFrame, app_id: str, batch_id: int) -> None:
+        """Append ``df`` as one commit that carries the marker (``app_id``, ``batch_id``)."""
+        raise self.unsupported("ingest")
+
+    def merge_marker_conf(self, app_id: str, batch_id: int) -> dict[str, str]:
+        """Session settings that put the marker (``app_id``, ``batch_id``) on the next MERGE commit."""
+        raise self.unsupported("merge")
+
+    def add_columns(self, table: TableHandle, columns: list[tuple[str, str]]) -> None:
+        """Add nullable columns (name, SQL type) in one commit."""
+        raise self.unsupported("adding columns")
+
+    def set_properties(self, table: TableHandle, properties: dict[str, str], removed: list[str]) -> None:
+        raise self.unsupported("alter")
+
+    def record_key(self, table: TableHandle, keys: list[str]) -> list[str]:
+        """Record a change-event key in the format's own terms; returns notes for the user."""
+        return []
+
+    # --- versions (Spark path) --------------------------------------------------------------
+    def rollback(self, table: TableHandle, target: int, current: int | None) -> int | None:
+        """Make the table read ``target``'s state; returns the version it is at afterwards."""
+        raise self.unsupported("rollback")
+
+    # --- maintenance ------------------------------------------------------------------------
+    def data_files(self, table: TableHandle) -> list[DataFile]:
+        """The live data files of the current version, from metadata (no JVM)."""
+        raise self.unsupported("listing data files")
+
+    def compaction_predicate_columns(self, table: TableHandle) -> list[str] | None:
+        """The columns a compaction ``where`` may use (None: every column)."""
+        return None
+
+    def files_matching(self, table: TableHandle, predicate: str) -> set[str]:
+        """Normalized paths of the files that may hold rows matching ``predicate``."""
+        raise self.unsupported("compact --where")
+
+    def compact(self, table: TableHandle, strategy: str, by: list[str], target: int, where: str | None) -> tuple[int, int]:
+        """Rewrite small files; returns (files rewritten, files added)."""
+        raise self.unsupported("compact")
+
+    def expire(self, table: TableHandle, window: timedelta, keep: int, dry_run: bool, force: bool) -> ExpireResult:
+        raise self.unsupported("expire")
+
+    def find_orphans(self, table: TableHandle, cutoff: datetime, window: timedelta) -> list[str]:
+        """Files under the table no version references, older than ``cutoff`` (nothing is deleted)."""
+        raise self.unsupported("clean-orphans")
+
+    def delete_orphans(self, table: TableHandle, cutoff: datetime, window: timedelta) -> None:
+        raise self.unsupported("clean-orphans")
+
+    def rewrite_metadata(self, table: TableHandle, dry_run: bool, min_count: int) -> MetadataResult:
+        raise self.unsupported("rewrite-metadata")
+
+    # --- locations --------------------------------------------------------------------------
+    def default_location(self, ctx: CatalogContext, ident: TableIdent) -> str:
+        return f"{ctx.config.warehouse_uri.rstrip('/')}/{ident.namespace}/{ident.name}"
+
+    @staticmethod
+    def local_dir(location: str) -> Path | None:
+        from ..files import local_path
+
+        return local_path(location)

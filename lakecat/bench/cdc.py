@@ -1,6 +1,6 @@
 """Benchmark: `lakecat ingest --cdc debezium` against the same MERGE written by hand as a plain foreachBatch job.
 
-Not a test. Run:  python tests/bench/bench_cdc.py [--events 50000] [--keys 5000] [--batch 10000] [--bootstrap HOST:PORT]
+Run:  python -m lakecat.bench.cdc [--events 50000] [--keys 5000] [--batch 10000] [--bootstrap HOST:PORT]
 Produces N Debezium change events (creates, updates, deletes with tombstones; heavy key repetition) keyed by id to a
 3-partition topic of a private local KRaft broker (or --bootstrap), then drains the topic with trigger available-now
 into a fresh table of each format: once with lakecat (envelope parse + validation + dead-letter split + last event per

@@ -12,7 +12,7 @@ Sections (``--sections``, all by default):
 - ``freshness``: events produced at a steady rate to a 1-partition topic while a ``trigger="every 1s"``
   stream runs (lakecat's ``cat.ingest(..., background=True)`` handle, or the plain job); a poller runs
   ``SELECT max(id)`` and records, per event, the time from produce to the first query that returned it.
-- ``cdc``: ``tests/bench/bench_cdc.py`` (a source checkout only), run as a subprocess; skipped with a note
+- ``cdc``: ``lakecat/bench/cdc.py`` (``python -m lakecat.bench.cdc``), run as a subprocess
   when the script is not there.
 - ``compact``: ``Table.compact`` against the engine's own command (Iceberg ``rewrite_data_files``, Delta
   ``OPTIMIZE``) on identical tables of many small files, and the query speedup after.
@@ -58,7 +58,7 @@ END_MARK = "<!-- bench:end -->"
 FULL: dict[str, Any] = {
     "events": 200_000, "batch": 50_000, "ingest_repeat": 2,
     "fresh_seconds": 60, "fresh_rate": 50, "fresh_poll": "metadata",
-    "cdc_events": None,  # bench_cdc.py's own default
+    "cdc_events": None,  # lakecat.bench.cdc's own default
     "compact_files": 2000, "compact_rows": 200_000, "compact_target": "64MB",
     "meta_commits": 20, "meta_repeat": 5, "spark_start_repeat": 2,
 }  # fmt: skip
@@ -143,7 +143,7 @@ def machine_info() -> dict[str, Any]:
             import psutil
 
             mem_gib = round(psutil.virtual_memory().total / 1024**3, 1)
-    from . import spark as lspark
+    from .. import spark as lspark
 
     return {
         "cpu_count": os.cpu_count(),
@@ -730,11 +730,8 @@ def metadata(home: Path, *, repeat: int, spark_start_repeat: int, formats: list[
 
 # --- CDC (the lead's script, when present) -----------------------------------------------------
 def cdc_script() -> Path | None:
-    for base in (Path(__file__).resolve().parent.parent, Path.cwd()):
-        path = base / "tests" / "bench" / "bench_cdc.py"
-        if path.is_file():
-            return path
-    return None
+    path = Path(__file__).resolve().with_name("cdc.py")
+    return path if path.is_file() else None
 
 
 def _last_json(text: str) -> Any:
@@ -750,10 +747,10 @@ def _last_json(text: str) -> Any:
 
 
 def cdc(*, events: int | None, bootstrap: str | None, timeout: float) -> dict[str, Any]:
-    """Runs ``tests/bench/bench_cdc.py`` as a subprocess (own JVM) and returns its JSON plus its peak RSS."""
+    """Runs ``lakecat/bench/cdc.py`` as a subprocess (own JVM) and returns its JSON plus its peak RSS."""
     script = cdc_script()
     if script is None:
-        return {"skipped": "tests/bench/bench_cdc.py not found (run from a source checkout)"}
+        return {"skipped": "lakecat/bench/cdc.py not found"}
     cmd = [sys.executable, str(script)]
     if events:
         cmd += ["--events", str(events)]
@@ -763,11 +760,11 @@ def cdc(*, events: int | None, bootstrap: str | None, timeout: float) -> dict[st
     env = {k: v for k, v in os.environ.items() if k != "LAKECAT_HOME"}
     run = run_measured(cmd, env=env, timeout=timeout, interval=0.25)
     if run["rc"] != 0:
-        return {"error": f"bench_cdc.py exited {run['rc']}: {run['stderr'].strip()[-800:]}", "command": cmd[1:]}
+        return {"error": f"lakecat.bench.cdc exited {run['rc']}: {run['stderr'].strip()[-800:]}", "command": cmd[1:]}
     try:
         doc = _last_json(run["stdout"])
     except ValueError:
-        return {"error": f"bench_cdc.py printed no JSON: {run['stdout'].strip()[-400:]}", "command": cmd[1:]}
+        return {"error": f"lakecat.bench.cdc printed no JSON: {run['stdout'].strip()[-400:]}", "command": cmd[1:]}
     doc = doc if isinstance(doc, dict) else {"output": doc}
     doc["wall_s"] = _r(run["seconds"], 1)
     doc["peak_mb"] = run["peak_mb"]
@@ -846,7 +843,7 @@ def ratios(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
     c = doc.get("cdc") or {}
     for fmt in ("iceberg", "delta"):
         if isinstance(c.get(fmt), dict):
-            add(f"cdc.{fmt}.throughput", c[fmt].get("ratio"), "higher", "lakecat events/s / plain events/s (bench_cdc.py)")
+            add(f"cdc.{fmt}.throughput", c[fmt].get("ratio"), "higher", "lakecat events/s / plain events/s (lakecat.bench.cdc)")
     for fmt, row in (doc.get("compact", {}).get("results") or {}).items():
         add(f"compact.{fmt}.time_vs_engine", row.get("lakecat_over_engine"), "lower", "lakecat compact s / engine command s")
         add(f"compact.{fmt}.filtered_query_speedup", row.get("filtered_query_speedup"), "higher", "query s before / after")
@@ -867,7 +864,7 @@ def run_suite(sizes: dict[str, Any], *, sections: list[str], formats: list[str],
     broker = None
     try:
         if bootstrap is None and {"ingest", "freshness", "cdc"} & set(sections):
-            from .kafka_local import LocalKafka, free_port
+            from ..kafka_local import LocalKafka, free_port
 
             broker = LocalKafka(data_dir=home / "kafka", port=free_port())
             bootstrap = broker.start(timeout=180)
@@ -1002,7 +999,7 @@ def render_markdown(doc: dict[str, Any]) -> str:
     c = doc.get("cdc") or {}
     cdc_rows = [(fmt, c[fmt]) for fmt in ("iceberg", "delta") if isinstance(c.get(fmt), dict)]
     if cdc_rows:
-        lines += ["", f"**CDC, Debezium events → MERGE** (`tests/bench/bench_cdc.py`: {_n(c.get('events'))} messages — "
+        lines += ["", f"**CDC, Debezium events → MERGE** (`python -m lakecat.bench.cdc`: {_n(c.get('events'))} messages — "
                   f"{_n(c.get('change_events'))} change events over {_n(c.get('keys'))} keys, with tombstones — on a "
                   f"3-partition topic, `available-now`, {_n(c.get('batch'))} per micro-batch; plain = a hand-written "
                   "foreachBatch with `row_number` per key and `MERGE INTO`):", "",

@@ -1,27 +1,33 @@
-"""Where an ingest reads from: a Kafka topic (or topic pattern), or a directory of landed files."""
+"""A Kafka topic (or topic pattern) as an ingest source: JSON events, lag from the broker's watermarks."""
 
 from __future__ import annotations
 
-import hashlib
+import json
 import logging
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .errors import InvalidArgumentError, LakecatError
+from ..errors import InvalidArgumentError, LakecatError
+from .base import Source, StreamOptions, digest
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
 
 log = logging.getLogger("lakecat.kafka.client")  # librdkafka logs here, not to stderr
 
-FILE_FORMATS = ("json", "csv", "parquet")
 STARTING_OFFSETS = ("earliest", "latest")
-
-
-def _digest(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()[:12]
+#: Columns ``with_metadata`` fills (the table must have them, or ``merge_schema`` adds them).
+KAFKA_METADATA_COLUMNS = {
+    "_kafka_key": "STRING",
+    "_kafka_topic": "STRING",
+    "_kafka_partition": "INT",
+    "_kafka_offset": "BIGINT",
+    "_kafka_timestamp": "TIMESTAMP",
+}
 
 
 @dataclass(frozen=True)
-class KafkaSource:
+class KafkaSource(Source):
     """JSON events from Kafka.
 
     Args:
@@ -45,6 +51,7 @@ class KafkaSource:
     options: dict[str, str] = field(default_factory=dict)
 
     kind = "kafka"
+    metadata_columns = KAFKA_METADATA_COLUMNS
 
     def validate(self) -> None:
         if not self.bootstrap or not str(self.bootstrap).strip():
@@ -74,7 +81,7 @@ class KafkaSource:
     def fingerprint(self) -> str:
         """Names the default checkpoint: the topics, not the broker address (it may be spelled many ways)."""
         what = ",".join(sorted(self.topics)) if self.topic else f"pattern:{self.topic_pattern}"
-        return f"kafka-{_digest('kafka:' + what)}"
+        return f"kafka-{digest('kafka:' + what)}"
 
     def admin_conf(self) -> dict[str, Any]:
         conf: dict[str, Any] = {"bootstrap.servers": self.bootstrap, "logger": log}
@@ -82,7 +89,7 @@ class KafkaSource:
             conf[k[len("kafka."):] if k.startswith("kafka.") else k] = v
         return conf
 
-    def check_reachable(self, timeout: float = 10.0) -> list[str]:
+    def check_reachable(self, timeout: float = 10.0) -> list[str]:  # type: ignore[override]
         """Ask the broker for its topics before Spark starts; returns the topics that will be read.
 
         Raises:
@@ -110,41 +117,65 @@ class KafkaSource:
             raise LakecatError(f"no topic on {self.bootstrap} matches the pattern {self.topic_pattern!r}")
         return matching
 
+    def open_raw(self, spark: SparkSession, options: StreamOptions) -> DataFrame:
+        from pyspark.sql import functions as F
 
-@dataclass(frozen=True)
-class FileSource:
-    """Landed files in a directory: new files only, each exactly once (the checkpoint remembers them).
+        # failOnDataLoss stays on (Spark's default): offsets lost to retention stop the stream instead of vanishing
+        reader = spark.readStream.format("kafka").option("kafka.bootstrap.servers", self.bootstrap).option(
+            "startingOffsets", self.starting_offsets
+        )
+        reader = reader.option("subscribe", self.topic) if self.topic else reader.option("subscribePattern", self.topic_pattern)
+        for k, v in self.options.items():
+            reader = reader.option(k if k.startswith("kafka.") else f"kafka.{k}", v)
+        if options.max_records_per_batch:
+            reader = reader.option("maxOffsetsPerTrigger", str(options.max_records_per_batch))
+        return reader.load().select(
+            F.col("value"),
+            F.col("key").alias("_lakecat_key"),
+            F.col("topic").alias("_lakecat_topic"),
+            F.col("partition").alias("_lakecat_partition"),
+            F.col("offset").alias("_lakecat_offset"),
+            F.col("timestamp").alias("_lakecat_ts"),
+            F.col("topic").alias("_lakecat_source"),
+        )
 
-    Args:
-        path: a directory (local path or URI); every file in it is read, new ones as they land.
-        format: ``json`` (one JSON object per line, through the same parse and dead-letter path as Kafka),
-            ``csv`` (with a header row, typed by the table's schema; malformed rows are dead-lettered) or
-            ``parquet`` (typed by the table's schema; incompatible column types are refused up front).
-        options: extra Spark reader options (e.g. ``{"sep": ";"}`` for csv).
-    """
+    def metadata_values(self) -> list[Any]:
+        from pyspark.sql import functions as F
 
-    path: str
-    format: str = "json"
-    options: dict[str, str] = field(default_factory=dict)
+        return [
+            F.col("_lakecat_key").cast("string").alias("_kafka_key"),
+            F.col("_lakecat_topic").alias("_kafka_topic"),
+            F.col("_lakecat_partition").alias("_kafka_partition"),
+            F.col("_lakecat_offset").alias("_kafka_offset"),
+            F.col("_lakecat_ts").alias("_kafka_timestamp"),
+        ]
 
-    kind = "files"
+    def backlog(self, progress: dict[str, Any]) -> int | None:
+        """End offsets on the broker minus the offsets the query has reached."""
+        try:
+            end = json.loads(progress["sources"][0]["endOffset"])
+        except (KeyError, IndexError, TypeError, ValueError):
+            return None
+        try:
+            from confluent_kafka import Consumer, TopicPartition
 
-    def validate(self) -> None:
-        if self.format not in FILE_FORMATS:
-            raise InvalidArgumentError(f"invalid file format {self.format!r}: use json, csv or parquet")
-        if "://" not in self.path or self.path.startswith("file:"):
-            local = Path(self.path.removeprefix("file://").removeprefix("file:")).expanduser()
-            if not local.is_dir():
-                raise InvalidArgumentError(f"file source {self.path}: not a directory")
+            consumer = self.__dict__.get("_consumer")
+            if consumer is None:
+                consumer = Consumer({**self.admin_conf(), "group.id": "lakecat-lag", "enable.auto.commit": False})
+                object.__setattr__(self, "_consumer", consumer)  # frozen dataclass: a cache, not a field
+            lag = 0
+            for topic, parts in end.items():
+                for part, offset in parts.items():
+                    _, high = consumer.get_watermark_offsets(TopicPartition(topic, int(part)), timeout=2)
+                    lag += max(0, int(high) - int(offset))
+            return lag
+        except Exception:  # noqa: BLE001 - lag is best effort; the stream goes on
+            return None
 
-    @property
-    def uri(self) -> str:
-        if "://" in self.path:
-            return self.path
-        return Path(self.path).expanduser().resolve().as_uri()
-
-    def describe(self) -> str:
-        return f"files {self.uri} ({self.format})"
-
-    def fingerprint(self) -> str:
-        return f"files-{_digest(f'files:{self.format}:{self.uri}')}"
+    def close(self) -> None:
+        consumer = self.__dict__.pop("_consumer", None)
+        if consumer is not None:
+            try:
+                consumer.close()
+            except Exception:  # noqa: BLE001 - closing a lag client is best effort
+                pass

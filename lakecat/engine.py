@@ -1,0 +1,173 @@
+"""Talking to the engines, format-neutral: SQL literals, error translation, scoped settings, retries.
+
+Everything here is shared by the format adapters (``lakecat.formats``) and the operations above them.
+Nothing here knows which table format it serves.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import random
+import re
+import time
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from .errors import (
+    CommitConflictError,
+    InvalidArgumentError,
+    LakecatError,
+    TableAlreadyExistsError,
+    TableNotFoundError,
+)
+from .identifiers import TableIdent
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+RETRY_ATTEMPTS = 6
+_PROPERTY_KEY = re.compile(r"[A-Za-z0-9_.\-]+\Z")
+
+
+def sql_string(value: str) -> str:
+    """A Spark SQL string literal."""
+    return "'" + str(value).replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def sql_timestamp(dt: datetime) -> str:
+    """A Spark TIMESTAMP literal (the session time zone is UTC)."""
+    return "TIMESTAMP " + sql_string(dt.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3])
+
+
+def validate_properties(properties: dict[str, str] | None) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for k, v in (properties or {}).items():
+        if not _PROPERTY_KEY.match(str(k)):
+            raise InvalidArgumentError(f"invalid property key {k!r}: use letters, digits, '.', '_' and '-'")
+        out[str(k)] = str(v)
+    return out
+
+
+def tblproperties(properties: dict[str, str]) -> str:
+    if not properties:
+        return ""
+    items = ", ".join(f"{sql_string(k)} = {sql_string(v)}" for k, v in sorted(properties.items()))
+    return f" TBLPROPERTIES ({items})"
+
+
+def first_line(text: str) -> str:
+    """The line of an engine error worth showing: the cause raised inside a foreachBatch function when
+    Spark wraps it (its first line is only "Traceback ..."), else the first non-empty line."""
+    text = str(text)
+    if "FOREACH_BATCH_USER_FUNCTION_ERROR" in text or "Python Proxy" in text:
+        causes = re.findall(r"^(?:[\w.]+\.)?(\w+(?:Error|Exception)): (.+)$", text, flags=re.MULTILINE)
+        causes = [(n, m) for n, m in causes if n not in ("Py4JJavaError", "Py4JException", "StreamingQueryException")]
+        if causes:
+            return f"{causes[-1][0]}: {causes[-1][1].strip()}"[:400]
+    for line in text.strip().splitlines():
+        line = line.strip()
+        if line:
+            return line[:400]
+    return "unknown error"
+
+
+def java_message(e: BaseException) -> str:
+    """The Java exception's own message when there is one (Py4J), else the Python text; one line."""
+    java = getattr(e, "java_exception", None)
+    if java is not None:
+        try:
+            return first_line(str(java.getMessage()))
+        except Exception:  # noqa: BLE001 - fall back to the Python text
+            pass
+    return first_line(str(e))
+
+
+_CONFLICT_MARKERS = ("CommitFailedException", "ConcurrentAppendException", "ConcurrentDeleteReadException",
+                     "ConcurrentDeleteDeleteException", "ConcurrentTransactionException", "MetadataChangedException",
+                     "ProtocolChangedException", "ValidationException: Found conflicting files",
+                     "ConcurrentWriteException")  # fmt: skip
+
+# Spark error classes that mean the user's text (a predicate, a column list) is wrong: exit 2.
+_USAGE_MARKERS = ("PARSE_SYNTAX_ERROR", "UNRESOLVED_COLUMN", "DATATYPE_MISMATCH", "UNRESOLVED_ROUTINE",
+                  "WRONG_NUM_ARGS", "INVALID_WHERE_CONDITION")  # fmt: skip
+
+_ENGINE_ERRORS = ("AnalysisException", "Py4JJavaError", "IllegalArgumentException", "ParseException",
+                  "StreamingQueryException", "SparkRuntimeException", "UnsupportedOperationException",
+                  "NumberFormatException", "ArithmeticException", "PySparkException",
+                  "SparkUpgradeException", "DateTimeException", "QueryExecutionException",
+                  "Py4JError", "PySparkRuntimeError", "PySparkValueError", "SparkNoSuchElementException",
+                  "SparkConnectGrpcException", "TempTableAlreadyExistsException", "PythonException")  # fmt: skip
+
+
+@contextlib.contextmanager
+def spark_errors(what: str, ident: TableIdent | None = None) -> Iterator[None]:
+    """Translate Spark / Py4J exceptions into lakecat errors at the point they enter lakecat."""
+    try:
+        yield
+    except LakecatError:
+        raise
+    except Exception as e:  # noqa: BLE001 - we re-raise everything, typed
+        name = type(e).__name__
+        text = str(e)
+        if name not in _ENGINE_ERRORS:
+            raise
+        label = f"{what} {ident}" if ident else what
+        if "TABLE_OR_VIEW_ALREADY_EXISTS" in text or "AlreadyExistsException" in text:
+            raise TableAlreadyExistsError(f"table {ident} already exists") from e
+        if "TABLE_OR_VIEW_NOT_FOUND" in text or "NoSuchTableException" in text:
+            raise TableNotFoundError(f"table {ident} not found") from e
+        if any(marker in text for marker in _CONFLICT_MARKERS):
+            raise CommitConflictError(f"{label}: commit conflict with a concurrent writer: {first_line(text)}") from e
+        if name in ("ParseException",) or any(m in text for m in _USAGE_MARKERS):
+            raise InvalidArgumentError(f"{label}: {first_line(text)}") from e
+        raise LakecatError(f"{label} failed: {first_line(text)}") from e
+
+
+@contextlib.contextmanager
+def spark_conf(spark: SparkSession, settings: dict[str, str]) -> Iterator[None]:
+    """Set session confs for one call and put the previous values back afterwards."""
+    saved: dict[str, str | None] = {k: spark.conf.get(k, None) for k in settings}
+    try:
+        for k, v in settings.items():
+            spark.conf.set(k, v)
+        yield
+    finally:
+        for k, old in saved.items():
+            if old is None:
+                spark.conf.unset(k)
+            else:
+                spark.conf.set(k, old)
+
+
+def with_retries(fn: Callable[[], T], *, what: str, attempts: int = RETRY_ATTEMPTS, base_delay: float = 0.5) -> tuple[T, int]:
+    """Run ``fn``; on a commit conflict wait (exponential backoff with jitter) and try again.
+
+    Returns ``(result, retries)``. Maintenance rewrites are idempotent, so a retry is always safe:
+    the retried call plans again on top of the concurrent writer's commit.
+    """
+    retries = 0
+    while True:
+        try:
+            return fn(), retries
+        except CommitConflictError as e:
+            if retries + 1 >= attempts:
+                raise CommitConflictError(f"{e} (gave up after {retries} retries)") from e
+            retries += 1
+            delay = base_delay * 2 ** (retries - 1) * (1 + random.random() / 2)
+            log.info("%s: commit conflict, retry %d in %.1fs", what, retries, delay)
+            time.sleep(delay)
+
+
+def now() -> datetime:
+    return datetime.now(UTC)
+
+
+def to_int(value: Any) -> int | None:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None

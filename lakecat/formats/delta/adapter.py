@@ -1,0 +1,193 @@
+"""The Delta adapter: catalog entries (lakecat's registry), create/describe/drop, reads and idempotent writes.
+
+Metadata answers come from delta-rs (no JVM); writes, reads at a version and maintenance run on Spark
+with delta-spark. Versions live in ``versions.py``, maintenance in ``maintenance.py``, the log reader in
+``log.py``, generated partition columns in ``partitioning.py``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ...engine import spark_errors, sql_string, tblproperties, with_retries
+from ...errors import LakecatError, TableAlreadyExistsError
+from ...identifiers import quote
+from ...metastore import Registry, TableEntry
+from ...records import GENERATED_KEY
+from ...results import ColumnInfo, DescribeResult
+from ...schema import schema_ddl
+from ...units import from_millis, iso
+from ..base import TableFormat
+from .maintenance import DeltaMaintenance, spark_path
+from .partitioning import delta_generated_columns, describe_delta_partitioning
+from .versions import DeltaVersions
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from ...identifiers import TableIdent
+    from ...metastore import Metastore
+    from ...partitioning import PartitionField
+    from ...schema import Column
+    from ..base import CatalogContext, TableHandle
+
+REGISTRY_TABLE = "lakecat_delta_tables"
+
+_PRIMITIVE_SQL = {
+    "boolean": "BOOLEAN", "byte": "TINYINT", "short": "SMALLINT", "integer": "INT", "long": "BIGINT",
+    "float": "FLOAT", "double": "DOUBLE", "date": "DATE", "timestamp": "TIMESTAMP",
+    "timestamp_ntz": "TIMESTAMP_NTZ", "string": "STRING", "binary": "BINARY",
+}  # fmt: skip
+
+
+def delta_type_sql(t: Any) -> str:
+    """deltalake schema type -> the Spark SQL spelling lakecat shows for every format."""
+    kind = getattr(t, "type", None)
+    if kind == "array":
+        return f"ARRAY<{delta_type_sql(t.element_type)}>"
+    if kind == "map":
+        return f"MAP<{delta_type_sql(t.key_type)}, {delta_type_sql(t.value_type)}>"
+    if kind == "struct":
+        return "STRUCT<" + ", ".join(f"{f.name}: {delta_type_sql(f.type)}" for f in t.fields) + ">"
+    text = str(kind)
+    if text.startswith("decimal"):
+        return text.replace(" ", "").upper()
+    return _PRIMITIVE_SQL.get(text, text.upper())
+
+
+class DeltaFormat(DeltaVersions, DeltaMaintenance, TableFormat):
+    name = "delta"
+    partition_transforms = frozenset({"identity", "years", "months", "days", "hours", "truncate"})
+    hidden_partitioning = False
+    compact_strategies = ("binpack", "zorder")  # OPTIMIZE has no linear sort
+    safety_floor_reason = ("Delta's retentionDurationCheck: files younger than that may still be read by running queries "
+                           "or belong to a commit in flight")  # fmt: skip
+    metadata_upkeep_threshold = 5  # commits without a checkpoint
+
+    # --- catalog entries --------------------------------------------------------------------
+    def _registry(self, metastore: Metastore) -> Registry:
+        return Registry(metastore, REGISTRY_TABLE, self.name)
+
+    def prepare_metastore(self, metastore: Metastore) -> None:
+        self._registry(metastore)
+
+    def list_entries(self, ctx: CatalogContext, namespace: str | None = None) -> list[TableEntry]:
+        return self._registry(ctx.metastore).list(namespace)
+
+    def get_entry(self, ctx: CatalogContext, ident: TableIdent) -> TableEntry | None:
+        return self._registry(ctx.metastore).get(ident)
+
+    def spark_name(self, ctx: CatalogContext, entry: TableEntry) -> str:
+        return spark_path(entry.location)
+
+    def spark_catalog_sql(self, ctx: CatalogContext, entry: TableEntry) -> list[str]:
+        """Statements that make the table reachable by name in Spark's session catalog."""
+        return [f"CREATE NAMESPACE IF NOT EXISTS spark_catalog.{quote(entry.ident.namespace)}",
+                f"CREATE TABLE IF NOT EXISTS spark_catalog.{entry.ident.quoted} USING delta LOCATION {sql_string(entry.location)}"]  # fmt: skip
+
+    # --- create / describe / drop -------------------------------------------------------------
+    def check_partitioning(self, fields: list[PartitionField], columns: list[Column]) -> None:
+        delta_generated_columns(fields, columns)  # refuses bucket (and name clashes) before Spark starts
+
+    def create(self, ctx: CatalogContext, ident: TableIdent, columns: list[Column], partitioning: list[PartitionField],
+               properties: dict[str, str]) -> TableEntry:  # fmt: skip
+        extra, part_cols = delta_generated_columns(partitioning, columns)
+        location = self.default_location(ctx, ident)
+        local = self.local_dir(location)
+        if local is not None and local.exists() and any(local.iterdir()):
+            raise TableAlreadyExistsError(
+                f"create {ident}: its location {location} is not empty (data of a dropped table?); "
+                "remove it or drop the old table with --purge"
+            )
+        props = {"delta.enableChangeDataFeed": "true", "delta.checkpoint.writeStatsAsStruct": "true", **properties}
+        cols = ", ".join([schema_ddl(columns), *extra])
+        parts = f" PARTITIONED BY ({', '.join(quote(c) for c in part_cols)})" if part_cols else ""
+        spark = ctx.session()
+        with spark_errors("create", ident):
+            spark.sql(f"CREATE TABLE {spark_path(location)} ({cols}) USING delta{parts}{tblproperties(props)}")
+        return self._registry(ctx.metastore).register(ident, location, {"partitioning": [str(f) for f in partitioning]})
+
+    def load(self, table: TableHandle, version: int | None = None) -> Any:
+        """The table as a delta-rs ``DeltaTable`` (no JVM)."""
+        from deltalake import DeltaTable
+        from deltalake.exceptions import TableNotFoundError as DeltaRsNotFound
+
+        try:
+            return DeltaTable(table.entry.location, version=version)
+        except DeltaRsNotFound as e:
+            raise LakecatError(f"table {table.entry.ident}: no Delta table at {table.entry.location}") from e
+
+    def describe(self, table: TableHandle) -> DescribeResult:
+        dt = self.load(table)
+        meta = dt.metadata()
+        fields = dt.schema().fields
+        generation = {f.name: f.metadata.get(GENERATED_KEY) for f in fields if f.metadata.get(GENERATED_KEY)}
+        columns = [ColumnInfo(f.name, delta_type_sql(f.type), f.nullable, f.metadata.get("comment"), generation.get(f.name))
+                   for f in fields]  # fmt: skip
+        actions = dt.get_add_actions(flatten=True)
+        sizes = actions.column("size_bytes").to_pylist() if actions.num_rows else []
+        records = None
+        if actions.num_rows and "num_records" in actions.schema.names:
+            counts = actions.column("num_records").to_pylist()
+            records = None if any(c is None for c in counts) else int(sum(counts))
+        elif not actions.num_rows:
+            records = 0
+        history = dt.history(1)
+        last = history[0].get("timestamp") if history else None
+        return DescribeResult(
+            name=table.name, format=self.name, location=table.entry.location, schema=columns,
+            partitioning=describe_delta_partitioning(list(meta.partition_columns), generation),
+            properties=dict(meta.configuration), current_version=dt.version(), files=int(actions.num_rows),
+            size_bytes=int(sum(sizes)), records=records, last_updated=iso(from_millis(last)) if last else None,
+            capabilities=self.capabilities,
+        )  # fmt: skip
+
+    def properties(self, table: TableHandle) -> dict[str, str]:
+        return dict(self.load(table).metadata().configuration)
+
+    def drop(self, ctx: CatalogContext, entry: TableEntry) -> None:
+        self._registry(ctx.metastore).unregister(entry.ident)
+
+    # --- reads ------------------------------------------------------------------------------
+    def read_current(self, table: TableHandle) -> DataFrame:
+        return table.catalog.session().read.format("delta").load(table.location)
+
+    def generated_columns(self, table: TableHandle) -> set[str]:
+        """Spark's read schema does not say which columns are generated; the Delta log does."""
+        return {f.name for f in self.load(table).schema().fields if f.metadata.get(GENERATED_KEY)}
+
+    # --- writes -----------------------------------------------------------------------------
+    def committed_batch(self, table: TableHandle, app_id: str) -> int:
+        version = self.load(table).transaction_version(app_id)
+        return -1 if version is None else int(version)
+
+    def append_batch(self, table: TableHandle, df: DataFrame, app_id: str, batch_id: int) -> None:
+        # Delta itself refuses a transaction version it has already committed for that application id.
+        with spark_errors("ingest into", table.entry.ident):
+            (df.write.format("delta").mode("append").option("txnAppId", app_id)
+             .option("txnVersion", str(batch_id)).save(table.location))  # fmt: skip
+
+    def merge_marker_conf(self, app_id: str, batch_id: int) -> dict[str, str]:
+        # SetTransaction in the MERGE's own commit
+        return {"spark.databricks.delta.write.txnAppId": app_id,
+                "spark.databricks.delta.write.txnVersion": str(batch_id),
+                "spark.databricks.delta.write.txnVersion.autoReset.enabled": "true"}  # fmt: skip
+
+    def add_columns(self, table: TableHandle, columns: list[tuple[str, str]]) -> None:
+        cols = ", ".join(f"{quote(name)} {ddl}" for name, ddl in columns)
+        with spark_errors("add columns to", table.entry.ident):
+            table.catalog.session().sql(f"ALTER TABLE {spark_path(table.location)} ADD COLUMNS ({cols})")
+
+    def set_properties(self, table: TableHandle, properties: dict[str, str], removed: list[str]) -> None:
+        spark = table.catalog.session()
+        name = spark_path(table.location)
+
+        def commit() -> None:
+            with spark_errors("alter", table.entry.ident):
+                if properties:
+                    items = ", ".join(f"{sql_string(k)} = {sql_string(v)}" for k, v in sorted(properties.items()))
+                    spark.sql(f"ALTER TABLE {name} SET TBLPROPERTIES ({items})")
+                if removed:
+                    spark.sql(f"ALTER TABLE {name} UNSET TBLPROPERTIES IF EXISTS ({', '.join(sql_string(k) for k in removed)})")
+
+        with_retries(commit, what=f"alter {table.name}")

@@ -1,0 +1,84 @@
+"""Reading a Delta table's ``_delta_log`` directly (commit files, checkpoints, their times and actions)."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+
+from ...errors import LakecatError
+from ...files import fs_for, norm_path
+
+_LOG_FILE = re.compile(r"(\d{20})\.(json|crc|checkpoint(?:\.\d+\.\d+)?(?:\.[0-9a-f-]+)?\.parquet)\Z")
+_COMPACTED = re.compile(r"(\d{20})\.(\d{20})\.compacted\.json\Z")
+
+
+@dataclass
+class LogEntry:
+    version: int
+    name: str
+    path: str
+    mtime_ms: int
+
+
+def log_entries(location: str, name: str) -> list[LogEntry]:
+    """The files of the table's log (commits, checksums, checkpoints, compacted ranges)."""
+    from pyarrow import fs
+
+    filesystem, base = fs_for(location.rstrip("/") + "/_delta_log")
+    try:
+        infos = filesystem.get_file_info(fs.FileSelector(base, recursive=False))
+    except FileNotFoundError as e:
+        raise LakecatError(f"table {name}: no Delta log at {location}") from e
+    out = []
+    for info in infos:
+        base_name = info.base_name.lstrip(".")
+        m = _LOG_FILE.match(base_name) or _COMPACTED.match(base_name)
+        if not m or info.type != fs.FileType.File:
+            continue
+        version = int(m.group(2)) if _COMPACTED.match(base_name) else int(m.group(1))  # compacted: its last version
+        mtime = int(info.mtime.timestamp() * 1000) if info.mtime else 0
+        out.append(LogEntry(version, info.base_name, info.path, mtime))
+    return out
+
+
+def commit_times(entries: list[LogEntry]) -> dict[int, int]:
+    """version -> commit time (ms): the commit file's modification time, made monotonic like Delta does."""
+    times: dict[int, int] = {}
+    for e in sorted(entries, key=lambda e: e.version):
+        if e.name == f"{e.version:020d}.json":
+            times[e.version] = e.mtime_ms
+    last = -1
+    for v in sorted(times):
+        times[v] = last = max(times[v], last + 1)
+    return times
+
+
+def log_actions(location: str, entries: list[LogEntry], first: int, last: int) -> tuple[set[str], set[str]]:
+    """Normalized paths added and removed by the commits ``first..last`` (inclusive) still in the log."""
+    base = location.rstrip("/")
+    added: set[str] = set()
+    removed: set[str] = set()
+    filesystem, _ = fs_for(location)
+    for e in entries:
+        if not first <= e.version <= last or e.name != f"{e.version:020d}.json":
+            continue
+        with filesystem.open_input_stream(e.path) as fh:
+            for line in fh.read().decode("utf-8").splitlines():
+                if '"add"' not in line and '"remove"' not in line:
+                    continue
+                action = json.loads(line)
+                for kind, bucket in (("add", added), ("remove", removed)):
+                    if kind in action:
+                        path = action[kind]["path"]
+                        bucket.add(norm_path(path if "://" in path else f"{base}/{path}"))
+    return added, removed
+
+
+def last_checkpoint(location: str) -> int | None:
+    filesystem, base = fs_for(location.rstrip("/") + "/_delta_log/_last_checkpoint")
+    try:
+        with filesystem.open_input_stream(base) as fh:
+            return int(json.loads(fh.read().decode("utf-8"))["version"])
+    except (FileNotFoundError, KeyError, ValueError, OSError):
+        return None

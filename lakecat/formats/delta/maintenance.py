@@ -1,0 +1,196 @@
+"""Delta maintenance: OPTIMIZE, expiry computed from the log, VACUUM for orphans, checkpoints (delta-rs)."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import time
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
+
+from ...engine import first_line, now, spark_conf, spark_errors
+from ...errors import LakecatError
+from ...files import DataFile, file_sizes, fs_for, is_local_dir, norm_path
+from ...results import ExpireResult, MetadataResult
+from ...units import format_duration, iso
+from .log import commit_times, last_checkpoint, log_actions, log_entries
+
+if TYPE_CHECKING:
+    from ..base import TableHandle
+
+log = logging.getLogger(__name__)
+SMALL_FILE_RATIO = 0.75  # OPTIMIZE's minFileSize: the same "small" as lakecat's planner
+
+
+def spark_path(location: str) -> str:
+    """``delta.`location``` with the path quoted for Spark SQL."""
+    return "delta.`" + location.replace("`", "``") + "`"
+
+
+def vacuum_hours(window: timedelta) -> int:
+    """VACUUM's RETAIN in whole hours, rounded up (Delta rounds a fraction to the nearest hour: never shorter)."""
+    return math.ceil(window.total_seconds() / 3600 - 1e-9)
+
+
+class DeltaMaintenance:
+    """The maintenance half of the Delta adapter (mixed into ``DeltaFormat``)."""
+
+    def data_files(self, table: TableHandle) -> list[DataFile]:
+        import pyarrow as pa
+
+        dt = self.load(table)  # type: ignore[attr-defined]
+        rows = pa.table(dt.get_add_actions(flatten=True)).to_pylist()  # delta-rs answers with arro3
+        base = table.location.rstrip("/")
+        out = []
+        for r in rows:
+            parts = [f"{k[len('partition.'):]}={v}" for k, v in r.items() if k.startswith("partition.")]
+            path = r["path"] if "://" in r["path"] else f"{base}/{r['path']}"
+            out.append(DataFile(path, int(r["size_bytes"]), "/".join(parts)))
+        return out
+
+    def compaction_predicate_columns(self, table: TableHandle) -> list[str] | None:
+        # Delta's OPTIMIZE takes predicates on partition columns only
+        return list(self.load(table).metadata().partition_columns)  # type: ignore[attr-defined]
+
+    def files_matching(self, table: TableHandle, predicate: str) -> set[str]:
+        with spark_errors("compact --where", table.entry.ident):
+            return {norm_path(p) for p in self.read_current(table).where(predicate).inputFiles()}  # type: ignore[attr-defined]
+
+    def compact(self, table: TableHandle, strategy: str, by: list[str], target: int, where: str | None) -> tuple[int, int]:
+        spark = table.catalog.session()
+        conf = {
+            "spark.databricks.delta.optimize.maxFileSize": str(target),
+            "spark.databricks.delta.optimize.minFileSize": str(int(target * SMALL_FILE_RATIO)),
+        }
+        with spark_errors("compact", table.entry.ident), spark_conf(spark, conf):
+            builder = _delta_table(spark, table.location).optimize()
+            if where is not None:
+                builder = builder.where(where)  # Delta itself refuses predicates on non-partition columns
+            df = builder.executeZOrderBy(*by) if strategy == "zorder" else builder.executeCompaction()
+            row = df.first()
+        metrics = row["metrics"] if row else None
+        return (int(metrics["numFilesRemoved"]), int(metrics["numFilesAdded"])) if metrics else (0, 0)
+
+    def expire(self, table: TableHandle, window: timedelta, keep: int, dry_run: bool, force: bool) -> ExpireResult:
+        """Delete the data files only expired versions read, then truncate the log before the oldest kept.
+
+        The files are computed from the log rather than left to VACUUM: VACUUM's RETAIN rounds to whole
+        hours (so a window derived from ``retain_last`` cannot be expressed exactly) and VACUUM FULL would
+        also delete untracked files a concurrent writer has not committed yet.
+        """
+        dt = self.load(table)  # type: ignore[attr-defined]
+        current = dt.version()
+        entries = log_entries(table.location, table.name)
+        times = commit_times(entries)
+        cutoff = now() - window
+        cutoff_ms = int(cutoff.timestamp() * 1000)
+        available = sorted(v for v in times if v <= current)
+        recent = [v for v in available if times[v] >= cutoff_ms]
+        oldest_kept = min([current - keep + 1, *(recent[:1] or [current])])
+        oldest_kept = max(oldest_kept, available[0] if available else 0)
+        expired = [v for v in available if v < oldest_kept]
+        retained = [v for v in available if v >= oldest_kept]
+        doomed: dict[str, int] = {}
+        if expired:
+            needed = {norm_path(u) for u in self.load(table, version=oldest_kept).file_uris()}  # type: ignore[attr-defined]
+            later_adds, _ = log_actions(table.location, entries, oldest_kept + 1, current)
+            needed |= later_adds
+            earliest = {norm_path(u) for u in self.load(table, version=expired[0]).file_uris()}  # type: ignore[attr-defined]
+            adds, removes = log_actions(table.location, entries, expired[0] + 1, oldest_kept)
+            doomed = file_sizes(sorted((earliest | adds | removes) - needed))
+        result = ExpireResult(
+            table=table.name, format=self.name, expired_versions=expired, retained_versions=retained,  # type: ignore[attr-defined]
+            deleted_files=len(doomed), deleted_bytes=sum(doomed.values()), older_than=format_duration(window),
+            retain_last=keep, cutoff=iso(cutoff), forced=force, dry_run=dry_run, files=sorted(doomed),
+        )  # fmt: skip
+        if dry_run or not expired:
+            return result
+        gone = []
+        for path in doomed:
+            try:
+                fs_, p = fs_for(path)
+                fs_.delete_file(p)
+                gone.append(path)
+            except FileNotFoundError:
+                continue
+            head, _, name = p.rpartition("/")
+            with contextlib.suppress(OSError):
+                fs_.delete_file(f"{head}/.{name}.crc")  # Hadoop's checksum sidecar
+        result.deleted_files, result.deleted_bytes = len(gone), sum(doomed[g] for g in gone)
+        result.log_truncated_before = self._truncate_log(table, oldest_kept)
+        return result
+
+    def _truncate_log(self, table: TableHandle, oldest_kept: int) -> int | None:
+        """Make versions before ``oldest_kept`` unreadable: a checkpoint at it, then the older log files go.
+
+        This is what Delta's own log cleanup does at checkpoint time once ``delta.logRetentionDuration``
+        (30 days by default, cut off at day boundaries) has passed; lakecat does it for the window asked.
+        """
+        entries = log_entries(table.location, table.name)
+        has_checkpoint = any(e.version == oldest_kept and ".checkpoint" in e.name for e in entries)
+        try:
+            if not has_checkpoint:
+                self.load(table, version=oldest_kept).create_checkpoint()  # type: ignore[attr-defined]
+            last = last_checkpoint(table.location)
+            if last is not None and last < oldest_kept:
+                self.load(table, version=oldest_kept).create_checkpoint()  # type: ignore[attr-defined]
+        except Exception as e:  # noqa: BLE001 - keep every version rather than risk an unreadable log
+            log.warning("table %s: no checkpoint at version %d (%s); the log is left whole", table.name, oldest_kept, e)
+            return None
+        filesystem, _ = fs_for(table.location)
+        for entry in entries:
+            if entry.version < oldest_kept:
+                with contextlib.suppress(FileNotFoundError):
+                    filesystem.delete_file(entry.path)
+        return oldest_kept
+
+    def _vacuum(self, table: TableHandle, hours: int, *, dry_run: bool) -> list[str]:
+        """Run Delta VACUUM (FULL) with its safety check off for this call only (the caller checked the floor)."""
+        spark = table.catalog.session()
+        sql = f"VACUUM {spark_path(table.location)} RETAIN {max(int(hours), 0)} HOURS{' DRY RUN' if dry_run else ''}"
+        conf = {
+            "spark.databricks.delta.retentionDurationCheck.enabled": "false",
+            "spark.databricks.delta.vacuum.logging.enabled": "false",  # no VACUUM START/END commits in the history
+            # VACUUM lists the table with this many tasks per pass (Spark's default: 10,000 — minutes for a tiny table)
+            "spark.sql.sources.parallelPartitionDiscovery.parallelism": str(max(8, spark.sparkContext.defaultParallelism * 4)),
+        }
+        with spark_errors("vacuum", table.entry.ident), spark_conf(spark, conf):
+            rows = spark.sql(sql).collect()
+        if not dry_run:
+            return []
+        return [r["path"] for r in rows if not is_local_dir(r["path"])]  # empty directories (e.g. _change_data/) are not files
+
+    def find_orphans(self, table: TableHandle, cutoff: datetime, window: timedelta) -> list[str]:
+        return self._vacuum(table, vacuum_hours(window), dry_run=True)
+
+    def delete_orphans(self, table: TableHandle, cutoff: datetime, window: timedelta) -> None:
+        self._vacuum(table, vacuum_hours(window), dry_run=False)
+
+    def rewrite_metadata(self, table: TableHandle, dry_run: bool, min_count: int) -> MetadataResult:
+        """Write a checkpoint (and clean up expired log files) once ``min_count`` commits have none."""
+        started = time.monotonic()
+        dt = self.load(table)  # type: ignore[attr-defined]
+        version = dt.version()
+        last = last_checkpoint(table.location)
+        since = version - (last if last is not None else -1)
+        needed = since >= max(1, min_count)
+        res = MetadataResult(table.name, self.name, "checkpoint", needed, since, since,  # type: ignore[attr-defined]
+                             f"{since} commits since the last checkpoint (version {last})", dry_run)  # fmt: skip
+        if dry_run or not needed:
+            return res
+        try:
+            dt.create_checkpoint()
+            dt.cleanup_metadata()  # drops log files older than delta.logRetentionDuration (default 30 days)
+        except Exception as e:  # noqa: BLE001 - delta-rs errors become one line
+            raise LakecatError(f"checkpoint {table.name} failed: {first_line(str(e))}") from e
+        res.after = 0
+        res.detail = f"checkpoint written at version {version}; expired log files cleaned up"
+        res.duration_s = round(time.monotonic() - started, 3)
+        return res
+
+
+def _delta_table(spark, location):  # type: ignore[no-untyped-def]
+    from delta.tables import DeltaTable
+
+    return DeltaTable.forPath(spark, location)

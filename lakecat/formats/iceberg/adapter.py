@@ -1,0 +1,276 @@
+"""The Iceberg adapter: catalog entries, create/describe/drop, reads and idempotent writes.
+
+Metadata answers come from pyiceberg (no JVM); writes, reads at a version and maintenance run on
+Spark with Iceberg's runtime. Versions live in ``versions.py``, maintenance in ``maintenance.py``.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import sqlalchemy as sa
+
+from ...config import pyiceberg_io_properties
+from ...engine import first_line, spark_errors, tblproperties, with_retries
+from ...errors import CommitConflictError, LakecatError
+from ...identifiers import TableIdent, quote
+from ...metastore import TableEntry, normalize_location
+from ...results import ColumnInfo, DescribeResult
+from ...schema import schema_ddl
+from ...units import from_millis, iso
+from ..base import TableFormat
+from .maintenance import IcebergMaintenance
+from .versions import IcebergVersions
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from ...metastore import Metastore
+    from ...partitioning import PartitionField
+    from ...schema import Column
+    from ..base import CatalogContext, TableHandle
+
+MARKER_QUERY = "lakecat.query-id"
+MARKER_BATCH = "lakecat.batch-id"
+
+_PRIMITIVE_SQL = {
+    "boolean": "BOOLEAN", "int": "INT", "long": "BIGINT", "float": "FLOAT", "double": "DOUBLE",
+    "date": "DATE", "time": "TIME", "timestamp": "TIMESTAMP_NTZ", "timestamptz": "TIMESTAMP",
+    "timestamp_ns": "TIMESTAMP_NTZ", "timestamptz_ns": "TIMESTAMP", "string": "STRING",
+    "uuid": "STRING", "binary": "BINARY",
+}  # fmt: skip
+
+
+def iceberg_type_sql(t: Any) -> str:
+    """pyiceberg type -> the Spark SQL spelling lakecat shows for every format."""
+    from pyiceberg import types as it
+
+    if isinstance(t, it.ListType):
+        return f"ARRAY<{iceberg_type_sql(t.element_type)}>"
+    if isinstance(t, it.MapType):
+        return f"MAP<{iceberg_type_sql(t.key_type)}, {iceberg_type_sql(t.value_type)}>"
+    if isinstance(t, it.StructType):
+        return "STRUCT<" + ", ".join(f"{f.name}: {iceberg_type_sql(f.field_type)}" for f in t.fields) + ">"
+    if isinstance(t, it.DecimalType):
+        return f"DECIMAL({t.precision},{t.scale})"
+    if isinstance(t, it.FixedType):
+        return "BINARY"
+    return _PRIMITIVE_SQL.get(str(t), str(t).upper())
+
+
+def iceberg_transform_word(transform: str, source: str) -> str:
+    """pyiceberg's transform spelling (``day``, ``bucket[16]``) to lakecat's (``days(ts)``, ``bucket(16, id)``)."""
+    t = transform.lower()
+    simple = {"identity": source, "year": f"years({source})", "month": f"months({source})",
+              "day": f"days({source})", "hour": f"hours({source})", "void": f"void({source})"}  # fmt: skip
+    if t in simple:
+        return simple[t]
+    m = re.match(r"(bucket|truncate)\[(\d+)\]", t)
+    if m:
+        return f"{m.group(1)}({m.group(2)}, {source})"
+    return f"{t}({source})"
+
+
+def partition_sql(field: PartitionField) -> str:
+    """A partition field in Spark's Iceberg DDL (``days(`ts`)``, ``bucket(16, `id`)``)."""
+    col = quote(field.column)
+    if field.transform == "identity":
+        return col
+    if field.param is not None:
+        return f"{field.transform}({field.param}, {col})"
+    return f"{field.transform}({col})"
+
+
+def _location(metadata_location: str | None) -> str:
+    if not metadata_location:
+        return ""
+    return normalize_location(metadata_location.rsplit("/metadata/", 1)[0])
+
+
+class IcebergFormat(IcebergVersions, IcebergMaintenance, TableFormat):
+    name = "iceberg"
+    partition_transforms = frozenset({"identity", "years", "months", "days", "hours", "bucket", "truncate"})
+    hidden_partitioning = True
+    compact_strategies = ("binpack", "sort", "zorder")
+    safety_floor = timedelta(hours=24)
+    safety_floor_reason = ("Iceberg's orphan-file rule: files younger than that may belong to a commit still in flight, "
+                           "and readers may still be planning against those snapshots")  # fmt: skip
+    default_orphan_window = timedelta(days=3)
+    metadata_upkeep_threshold = 5  # manifests in the current snapshot
+
+    _sql_catalogs: ClassVar[dict[tuple[str, str], Any]] = {}
+
+    # --- catalog entries --------------------------------------------------------------------
+    def prepare_metastore(self, metastore: Metastore) -> None:
+        # Iceberg's JdbcCatalog schema (v0), created here only when neither engine has created it yet, so that
+        # Spark's JdbcCatalog and pyiceberg's SqlCatalog share it.
+        metastore.table(
+            "iceberg_tables",
+            sa.Column("catalog_name", sa.String(255), primary_key=True),
+            sa.Column("table_namespace", sa.String(255), primary_key=True),
+            sa.Column("table_name", sa.String(255), primary_key=True),
+            sa.Column("metadata_location", sa.String(1000)),
+            sa.Column("previous_metadata_location", sa.String(1000)),
+        )
+        metastore.table(
+            "iceberg_namespace_properties",
+            sa.Column("catalog_name", sa.String(255), primary_key=True),
+            sa.Column("namespace", sa.String(255), primary_key=True),
+            sa.Column("property_key", sa.String(255), primary_key=True),
+            sa.Column("property_value", sa.String(1000)),
+        )
+
+    def _entry(self, row: Any) -> TableEntry:
+        return TableEntry(TableIdent(row.table_namespace, row.table_name), self.name, _location(row.metadata_location),
+                          metadata_location=row.metadata_location)  # fmt: skip
+
+    def list_entries(self, ctx: CatalogContext, namespace: str | None = None) -> list[TableEntry]:
+        t = ctx.metastore.meta.tables["iceberg_tables"]
+        q = sa.select(t).where(t.c.catalog_name == ctx.metastore.catalog_name)
+        if namespace:
+            q = q.where(t.c.table_namespace == namespace)
+        with ctx.metastore.engine.connect() as con:
+            return [self._entry(row) for row in con.execute(q)]
+
+    def get_entry(self, ctx: CatalogContext, ident: TableIdent) -> TableEntry | None:
+        t = ctx.metastore.meta.tables["iceberg_tables"]
+        with ctx.metastore.engine.connect() as con:
+            row = con.execute(sa.select(t).where(
+                t.c.catalog_name == ctx.metastore.catalog_name, t.c.table_namespace == ident.namespace,
+                t.c.table_name == ident.name,
+            )).first()  # fmt: skip
+        return self._entry(row) if row is not None else None
+
+    def sql_catalog(self, ctx: CatalogContext) -> Any:
+        """pyiceberg's SqlCatalog over the same metastore, same catalog name as Spark's."""
+        key = (ctx.name, ctx.config.metastore.sqlalchemy_url)
+        if key not in self._sql_catalogs:
+            logging.getLogger("pyiceberg.catalog.sql").setLevel(logging.ERROR)
+            from pyiceberg.catalog.sql import SqlCatalog
+
+            self._sql_catalogs[key] = SqlCatalog(ctx.name, uri=ctx.config.metastore.sqlalchemy_url,
+                                                 warehouse=ctx.config.warehouse_uri, **ctx.config.pyiceberg_properties())  # fmt: skip
+        return self._sql_catalogs[key]
+
+    def spark_name(self, ctx: CatalogContext, entry: TableEntry) -> str:
+        return f"{quote(ctx.name)}.{entry.ident.quoted}"
+
+    # --- create / describe / drop -------------------------------------------------------------
+    def create(self, ctx: CatalogContext, ident: TableIdent, columns: list[Column], partitioning: list[PartitionField],
+               properties: dict[str, str]) -> TableEntry:  # fmt: skip
+        spark = ctx.session()
+        name = f"{quote(ctx.name)}.{ident.quoted}"
+        props = {"format-version": "2", "write.parquet.compression-codec": "zstd", **properties}
+        parts = f" PARTITIONED BY ({', '.join(partition_sql(f) for f in partitioning)})" if partitioning else ""
+        with spark_errors("create", ident):
+            spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {quote(ctx.name)}.{quote(ident.namespace)}")
+            spark.sql(f"CREATE TABLE {name} ({schema_ddl(columns)}) USING iceberg{parts}{tblproperties(props)}")
+        entry = self.get_entry(ctx, ident)
+        if entry is None:  # pragma: no cover - Spark said yes but the catalog row is missing
+            raise LakecatError(f"create {ident}: Iceberg reported success but the table is not in the catalog")
+        return entry
+
+    def load(self, table: TableHandle) -> Any:
+        """The table's current metadata as a read-only pyiceberg table (no catalog round trip, no JVM)."""
+        from pyiceberg.table import StaticTable
+
+        entry = table.refresh()
+        if not entry.metadata_location:
+            raise LakecatError(f"table {entry.ident}: the catalog has no metadata location for it")
+        try:
+            return StaticTable.from_metadata(entry.metadata_location, properties=pyiceberg_io_properties(entry.metadata_location))
+        except FileNotFoundError as e:
+            raise LakecatError(f"table {entry.ident}: its metadata file is missing ({entry.metadata_location})") from e
+
+    def describe(self, table: TableHandle) -> DescribeResult:
+        tbl = self.load(table)
+        schema = tbl.schema()
+        spec = tbl.spec()
+        snapshot = tbl.current_snapshot()
+        summary = snapshot.summary.additional_properties if snapshot and snapshot.summary else {}
+        columns = [ColumnInfo(f.name, iceberg_type_sql(f.field_type), not f.required, f.doc or None) for f in schema.fields]
+        partitioning = [iceberg_transform_word(str(pf.transform), schema.find_column_name(pf.source_id) or "?")
+                        for pf in spec.fields]  # fmt: skip
+        return DescribeResult(
+            name=table.name, format=self.name, location=tbl.metadata.location, schema=columns, partitioning=partitioning,
+            properties=dict(tbl.properties), current_version=snapshot.snapshot_id if snapshot else None,
+            files=int(summary.get("total-data-files", 0)), size_bytes=int(summary.get("total-files-size", 0)),
+            records=int(summary["total-records"]) if "total-records" in summary else (0 if snapshot is None else None),
+            last_updated=iso(from_millis(tbl.metadata.last_updated_ms)), capabilities=self.capabilities,
+        )  # fmt: skip
+
+    def properties(self, table: TableHandle) -> dict[str, str]:
+        return dict(self.load(table).properties)
+
+    def drop(self, ctx: CatalogContext, entry: TableEntry) -> None:
+        self.sql_catalog(ctx).drop_table((entry.ident.namespace, entry.ident.name))
+
+    # --- reads ------------------------------------------------------------------------------
+    def refreshed_session(self, table: TableHandle) -> Any:
+        spark = table.catalog.session()
+        # Spark's Iceberg catalog caches table metadata: another engine (pyiceberg) may have committed since.
+        spark.sql(f"REFRESH TABLE {table.spark_name}")
+        return spark
+
+    def read_current(self, table: TableHandle) -> DataFrame:
+        return self.refreshed_session(table).table(table.spark_name)
+
+    # --- writes -----------------------------------------------------------------------------
+    def committed_batch(self, table: TableHandle, app_id: str) -> int:
+        tbl = self.load(table)
+        snapshot = tbl.current_snapshot()
+        by_id = {s.snapshot_id: s for s in tbl.metadata.snapshots}
+        while snapshot is not None:  # newest first along the current branch; batch ids only grow
+            props = snapshot.summary.additional_properties if snapshot.summary else {}
+            if props.get(MARKER_QUERY) == app_id:
+                return int(props.get(MARKER_BATCH, -1))
+            snapshot = by_id.get(snapshot.parent_snapshot_id) if snapshot.parent_snapshot_id else None
+        return -1
+
+    def append_batch(self, table: TableHandle, df: DataFrame, app_id: str, batch_id: int) -> None:
+        with spark_errors("ingest into", table.entry.ident):
+            (df.writeTo(table.spark_name).option(f"snapshot-property.{MARKER_QUERY}", app_id)
+             .option(f"snapshot-property.{MARKER_BATCH}", str(batch_id)).append())  # fmt: skip
+
+    def merge_marker_conf(self, app_id: str, batch_id: int) -> dict[str, str]:
+        return {f"spark.sql.iceberg.snapshot-property.{MARKER_QUERY}": app_id,
+                f"spark.sql.iceberg.snapshot-property.{MARKER_BATCH}": str(batch_id)}  # fmt: skip
+
+    def add_columns(self, table: TableHandle, columns: list[tuple[str, str]]) -> None:
+        cols = ", ".join(f"{quote(name)} {ddl}" for name, ddl in columns)
+        with spark_errors("add columns to", table.entry.ident):
+            table.catalog.session().sql(f"ALTER TABLE {table.spark_name} ADD COLUMNS ({cols})")
+
+    def set_properties(self, table: TableHandle, properties: dict[str, str], removed: list[str]) -> None:
+        from pyiceberg.exceptions import CommitFailedException
+
+        def commit() -> None:
+            try:
+                tbl = self.sql_catalog(table.catalog).load_table((table.entry.ident.namespace, table.entry.ident.name))
+                with tbl.transaction() as tx:
+                    if properties:
+                        tx.set_properties(properties)
+                    if removed:
+                        tx.remove_properties(*removed)
+            except CommitFailedException as e:
+                raise CommitConflictError(f"alter {table.name}: commit conflict: {first_line(str(e))}") from e
+
+        with_retries(commit, what=f"alter {table.name}")
+
+    def record_key(self, table: TableHandle, keys: list[str]) -> list[str]:
+        """The key becomes the table's identifier fields when its columns are NOT NULL (``changes`` pairs updates by them)."""
+        schema = self.load(table).schema()
+        current = [schema.find_column_name(i) for i in sorted(schema.identifier_field_ids)]
+        if current:
+            return [] if sorted(current) == sorted(keys) else [
+                f"table identifier fields are {', '.join(current)}, the CDC key is {','.join(keys)}"]
+        optional = [k for k in keys if not schema.find_field(k).required]
+        if optional:
+            return [f"identifier fields not set: key column(s) {', '.join(optional)} are nullable "
+                    f"(create the table with {', '.join(optional)} NOT NULL)"]  # fmt: skip
+        with spark_errors("set identifier fields of", table.entry.ident):
+            table.catalog.session().sql(f"ALTER TABLE {table.spark_name} SET IDENTIFIER FIELDS {', '.join(quote(k) for k in keys)}")
+        return []

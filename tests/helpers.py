@@ -1,0 +1,61 @@
+"""Helpers shared by the test modules: independent readers (pyiceberg, delta-rs) that prove a table is a
+real, spec-valid table of its format, without lakecat's own code paths or Spark."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+
+def pyiceberg_catalog(catalog) -> Any:
+    """pyiceberg's own SqlCatalog over lakecat's metastore (same catalog name as Spark's JdbcCatalog)."""
+    from pyiceberg.catalog.sql import SqlCatalog
+
+    return SqlCatalog(catalog.name, uri=catalog.config.metastore.sqlalchemy_url, warehouse=catalog.config.warehouse_uri,
+                      **catalog.config.pyiceberg_properties())  # fmt: skip
+
+
+def _iceberg_table(catalog, entry) -> Any:
+    return pyiceberg_catalog(catalog).load_table((entry.ident.namespace, entry.ident.name))
+
+
+def read_arrow(catalog, name_or_table) -> Any:
+    """The table's current rows as Arrow, read by pyiceberg or delta-rs."""
+    entry = catalog.entry(name_or_table if isinstance(name_or_table, str) else name_or_table.name)
+    if entry.format == "iceberg":
+        return _iceberg_table(catalog, entry).scan().to_arrow()
+    from deltalake import DeltaTable
+
+    return DeltaTable(entry.location).to_pyarrow_table()
+
+
+def read_rows(catalog, name_or_table) -> list[dict]:
+    return read_arrow(catalog, name_or_table).to_pylist()
+
+
+def committed_versions(catalog, name: str) -> int:
+    """How many commits the independent reader sees (Iceberg snapshots; Delta's current version)."""
+    entry = catalog.entry(name)
+    if entry.format == "iceberg":
+        return len(_iceberg_table(catalog, entry).metadata.snapshots)
+    from deltalake import DeltaTable
+
+    return DeltaTable(entry.location).version()
+
+
+def version_ids(catalog, name: str) -> list[int]:
+    """Every version the independent reader still knows, sorted."""
+    entry = catalog.entry(name)
+    if entry.format == "iceberg":
+        return sorted(s.snapshot_id for s in _iceberg_table(catalog, entry).metadata.snapshots)
+    from deltalake import DeltaTable
+
+    return sorted(h["version"] for h in DeltaTable(entry.location).history())
+
+
+def new_topic(bootstrap: str, partitions: int = 3) -> str:
+    from lakecat.kafka_local import create_topic
+
+    name = "t" + uuid.uuid4().hex[:10]
+    create_topic(bootstrap, name, partitions=partitions)
+    return name

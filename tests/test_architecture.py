@@ -1,0 +1,219 @@
+"""Guards of the architecture (README "Layout"): the format contract is the only place formats differ.
+
+- no format name as a literal, and so no branch on the format, in ``lakecat/`` outside ``lakecat/formats/``
+  (the benchmark suite, which times hand-written per-format jobs, is outside the core and exempt);
+- no circle of modules importing each other at run time (imports inside functions count; ``TYPE_CHECKING``
+  blocks do not);
+- the ingest pipeline holds only the source interface (no dispatch on a source's class);
+- a third format that implements only create/describe/history gets exit 3 with a sentence from every
+  other command, never Iceberg's or Delta's code.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "lakecat"
+BUILTIN = ("iceberg", "delta")
+
+
+def _core_modules() -> list[Path]:
+    return [p for p in PACKAGE.rglob("*.py") if "bench" not in p.relative_to(PACKAGE).parts]
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    ids = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+                ids.add(id(first.value))
+    return ids
+
+
+def test_no_format_literal_above_the_adapters():
+    found = []
+    for path in _core_modules():
+        rel = path.relative_to(ROOT)
+        if rel.parts[:2] == ("lakecat", "formats"):
+            continue
+        tree = ast.parse(path.read_text())
+        docs = _docstrings(tree)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs:
+                if node.value.strip().lower() in BUILTIN:
+                    found.append(f"{rel}:{node.lineno}: {node.value!r}")
+    assert not found, "format names above lakecat/formats/ (ask the adapter instead):\n" + "\n".join(found)
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _runtime_imports(path: Path, modules: set[str]) -> set[str]:
+    """Modules of lakecat that ``path`` imports when it runs (module level or inside functions)."""
+    tree = ast.parse(path.read_text())
+    name = _module_name(path)
+    package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+    skip: set[int] = set()
+    for node in ast.walk(tree):  # if TYPE_CHECKING: ... is for the type checker only
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            skip.update(id(n) for child in node.body for n in ast.walk(child))
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
+        targets: list[str] = []
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                up = package.split(".")
+                up = up[: len(up) - (node.level - 1)]
+                base = ".".join([*up, base]) if base else ".".join(up)
+            # `from pkg import mod` depends on pkg.mod only; `from mod import name` on mod
+            targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names]
+        for t in targets:
+            while t and t not in modules:  # `from .formats import base` names a module; `import a.b.c` imports a.b
+                t = t.rsplit(".", 1)[0] if "." in t else ""
+            if t and t != name:
+                out.add(t)
+    return out
+
+
+def test_no_import_circle():
+    paths = _core_modules()
+    modules = {_module_name(p) for p in paths}
+    graph = {_module_name(p): _runtime_imports(p, modules) for p in paths}
+    index, low, stack, on, circles = {}, {}, [], set(), []
+
+    def visit(v: str) -> None:  # Tarjan's strongly connected components
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                circles.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    assert not circles, f"modules importing each other at run time: {circles}"
+
+
+def test_adapters_do_not_import_the_layers_above():
+    modules = {_module_name(p) for p in _core_modules()}
+    for path in (PACKAGE / "formats").rglob("*.py"):
+        above = {m for m in _runtime_imports(path, modules) if m in ("lakecat.catalog", "lakecat.table", "lakecat.ingest",
+                                                                      "lakecat.cdc", "lakecat.versions", "lakecat.maintenance")}  # fmt: skip
+        assert not above, f"{path.relative_to(ROOT)} imports {above}"
+
+
+def test_the_pipeline_holds_only_the_source_interface():
+    for rel in ("lakecat/ingest.py", "lakecat/cdc.py"):
+        tree = ast.parse((ROOT / rel).read_text())
+        names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} | {
+            a.name for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names}  # fmt: skip
+        assert not names & {"KafkaSource", "FileSource"}, f"{rel} dispatches on source classes"
+
+
+@pytest.mark.slow
+def test_core_is_mypy_clean():
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "mypy", "lakecat"], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+
+
+# --- a third format -------------------------------------------------------------------------
+@pytest.fixture
+def jsonlog(catalog):
+    from fake_format import NAME
+
+    from lakecat.formats import register_format, unregister_format
+
+    register_format(NAME, "fake_format:JsonLogFormat")
+    catalog._metastore = None  # the new format's metastore table is prepared on next use
+    try:
+        yield NAME
+    finally:
+        unregister_format(NAME)
+        catalog._metastore = None
+
+
+def test_third_format_capabilities_come_from_what_it_implements(jsonlog):
+    from lakecat.formats import get_format
+
+    caps = get_format(jsonlog).capabilities
+    assert not any(caps.values()), caps
+    assert get_format("delta").capabilities["compact_sort"] is False
+    assert get_format("iceberg").capabilities["compact_sort"] is True
+
+
+def test_third_format_answers_exit_3_for_everything_it_lacks(cli, catalog, ns, jsonlog, tmp_path):
+    name = f"{ns}.log"
+    code, out, err = cli("create", name, "--format", jsonlog, "--schema", "id BIGINT NOT NULL, v STRING", "--json")
+    assert code == 0, err
+    assert json.loads(out)["format"] == jsonlog
+    code, out, _ = cli("describe", name, "--json")
+    assert code == 0 and json.loads(out)["capabilities"]["time_travel"] is False
+    code, out, _ = cli("history", name, "--json")
+    assert code == 0 and [e["operation"] for e in json.loads(out)] == ["create"]
+    code, out, _ = cli("list", ns, "--json")
+    assert code == 0 and json.loads(out)[0]["format"] == jsonlog
+
+    landing = tmp_path / "landing"
+    landing.mkdir()
+    (landing / "a.json").write_text('{"id": 1, "v": "x"}\n')
+    (tmp_path / "fix.json").write_text('{"id": 1, "v": "y"}\n')
+    unsupported = [
+        ("timetravel", name, "--version", "0"),
+        ("timetravel", name, "--as-of", "2030-01-01T00:00:00"),
+        ("changes", name, "--since", "-1"),
+        ("rollback", name, "--version", "0", "--yes"),
+        ("compact", name),
+        ("compact", name, "--dry-run"),
+        ("compact", name, "--strategy", "zorder", "--by", "v"),
+        ("expire", name, "--dry-run"),
+        ("clean-orphans", name, "--dry-run"),
+        ("alter", name, "--property", "a=b"),
+        ("ingest", name, "--files", str(landing), "--file-format", "json"),
+        ("upsert", name, "--from", str(tmp_path / "fix.json"), "--key", "id"),
+    ]
+    for args in unsupported:
+        code, out, err = cli(*args, "--json")
+        assert code == 3, (args, code, out, err)
+        doc = json.loads(out)
+        assert doc["error"]["type"] == "UnsupportedOperationError", (args, doc)
+        assert f"not supported for {jsonlog} tables" in doc["error"]["message"], (args, doc)
+        assert len(err.strip().splitlines()) == 1, (args, err)
+
+    code, out, err = cli("maintain", f"{ns}.*", "--json")  # maintain runs what each format supports: nothing here
+    assert code == 0, err
+    actions = json.loads(out)["tables"][0]["actions"]
+    assert {a["status"] for a in actions} == {"skipped"}
+    assert all("not supported for jsonlog tables" in a["reason"] for a in actions)
+    code, _, err = cli("drop", name, "--yes", "--json")
+    assert code == 0, err
+    assert not catalog.table_exists(name)
