@@ -285,12 +285,10 @@ def test_every_command_prints_json(cli, catalog, spark, ns, table_format):
     assert docs[4]["rows"][0]["_commit_version"] == last and docs[6]["to_version"] == first
 
 
-def test_history_starts_no_jvm(catalog, spark, ns, light_cli):
-    for fmt in ("iceberg", "delta"):
-        t = catalog.create_table(f"{ns}.light_{fmt}", schema="id BIGINT", format=fmt)
-        spark.sql(f"INSERT INTO {t.spark_name} VALUES (1)")
-    for fmt in ("iceberg", "delta"):
-        assert light_cli("history", f"{ns}.light_{fmt}")[0]["operation"] == "append"
+def test_history_starts_no_jvm(catalog, spark, ns, light_cli, table_format):
+    t = catalog.create_table(f"{ns}.light", schema="id BIGINT", format=table_format)
+    spark.sql(f"INSERT INTO {t.spark_name} VALUES (1)")
+    assert light_cli("history", f"{ns}.light")[0]["operation"] == "append"
 
 
 def test_updates_show_pre_and_post_images(cli, catalog, spark, ns, table_format):
