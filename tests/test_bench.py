@@ -1,4 +1,4 @@
-"""The benchmark suite's plumbing (no Spark, no timings): its CLI, the README generator, the ratios."""
+"""The benchmark suite's plumbing (no Spark, no timings): its CLI, the docs' Performance generator, the ratios."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 from lakecat.bench import suite as bench
 
@@ -67,7 +68,7 @@ def test_help_runs_without_spark() -> None:
     res = subprocess.run([sys.executable, "-m", "lakecat.bench", "--help"], capture_output=True, text=True, timeout=120,
                          env={**os.environ, "PYSPARK_PYTHON": "/nonexistent"})  # fmt: skip
     assert res.returncode == 0, res.stderr
-    for flag in ("--quick", "--out", "--readme", "--from-json", "--sections"):
+    for flag in ("--quick", "--out", "--docs", "--readme", "--from-json", "--sections"):
         assert flag in res.stdout
     assert "--child" not in res.stdout  # internal
 
@@ -117,6 +118,40 @@ def test_from_json_rewrites_the_readme(tmp_path, capsys) -> None:
     assert bench.main(["--from-json", str(saved), "--readme", str(readme)]) == 0
     assert json.loads(capsys.readouterr().out)["ingest"]["events"] == 200000
     assert bench.START_MARK in readme.read_text() and "- keep me" in readme.read_text()
+
+
+DOCS_PAGE = """# Performance
+
+<!-- bench:start -->
+old generated block
+<!-- bench:end -->
+
+## What profiling found
+
+- keep me
+"""
+
+
+def test_from_json_rewrites_the_docs_page(tmp_path, capsys, monkeypatch) -> None:
+    saved = tmp_path / "bench.json"
+    saved.write_text(json.dumps(SAMPLE))
+    page = tmp_path / "docs" / "performance.md"
+    page.parent.mkdir()
+    page.write_text(DOCS_PAGE)
+    monkeypatch.chdir(tmp_path)  # --docs without a value: docs/performance.md of the current directory
+    assert bench.main(["--from-json", str(saved), "--docs"]) == 0
+    assert json.loads(capsys.readouterr().out)["ingest"]["events"] == 200000
+    text = page.read_text()
+    assert "old generated block" not in text and "| Iceberg | 15,730 | 14,900 | 0.95× |" in text
+    assert text.startswith("# Performance\n\n" + bench.START_MARK) and text.endswith("## What profiling found\n\n- keep me\n")
+    assert "--from-json bench.json --docs" in text
+
+
+def test_the_docs_performance_page_is_generated_from_the_checked_in_json() -> None:
+    root = Path(__file__).resolve().parent.parent
+    doc = json.loads((root / "docs" / "bench-full.json").read_text())
+    page = (root / bench.DOCS_PAGE).read_text()
+    assert bench.render_markdown(doc) in page, "regenerate: python -m lakecat.bench --from-json docs/bench-full.json --docs"
 
 
 def test_ratios_are_flat_with_a_direction() -> None:

@@ -38,7 +38,7 @@ HISTORY_KEYS = {"version", "timestamp", "operation", "summary"}
 INGEST_KEYS = {"rows_written", "rows_dead_lettered", "batches", "duration_s"}
 COMPACT_KEYS = {"files_before", "files_after", "bytes_before", "bytes_after", "dry_run"}
 EXPIRE_KEYS = {"expired_versions", "deleted_files", "deleted_bytes", "retained_versions", "dry_run"}
-# The keys README.md documents for the other commands.
+# The keys the docs (docs/commands/) document for the other commands.
 ORPHAN_KEYS = {"orphan_files", "deleted_files", "deleted_bytes", "older_than", "cutoff", "dry_run"}
 MAINTAIN_KEYS = {"tables", "failed", "succeeded", "skipped", "dry_run", "duration_s"}
 MAINTAIN_TABLE_KEYS = {"name", "format", "status", "actions", "policy", "error", "error_type", "duration_s"}

@@ -305,11 +305,11 @@ def test_updates_show_pre_and_post_images(cli, catalog, spark, ns, table_format)
         (2, "b", "update_preimage"), (2, "B", "update_postimage")]  # fmt: skip
 
 
-def test_commands_have_help_and_readme_entries(cli):
+def test_commands_have_help_and_docs_entries(cli):
     from pathlib import Path
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    page = (Path(__file__).resolve().parents[1] / "docs" / "commands" / "versions.md").read_text()
     for command in ("history", "timetravel", "changes", "rollback"):
         code, out, _ = cli(command, "--help")
         assert code == 0 and "--json" in out
-        assert f"### `lakecat {command} TABLE" in readme
+        assert f"## `lakecat {command}`" in page and f"lakecat {command} TABLE" in page
