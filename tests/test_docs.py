@@ -172,7 +172,7 @@ def test_site_builds_strict_with_every_page(site):
     notebook = (site / "tour/index.html").read_text()
     assert "jp-Notebook" in notebook and "lakecat.connect" in notebook  # the example notebook, rendered
     api = (site / "python-api/catalog/index.html").read_text()
-    assert "create_table" in api and "Tables of both formats" in api  # from the docstrings
+    assert "create_table" in api and "Tables of every format" in api  # from the docstrings
     perf = (site / "performance/index.html").read_text()
     assert "Ingest, Kafka → table" in perf and "What profiling found" in perf
     changelog = (site / "changelog/index.html").read_text()
