@@ -260,6 +260,7 @@ def clean_orphans(
     window = _window(older_than, adapter.default_orphan_window, "--older-than")
     _check_floor(table, window, force, "clean orphan files")
     table.refresh()
+    adapter.current_version(table)  # a table whose metadata is gone fails here, in one line, before any engine work
     cutoff = now() - window
 
     def run() -> OrphanResult:
