@@ -83,11 +83,91 @@ def _is_time(t: Any) -> bool:
     return isinstance(t, (T.TimestampType, T.TimestampNTZType, T.DateType))
 
 
-def _wire_type(t: Any) -> Any:
-    """How a column is parsed off the wire: timestamps and dates as text (epoch numbers or ISO strings)."""
+def _decoded(t: Any) -> bool:
+    """Columns whose wire value needs the envelope's schema block to be read right: times and decimals."""
     from pyspark.sql import types as T
 
-    return T.StringType() if _is_time(t) else t
+    return _is_time(t) or isinstance(t, (T.DecimalType, T.StringType))
+
+
+def _wire_type(t: Any) -> Any:
+    """How a column is parsed off the wire: times and decimals as their JSON text (epoch numbers, ISO strings,
+    base64 of an unscaled integer, ``{"scale", "value"}`` objects), decoded by their declared logical type."""
+    from pyspark.sql import types as T
+
+    return T.StringType() if _decoded(t) else t
+
+
+# Kafka Connect / Debezium logical types (the ``name`` of a field in the envelope's schema block).
+_DECIMAL = "org.apache.kafka.connect.data.Decimal"
+_VARIABLE_DECIMAL = "io.debezium.data.VariableScaleDecimal"
+_EPOCH_DAYS = ("io.debezium.time.Date", "org.apache.kafka.connect.data.Date")
+_EPOCH_MILLIS = ("io.debezium.time.Timestamp", "org.apache.kafka.connect.data.Timestamp")
+_EPOCH_MICROS = ("io.debezium.time.MicroTimestamp",)
+_EPOCH_NANOS = ("io.debezium.time.NanoTimestamp",)
+_ZONED = ("io.debezium.time.ZonedTimestamp",)
+_TIME_OF_DAY = {"io.debezium.time.Time": 1000, "org.apache.kafka.connect.data.Time": 1000,
+                "io.debezium.time.MicroTime": 1, "io.debezium.time.NanoTime": -1000}  # to micros: *n, or /n when negative
+
+
+def _decimal_from_bytes(b64: Column, scale: Column, t: Any) -> Column:
+    """Kafka Connect's Decimal: base64 of the unscaled value's big-endian two's-complement bytes, scale aside."""
+    from pyspark.sql import functions as F
+
+    b = F.unbase64(b64)
+    n = F.length(b)
+    octets = F.transform(F.sequence(F.lit(1), F.greatest(n, F.lit(1))),
+                         lambda i: F.conv(F.hex(F.substring(b, i, 1)), 16, 10).cast("int"))  # fmt: skip
+    negative = octets[0] >= 128
+    zero = F.lit(0).cast("decimal(38,0)")
+    # two's complement: a negative value is -(~bytes + 1); accumulating the inverted bytes keeps the magnitude small
+    magnitude = F.aggregate(octets, zero, lambda acc, x: F.try_add(F.try_multiply(acc, F.lit(256)),
+                                                                  F.when(negative, F.lit(255) - x).otherwise(x)))  # fmt: skip
+    digits = F.when(negative, F.try_add(magnitude, F.lit(1))).otherwise(magnitude).cast("string")
+    padded = F.lpad(digits, F.greatest(F.length(digits), scale + 1), "0")
+    length = F.length(padded)
+    text = F.concat(F.when(negative, F.lit("-")).otherwise(F.lit("")), F.substring(padded, F.lit(1), length - scale),
+                    F.when(scale > 0, F.concat(F.lit("."), F.substring(padded, length - scale + 1, scale))).otherwise(F.lit("")))  # fmt: skip
+    return F.when((n > 0) & scale.isNotNull(), text.try_cast(t))
+
+
+def _time_of_day(n: Column, to_micros: int) -> Column:
+    """Micro-, milli- or nanoseconds since midnight as ``HH:mm:ss.SSSSSS``."""
+    from pyspark.sql import functions as F
+
+    micros = n * F.lit(to_micros) if to_micros > 0 else F.floor(n / F.lit(-to_micros))
+    return F.date_format(F.timestamp_micros(micros), "HH:mm:ss.SSSSSS")
+
+
+def _decode(text: Column, logical: Column, scale: Column, t: Any) -> Column:
+    """A wire value (JSON text) as ``t``, by the logical type the schema block declares; without one, by shape."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    n = text.try_cast("bigint")
+    if isinstance(t, T.DecimalType):
+        variable = F.from_json(text, "scale INT, value STRING")
+        return (F.when(logical == _DECIMAL, _decimal_from_bytes(text, scale, t))
+                .when(logical == _VARIABLE_DECIMAL, _decimal_from_bytes(variable["value"], variable["scale"], t))
+                .otherwise(text.try_cast(t)))  # decimal.handling.mode=string|double, or JSON without schemas  # fmt: skip
+    if isinstance(t, T.DateType):
+        return (F.when(logical.isin(*_EPOCH_DAYS), F.date_add(F.lit("1970-01-01").cast("date"), n.try_cast("int")))
+                .when(logical.isin(*_EPOCH_MILLIS), F.timestamp_millis(n).cast("date"))
+                .otherwise(_convert_time(text, t)))  # fmt: skip
+    if _is_time(t):
+        ts = (F.when(logical.isin(*_EPOCH_MILLIS), F.timestamp_millis(n))
+              .when(logical.isin(*_EPOCH_MICROS), F.timestamp_micros(n))
+              .when(logical.isin(*_EPOCH_NANOS), F.timestamp_micros(F.floor(n / 1000)))
+              .when(logical.isin(*_EPOCH_DAYS), F.date_add(F.lit("1970-01-01").cast("date"), n.try_cast("int")).cast("timestamp"))
+              .when(logical.isin(*_ZONED), text.try_cast("timestamp"))
+              .otherwise(_convert_time(text, T.TimestampType())))  # fmt: skip
+        return ts.cast("timestamp_ntz") if isinstance(t, T.TimestampNTZType) else ts
+    if isinstance(t, T.StringType):  # a TIME column lands in a string column as HH:mm:ss.SSSSSS
+        out = text
+        for name, to_micros in _TIME_OF_DAY.items():
+            out = F.when(logical == name, _time_of_day(n, to_micros)).otherwise(out)
+        return out
+    return text
 
 
 def _convert_time(c: Column, t: Any) -> Column:
@@ -122,11 +202,18 @@ def parse_debezium(raw: DataFrame, fields: list[StructField], keys: list[str]) -
     image = T.StructType([T.StructField(f.name, _wire_type(f.dataType), True) for f in fields])
     change = [T.StructField("before", image, True), T.StructField("after", image, True),
               T.StructField("op", T.StringType(), True), T.StructField("ts_ms", T.LongType(), True)]  # fmt: skip
+    # the schema block of {"schema", "payload"}: each field's logical type (name) and parameters (a Decimal's scale)
+    field_schema = T.StructType([T.StructField("field", T.StringType()), T.StructField("name", T.StringType()),
+                                 T.StructField("parameters", T.MapType(T.StringType(), T.StringType()))])  # fmt: skip
+    section = T.StructType([T.StructField("field", T.StringType()), T.StructField("fields", T.ArrayType(field_schema))])
+    schema_block = T.StructType([T.StructField("fields", T.ArrayType(section))])
     envelope = T.StructType([*change, T.StructField("payload", T.StructType(change), True),
+                             T.StructField("schema", schema_block, True),
                              T.StructField(CORRUPT, T.StringType(), True)])  # fmt: skip
     by_name = {f.name: f for f in fields}
     key_image = T.StructType([T.StructField(k, _wire_type(by_name[k].dataType), True) for k in keys])
-    key_envelope = T.StructType([*key_image.fields, T.StructField("payload", key_image, True)])
+    key_envelope = T.StructType([*key_image.fields, T.StructField("payload", key_image, True),
+                                 T.StructField("schema", T.StructType([T.StructField("fields", T.ArrayType(field_schema))]), True)])  # fmt: skip
 
     text = F.col("value").cast("string")
     opts = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT}
@@ -143,24 +230,32 @@ def parse_debezium(raw: DataFrame, fields: list[StructField], keys: list[str]) -
     k = F.col("_k")
     kafka_key = {n: F.coalesce(k["payload"][n], k[n]) for n in keys}
     tombstone = F.col("value").isNull() & F.col("_lakecat_key").isNotNull()
+    # before and after share the row schema (the connector's <table>.Value); take it from the "after" section
+    row_schema = F.filter(e["schema"]["fields"], lambda s: s["field"] == F.lit("after"))[0]["fields"]
+
+    def declared(fields_schema: Column, name: str) -> tuple[Column, Column]:
+        spec = F.filter(fields_schema, lambda s: s["field"] == F.lit(name))[0]
+        return spec["name"], spec["parameters"]["scale"].try_cast("int")
 
     def typed(img: Column, f: StructField) -> Column:
-        v = img[f.name]
-        return _convert_time(v, f.dataType) if _is_time(f.dataType) else v
+        if not _decoded(f.dataType):
+            return img[f.name]
+        return _decode(img[f.name], *declared(row_schema, f.name), f.dataType)
 
     def key_value(f: StructField) -> Column:
         from_after = typed(after, f)
         from_before = typed(before, f)
-        from_kafka = _convert_time(kafka_key[f.name], f.dataType) if _is_time(f.dataType) else kafka_key[f.name]
+        from_kafka = (_decode(kafka_key[f.name], *declared(k["schema"]["fields"], f.name), f.dataType)
+                      if _decoded(f.dataType) else kafka_key[f.name])  # fmt: skip
         return (F.when(tombstone, from_kafka).when(op == "d", F.coalesce(from_before, from_kafka))
                 .otherwise(from_after))  # fmt: skip
 
     values = {f.name: (key_value(f) if f.name in keys else F.when(op.isin(*UPSERT_OPS), typed(after, f)))
               for f in fields}  # fmt: skip
-    bad_time = [F.lit(f.name) for f in fields if _is_time(f.dataType)]
+    decoded = [f for f in fields if _decoded(f.dataType)]
     time_errors = F.concat_ws(", ", *[F.when(after[f.name].isNotNull() & values[f.name].isNull(),
                                              F.lit(f"{f.name} (expected {f.dataType.simpleString()})"))
-                                      for f in fields if _is_time(f.dataType)]) if bad_time else F.lit("")  # fmt: skip
+                                      for f in decoded]) if decoded else F.lit("")  # fmt: skip
     missing_key = F.concat_ws(", ", *[F.when(values[n].isNull(), F.lit(n)) for n in keys])
     required = [f.name for f in fields if not f.nullable and f.name not in keys]
     missing = F.concat_ws(", ", *[F.when(values[n].isNull(), F.lit(n)) for n in required]) if required else F.lit("")
