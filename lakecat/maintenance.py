@@ -174,6 +174,11 @@ def compact(
             f"compact --strategy {strategy}: not supported for {adapter.name} tables"
             + (f"; use --strategy {' or '.join(others)} --by COLS" if others else "")
         )
+    if cols:  # every argument is checked against the table before deciding there is nothing to do
+        known = {c.name for c in table.describe().schema}
+        unknown = [c for c in cols if c not in known]
+        if unknown:
+            raise InvalidArgumentError(f"--by: table {table.name} has no column {', '.join(unknown)}")
     target = _policy_size(table, target_file_size)
     files_before = data_files(table)
     if where is not None:

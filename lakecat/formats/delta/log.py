@@ -54,25 +54,25 @@ def commit_times(entries: list[LogEntry]) -> dict[int, int]:
     return times
 
 
-def log_actions(location: str, entries: list[LogEntry], first: int, last: int) -> tuple[set[str], set[str]]:
-    """Normalized paths added and removed by the commits ``first..last`` (inclusive) still in the log."""
+def log_actions(location: str, entries: list[LogEntry], first: int, last: int, kinds: tuple[str, ...] = ("add", "remove")) -> tuple[set[str], ...]:
+    """Normalized paths of the ``kinds`` of file actions (``add``, ``remove``, ``cdc``) of the commits
+    ``first..last`` (inclusive) still in the log, one set per kind."""
     base = location.rstrip("/")
-    added: set[str] = set()
-    removed: set[str] = set()
+    found: dict[str, set[str]] = {kind: set() for kind in kinds}
     filesystem, _ = fs_for(location)
     for e in entries:
         if not first <= e.version <= last or e.name != f"{e.version:020d}.json":
             continue
         with filesystem.open_input_stream(e.path) as fh:
             for line in fh.read().decode("utf-8").splitlines():
-                if '"add"' not in line and '"remove"' not in line:
+                if not any(f'"{kind}"' in line for kind in kinds):
                     continue
                 action = json.loads(line)
-                for kind, bucket in (("add", added), ("remove", removed)):
+                for kind in kinds:
                     if kind in action:
                         path = action[kind]["path"]
-                        bucket.add(norm_path(path if "://" in path else f"{base}/{path}"))
-    return added, removed
+                        found[kind].add(norm_path(path if "://" in path else f"{base}/{path}"))
+    return tuple(found[kind] for kind in kinds)
 
 
 def last_checkpoint(location: str) -> int | None:

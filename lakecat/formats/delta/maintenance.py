@@ -98,7 +98,9 @@ class DeltaMaintenance:
             needed |= later_adds
             earliest = {norm_path(u) for u in self.load(table, version=expired[0]).file_uris()}  # type: ignore[attr-defined]
             adds, removes = log_actions(table.location, entries, expired[0] + 1, oldest_kept)
-            doomed = file_sizes(sorted((earliest | adds | removes) - needed))
+            # the change data files of expired commits: only a change read of those versions would open them
+            (change_files,) = log_actions(table.location, entries, expired[0], oldest_kept - 1, kinds=("cdc",))
+            doomed = file_sizes(sorted((earliest | adds | removes | change_files) - needed))
         result = ExpireResult(
             table=table.name, format=self.name, expired_versions=expired, retained_versions=retained,  # type: ignore[attr-defined]
             deleted_files=len(doomed), deleted_bytes=sum(doomed.values()), older_than=format_duration(window),

@@ -23,6 +23,7 @@ from ...schema import schema_ddl
 from ...units import from_millis, iso
 from ..base import TableFormat
 from .maintenance import IcebergMaintenance
+from .markers import MARKER_BATCH, MARKER_PROPERTY_PREFIX, MARKER_QUERY, stream_markers
 from .versions import IcebergVersions
 
 if TYPE_CHECKING:
@@ -32,9 +33,6 @@ if TYPE_CHECKING:
     from ...partitioning import PartitionField
     from ...schema import Column
     from ..base import CatalogContext, TableHandle
-
-MARKER_QUERY = "lakecat.query-id"
-MARKER_BATCH = "lakecat.batch-id"
 
 _PRIMITIVE_SQL = {
     "boolean": "BOOLEAN", "int": "INT", "long": "BIGINT", "float": "FLOAT", "double": "DOUBLE",
@@ -220,15 +218,14 @@ class IcebergFormat(IcebergVersions, IcebergMaintenance, TableFormat):
 
     # --- writes -----------------------------------------------------------------------------
     def committed_batch(self, table: TableHandle, app_id: str) -> int:
+        """The marker of the newest snapshot of ``app_id`` along the current lineage; when expiry has cut the
+        lineage before it, the marker lakecat's expiry saved in the table properties (``markers_to_keep``)."""
         tbl = self.load(table)
-        snapshot = tbl.current_snapshot()
-        by_id = {s.snapshot_id: s for s in tbl.metadata.snapshots}
-        while snapshot is not None:  # newest first along the current branch; batch ids only grow
-            props = snapshot.summary.additional_properties if snapshot.summary else {}
-            if props.get(MARKER_QUERY) == app_id:
-                return int(props.get(MARKER_BATCH, -1))
-            snapshot = by_id.get(snapshot.parent_snapshot_id) if snapshot.parent_snapshot_id else None
-        return -1
+        found = stream_markers(tbl.metadata).get(app_id)
+        if found is not None:
+            return found
+        saved = tbl.properties.get(f"{MARKER_PROPERTY_PREFIX}{app_id}")
+        return int(saved) if saved is not None and str(saved).lstrip("-").isdigit() else -1
 
     def append_batch(self, table: TableHandle, df: DataFrame, app_id: str, batch_id: int) -> None:
         with spark_errors("ingest into", table.entry.ident):

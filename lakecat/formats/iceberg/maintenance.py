@@ -11,6 +11,7 @@ from ...files import DataFile, norm_path
 from ...identifiers import quote
 from ...results import ExpireResult, MetadataResult
 from ...units import format_duration, iso
+from .markers import MARKER_PROPERTY_PREFIX, stream_markers
 
 if TYPE_CHECKING:
     from ..base import TableHandle
@@ -137,6 +138,7 @@ class IcebergMaintenance:
         )  # fmt: skip
         if dry_run or not expired:
             return result
+        self._save_stream_markers(table, meta, {s.snapshot_id for s in expired})
         spark = table.catalog.session()
         args = [f"table => {_ident_arg(table)}", f"older_than => {sql_timestamp(cutoff)}", f"retain_last => {int(keep)}"]
         with spark_errors("expire", table.entry.ident):
@@ -148,6 +150,19 @@ class IcebergMaintenance:
         result.expired_versions = [s.snapshot_id for s in expired if s.snapshot_id not in remaining]
         result.retained_versions = [s.snapshot_id for s in sorted(after.snapshots, key=lambda s: s.timestamp_ms)]
         return result
+
+    def _save_stream_markers(self, table: TableHandle, meta: Any, expiring: set[int]) -> None:
+        """Exactly once across expiry: a stream finds the batch it committed last by walking the current lineage
+        to its newest snapshot; expiry may cut that walk short (a crashed stream's last batch, then a compaction,
+        then ``--retain-last 1``) and a restart would append the batch again. So before expiring, every stream
+        marker on the lineage is saved in the table's properties, where ``committed_batch`` finds it."""
+        markers = stream_markers(meta)
+        if not markers or not expiring:
+            return
+        props = {f"{MARKER_PROPERTY_PREFIX}{app}": str(batch) for app, batch in markers.items()
+                 if meta.properties.get(f"{MARKER_PROPERTY_PREFIX}{app}") != str(batch)}  # fmt: skip
+        if props:
+            self.set_properties(table, props, [])  # type: ignore[attr-defined]
 
     def find_orphans(self, table: TableHandle, cutoff: datetime, window: timedelta) -> list[str]:
         return self._orphans(table, cutoff, dry_run=True)
