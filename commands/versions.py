@@ -132,11 +132,15 @@ def rollback(
     version: VersionOpt = None,
     as_of: AsOfOpt = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Also undo batches an ingest stream committed (refused otherwise).")] = False,
     catalog: CatalogOpt = None,
     json_: JsonOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
     """Make the table read as it did at a version or a point in time (Iceberg: rollback; Delta: RESTORE).
+
+    A rollback that would undo rows an ingest stream committed is refused (exit 2) unless --force: the stream's
+    checkpoint is past them and would not write them again.
 
     Example: lakecat rollback sales.orders --version 3 --yes
     """
@@ -151,7 +155,7 @@ def rollback(
         confirm(out, f"roll back {t.format} table {t.name} from version {current.current_version} "
                      f"to version {target.version}?", yes)  # fmt: skip
         with out.status(f"rolling back {name} to version {target.version}"):
-            return t.rollback(version=target.version)
+            return t.rollback(version=target.version, force=force)
 
     def human(console, r):  # type: ignore[no-untyped-def]
         if not r.changed:

@@ -102,11 +102,12 @@ class Table:
 
         return changes(self, since=since, until=until)
 
-    def rollback(self, *, version: int | None = None, timestamp: str | None = None):  # type: ignore[no-untyped-def]
-        """Make the table read as it did at ``version`` (or as of ``timestamp``)."""
+    def rollback(self, *, version: int | None = None, timestamp: str | None = None, force: bool = False):  # type: ignore[no-untyped-def]
+        """Make the table read as it did at ``version`` (or as of ``timestamp``); ``force`` also undoes batches
+        an ingest stream committed (refused otherwise: the stream would not write them again)."""
         from .versions import rollback
 
-        return rollback(self, version=version, timestamp=timestamp)
+        return rollback(self, version=version, timestamp=timestamp, force=force)
 
     def upsert(self, data, *, key: str | list[str] | tuple[str, ...], file_format: str | None = None,
                delete_when: str | None = None):  # type: ignore[no-untyped-def]  # fmt: skip

@@ -313,11 +313,15 @@ def changes(table: Table, *, since: int, until: int | None = None) -> TableChang
 
 
 # --- rollback -----------------------------------------------------------------------------------
-def rollback(table: Table, *, version: int | None = None, timestamp: str | datetime | None = None) -> RollbackResult:
+def rollback(table: Table, *, version: int | None = None, timestamp: str | datetime | None = None,
+             force: bool = False) -> RollbackResult:  # fmt: skip
     """Make the table read as it did at ``version`` (or as of ``timestamp``).
 
     Iceberg moves the current-snapshot pointer (``rollback_to_snapshot``, or ``set_current_snapshot``
     when the target is not an ancestor); Delta commits a ``RESTORE``.
+
+    A rollback that undoes batches an ingest stream committed is refused unless ``force``: the stream's
+    checkpoint has moved past them and would not write them again, so their rows would silently be gone.
     """
     table.adapter.require("rollback", "rollback")
     target = resolve_version(table, version=version, timestamp=timestamp)
@@ -325,6 +329,14 @@ def rollback(table: Table, *, version: int | None = None, timestamp: str | datet
     stamp = iso(from_millis(target.timestamp_ms)) if target.timestamp_ms else None
     if current == target.version:
         return RollbackResult(table.name, table.format, current, target.version, current, stamp, False)
+    streams = table.adapter.streams_undone_by(table, target.version, current)
+    if streams and not force:
+        raise InvalidArgumentError(
+            f"refusing to roll back {table.name} to version {target.version}: it would undo batches that "
+            f"{len(streams)} ingest stream(s) committed ({', '.join(streams)}), and their checkpoints have moved past "
+            "them, so a restarted stream would not write those rows again; pass --force (force=True) to roll back "
+            "anyway, then re-ingest what is needed (a new --checkpoint replays the source)"
+        )
     with _engine_errors("rollback", table, target.version):
         after = table.adapter.rollback(table, target.version, current)
     table.refresh()

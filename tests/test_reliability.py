@@ -73,3 +73,28 @@ def test_delta_expire_deletes_the_change_data_of_expired_versions(catalog, spark
     assert not list(change_dir.rglob("*.parquet"))
     assert sorted(r["id"] for r in read_rows(catalog, t)) == [1, 2, 4]
     shutil.rmtree(change_dir, ignore_errors=True)
+
+
+def test_rollback_refuses_to_undo_ingested_batches_without_force(cli, catalog, ns, table_format, tmp_path):
+    """A stream's checkpoint is past the batches it committed: rolling them back would lose them silently."""
+    import lakecat
+
+    landing = _landing(tmp_path, files=2, per_file=10)
+    name = f"{ns}.rb"
+    t = catalog.create_table(name, schema="id BIGINT NOT NULL, v STRING", format=table_format)
+    before_ingest = t.history(limit=1).current_version  # None for an Iceberg table without snapshots
+    catalog.ingest(name, lakecat.FileSource(str(landing), format="json"), max_files_per_batch=1)
+    history = t.history()
+    first_batch = [e.version for e in history if e.operation == "append"][-1]  # the oldest append: batch 0
+    current = history.current_version
+
+    code, out, err = cli("rollback", name, "--version", str(first_batch), "--yes", "--json")
+    assert code == 2, (out, err)
+    message = json.loads(out)["error"]["message"]
+    assert "ingest stream" in message and "--force" in message
+    assert t.history(limit=1).current_version == current and len(read_rows(catalog, name)) == 20  # nothing changed
+
+    code, out, err = cli("rollback", name, "--version", str(first_batch), "--yes", "--force", "--json")
+    assert code == 0, err
+    assert len(read_rows(catalog, name)) == 10
+    assert before_ingest != first_batch

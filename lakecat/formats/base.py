@@ -339,6 +339,10 @@ class TableFormat(ABC):
         """Make the table read ``target``'s state; returns the version it is at afterwards."""
         raise self.unsupported("rollback")
 
+    def streams_undone_by(self, table: TableHandle, target: int, current: int | None) -> list[str]:
+        """Ingest streams (their ids) whose committed batches a rollback from ``current`` to ``target`` undoes."""
+        return []
+
     # --- maintenance ------------------------------------------------------------------------
     def data_files(self, table: TableHandle) -> list[DataFile]:
         """The live data files of the current version, from metadata (no JVM)."""

@@ -75,6 +75,22 @@ def log_actions(location: str, entries: list[LogEntry], first: int, last: int, k
     return tuple(found[kind] for kind in kinds)
 
 
+def log_transactions(location: str, entries: list[LogEntry], first: int, last: int) -> list[str]:
+    """The application ids of the transactions (``txn`` actions: ingest batches) of the commits ``first..last``."""
+    apps: set[str] = set()
+    filesystem, _ = fs_for(location)
+    for e in entries:
+        if not first <= e.version <= last or e.name != f"{e.version:020d}.json":
+            continue
+        with filesystem.open_input_stream(e.path) as fh:
+            for line in fh.read().decode("utf-8").splitlines():
+                if '"txn"' in line:
+                    txn = json.loads(line).get("txn")
+                    if txn and txn.get("appId"):
+                        apps.add(str(txn["appId"]))
+    return sorted(apps)
+
+
 def last_checkpoint(location: str) -> int | None:
     filesystem, base = fs_for(location.rstrip("/") + "/_delta_log/_last_checkpoint")
     try:

@@ -123,6 +123,13 @@ class DeltaVersions:
                 F.timestamp_millis(spark_lookup(stamps, F.col("_commit_version"), "bigint")), F.col("_commit_timestamp")))  # fmt: skip
         return df.where(F.lit(False)) if empty else df
 
+    def streams_undone_by(self, table: TableHandle, target: int, current: int | None) -> list[str]:
+        from .log import log_entries, log_transactions
+
+        if current is None or current <= target:
+            return []
+        return log_transactions(table.location, log_entries(table.location, table.name), target + 1, current)
+
     def rollback(self, table: TableHandle, target: int, current: int | None) -> int | None:
         spark = table.catalog.session()
         spark.sql(f"RESTORE TABLE {spark_path(table.location)} TO VERSION AS OF {int(target)}").collect()

@@ -172,6 +172,16 @@ class IcebergVersions:
                 ))  # fmt: skip
         return reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), parts)
 
+    def streams_undone_by(self, table: TableHandle, target: int, current: int | None) -> list[str]:
+        from .markers import MARKER_QUERY
+
+        meta = self.load(table).metadata  # type: ignore[attr-defined]
+        kept = set(_ancestors(meta, target))
+        by_id = {s.snapshot_id: s for s in meta.snapshots}
+        apps = {by_id[sid].summary.additional_properties.get(MARKER_QUERY) for sid in _ancestors(meta, current)
+                if sid not in kept and by_id[sid].summary is not None}  # fmt: skip
+        return sorted(a for a in apps if a)
+
     def rollback(self, table: TableHandle, target: int, current: int | None) -> int | None:
         spark = self.refreshed_session(table)  # type: ignore[attr-defined]
         meta = self.load(table).metadata  # type: ignore[attr-defined]
