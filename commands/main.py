@@ -38,22 +38,31 @@ def configure_logging(verbose: bool) -> None:
             logging.getLogger(logger).setLevel(logging.CRITICAL)
 
 
-def main() -> None:
-    """Console-script entry point: usage errors get exit 2 (and a JSON error with --json)."""
-    configure_logging("--verbose" in sys.argv or "-v" in sys.argv)
+def run_cli(argv: list[str]) -> int:
+    """Run one command line; returns its exit code. Usage errors are exit 2 with one line on stderr (and a JSON
+    error document with --json): the command's usage is one ``-h`` away, and a CI log wants the reason only."""
+    configure_logging("--verbose" in argv or "-v" in argv)
     try:
-        code = app(standalone_mode=False)
+        code = app(args=argv, prog_name="lakecat", standalone_mode=False)
     except _EXIT as e:
-        sys.exit(e.exit_code)
+        return int(e.exit_code)
     except _ABORT:
         sys.stderr.write("aborted\n")
-        sys.exit(1)
+        return 1
     except _USAGE as e:
-        if "--json" in sys.argv:
-            sys.stdout.write(dumps({"error": {"type": "UsageError", "message": e.format_message(), "exit_code": 2}}) + "\n")
-        e.show()
-        sys.exit(e.exit_code)
-    sys.exit(code if isinstance(code, int) else 0)
+        message = " ".join(e.format_message().split())
+        if "--json" in argv:
+            sys.stdout.write(dumps({"error": {"type": "UsageError", "message": message, "exit_code": 2}}) + "\n")
+        ctx = getattr(e, "ctx", None)
+        where = f"'{ctx.command_path} -h'" if ctx is not None else "'lakecat -h'"
+        sys.stderr.write(f"error: {message} (usage: {where})\n")
+        return int(getattr(e, "exit_code", 2))
+    return code if isinstance(code, int) else 0
+
+
+def main() -> None:
+    """Console-script entry point."""
+    sys.exit(run_cli(sys.argv[1:]))
 
 
 if __name__ == "__main__":

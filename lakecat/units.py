@@ -17,6 +17,9 @@ _SIZE_UNITS = {
 }  # fmt: skip
 
 
+MAX_DURATION_S = 1000 * 366 * 86400
+
+
 def parse_duration(text: str | timedelta) -> timedelta:
     """Parse ``30m``, ``12h``, ``7d``, ``2w`` (also ``45s``) into a timedelta."""
     if isinstance(text, timedelta):
@@ -24,7 +27,10 @@ def parse_duration(text: str | timedelta) -> timedelta:
     m = _DURATION.match(str(text))
     if not m:
         raise InvalidArgumentError(f"invalid duration {text!r}: use e.g. 30m, 12h, 7d or 2w")
-    return timedelta(seconds=int(m.group(1)) * _DURATION_UNITS[m.group(2).lower()])
+    seconds = int(m.group(1)) * _DURATION_UNITS[m.group(2).lower()]
+    if seconds > MAX_DURATION_S:  # a window reaching before year 1 cannot be computed (and is surely a typo)
+        raise InvalidArgumentError(f"invalid duration {text!r}: longer than 1000 years")
+    return timedelta(seconds=seconds)
 
 
 def format_duration(delta: timedelta) -> str:

@@ -93,9 +93,8 @@ def check_error(lakecat, args: list[Any], exit_code: int, error_type: str) -> di
     assert set(doc) == {"error"} and ERROR_KEYS <= set(doc["error"]), doc
     assert doc["error"]["type"] == error_type and doc["error"]["message"], (args, doc)
     assert doc["error"].get("exit_code", exit_code) == exit_code
-    if error_type != "UsageError":  # click prints its usage block; lakecat's own errors are one line
-        lines = [line for line in err.splitlines() if line.strip()]
-        assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in err, err
+    lines = [line for line in err.splitlines() if line.strip()]  # usage errors too: one line, the reason
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in err, err
     return doc["error"]
 
 

@@ -139,3 +139,10 @@ def test_catalogs_lists_only_catalog_configs(cli):
     names = {c["name"] for c in json.loads(out)}
     assert code == 0 and "local" in names and "team-postgres" in names
     assert not any("plan" in n for n in names)  # the maintenance plan example is not a catalog
+
+
+def test_durations_are_bounded():
+    """Found by the fuzzer: a window longer than the calendar made `expire --older-than` an internal error."""
+    with pytest.raises(InvalidArgumentError, match="1000 years"):
+        parse_duration("17759048h")
+    assert parse_duration("52w").days == 364
