@@ -152,6 +152,13 @@ def connect(catalog: str | None):  # type: ignore[no-untyped-def]
     return lakecat.connect(catalog)
 
 
+def connect_config(catalog: str | None):  # type: ignore[no-untyped-def]
+    """The catalog config alone (no metastore opened): for commands about the machine, not the tables."""
+    from lakecat.config import resolve_config
+
+    return resolve_config(catalog)
+
+
 def parse_properties(items: list[str] | None) -> dict[str, str]:
     props: dict[str, str] = {}
     for item in items or []:
