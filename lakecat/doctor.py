@@ -124,23 +124,13 @@ def _jars(config: CatalogConfig) -> Check:
 
 
 def repository_reachable(repo: Any, timeout: float = 5.0) -> tuple[bool, str]:
-    """GET one small, always-present file (Ivy's own POM) from the repository."""
-    import base64
-    import urllib.error
-    import urllib.request
+    """HEAD one small, always-present file (Ivy's own POM) of the repository, with its credentials."""
+    from .jars import probe
 
-    url = repo.url + "org/apache/ivy/ivy/2.5.3/ivy-2.5.3.pom"
-    request = urllib.request.Request(url, method="HEAD")
-    creds = repo.credentials()
-    if creds:
-        request.add_header("Authorization", "Basic " + base64.b64encode(f"{creds[0]}:{creds[1]}".encode()).decode())
-    try:
-        with urllib.request.urlopen(request, timeout=timeout):
-            return True, "ok"
-    except urllib.error.HTTPError as e:
-        return e.code not in (401, 403, 407), f"HTTP {e.code}"
-    except (OSError, ValueError) as e:
-        return False, str(getattr(e, "reason", e))[:160]
+    code, why = probe(repo, timeout=timeout)
+    if code is None:
+        return False, why
+    return code < 400 or code == 404, f"HTTP {code}"
 
 
 def _metastore(config: CatalogConfig) -> Check:

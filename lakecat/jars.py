@@ -421,13 +421,37 @@ def ivy_module_xml(jar_set: JarSet) -> str:
             f"<dependencies>\n{chr(10).join(deps)}\n{excludes}\n</dependencies>\n</ivy-module>\n")  # fmt: skip
 
 
-def ivy_settings_xml(repo: Repository, ivy_cache: Path) -> str:
+PROBE_PATH = "org/apache/ivy/ivy/2.5.3/ivy-2.5.3.pom"  # small, and on every mirror of Central
+
+
+def probe(repo: Repository, *, timeout: float = 5.0, credentials: bool = True) -> tuple[int | None, str]:
+    """GET one small file of the repository: (HTTP status or None, the server's auth realm or the network error)."""
+    import base64
+    import urllib.error
+    import urllib.request
+
+    request = urllib.request.Request(repo.url + PROBE_PATH, method="HEAD")
+    creds = repo.credentials() if credentials else None
+    if creds:
+        request.add_header("Authorization", "Basic " + base64.b64encode(f"{creds[0]}:{creds[1]}".encode()).decode())
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as r:
+            return r.status, ""
+    except urllib.error.HTTPError as e:
+        m = re.search(r'realm="([^"]*)"', e.headers.get("WWW-Authenticate", "") or "")
+        return e.code, m.group(1) if m else ""
+    except (OSError, ValueError) as e:
+        return None, str(getattr(e, "reason", e))[:160]
+
+
+def ivy_settings_xml(repo: Repository, ivy_cache: Path, realm: str = "") -> str:
     creds = ""
     if repo.user_env:
         # Ivy reads the values from the environment itself (${env.NAME}): no secret on disk or on a command line.
-        # No realm: Ivy then answers the host's challenge whatever realm the server names.
+        # Ivy answers a server's challenge only for the realm it names, so the realm is asked of the server first.
         password = f"${{env.{repo.password_env}}}" if repo.password_env else ""
-        creds = f'<credentials host="{html.escape(repo.host)}" username="${{env.{repo.user_env}}}" passwd="{password}"/>'
+        creds = (f'<credentials host="{html.escape(repo.host)}" realm="{html.escape(realm)}" '
+                 f'username="${{env.{repo.user_env}}}" passwd="{password}"/>')  # fmt: skip
     return f"""<ivysettings>
 <properties environment="env"/>
 <property name="ivy.checksums" value="sha1,md5"/>
@@ -457,8 +481,11 @@ def resolve(jar_set: JarSet, *, config: CatalogConfig | None = None, timeout: fl
         raise JarResolutionError(f"jar set '{jar_set.name}' ({jar_set.description or ', '.join(jar_set.coordinates[:2])}) "
                                  f"is not in the jar cache {cache_dir()} and {OFFLINE_ENV} is set: {FETCH_HINT}")  # fmt: skip
     repo = repository(config)
+    realm = ""
     if repo.user_env:
         repo.credentials()  # a missing variable is a config error, before Java starts
+        code, realm = probe(repo, credentials=False)
+        realm = realm if code == 401 else ""
     root = cache_dir()
     with _locked(root / "locks" / f"{jar_set.name}-{jar_set.key}.lock"):
         again = cached(jar_set)
@@ -468,7 +495,7 @@ def resolve(jar_set: JarSet, *, config: CatalogConfig | None = None, timeout: fl
         ivy_cache = root / "ivy"
         with tempfile.TemporaryDirectory(prefix="lakecat-ivy-") as tmp:
             work = Path(tmp)
-            (work / "ivysettings.xml").write_text(ivy_settings_xml(repo, ivy_cache))
+            (work / "ivysettings.xml").write_text(ivy_settings_xml(repo, ivy_cache, realm))
             (work / "ivy.xml").write_text(ivy_module_xml(jar_set))
             cmd = [java_executable(),
                    # Ivy's own defaults live under user.home (~/.ivy2): point them into lakecat's cache.
@@ -565,6 +592,9 @@ def _failure_line(jar_set: JarSet, repo: Repository, output: str) -> str:
     cause = next((label for pattern, label in _CAUSES if pattern.search(output)), None)
     if cause is None and "not found" in output:
         cause = "not found there"
+        code, _ = probe(repo) if repo.user_env else (None, "")
+        if code in (401, 403):  # Ivy reports a refused download as "not found"
+            cause = f"access denied: HTTP {code} with the credentials from {' and '.join(filter(None, (repo.user_env, repo.password_env)))}"
     hint = (f"set {REPOSITORY_ENV} (or [spark] maven-repository) to a reachable Maven mirror, or {FETCH_HINT} "
             f"and copy {cache_dir()}; `lakecat doctor` checks both")  # fmt: skip
     if what is None:

@@ -238,6 +238,7 @@ def test_mirror_replaces_maven_central(tmp_path):
     lines = _lines(denied["stderr"])
     assert len(lines) == 1 and lines[0].startswith("error: could not fetch "), denied["stderr"]
     assert f"from http://127.0.0.1:{port}/" in lines[0] and "LAKECAT_MAVEN_REPOSITORY" in lines[0]
+    assert "access denied: HTTP 401 with the credentials from MIRROR_USER and MIRROR_TOKEN" in lines[0]
     assert json.loads(denied["stdout"])["error"]["type"] == "JarResolutionError"
 
 
