@@ -120,7 +120,11 @@ def _pid_alive(pid: int) -> bool:
     if cmdline.exists():  # guard against pid reuse and zombies
         try:
             stat = pathlib.Path(f"/proc/{pid}/stat").read_text()
-            return "kafka.Kafka" in cmdline.read_text() and stat.rsplit(")", 1)[1].split()[0] != "Z"
+            if stat.rsplit(")", 1)[1].split()[0] == "Z":  # exited after the waitpid above: reap it now if it is ours
+                with contextlib.suppress(ChildProcessError):
+                    os.waitpid(pid, os.WNOHANG)
+                return False
+            return "kafka.Kafka" in cmdline.read_text()
         except (OSError, IndexError):
             return False
     return True

@@ -166,11 +166,18 @@ class CachingProxy(SimpleHTTPRequestHandler):
         else:
             self.send_error(404)
 
-    def do_HEAD(self):
-        if self._ensure():
-            super().do_HEAD()
-        else:
-            self.send_error(404)
+    def do_HEAD(self):  # Ivy asks whether sources and javadoc jars exist: answer without fetching them
+        rel = self.path.split("?", 1)[0].lstrip("/")
+        if (Path(self.directory) / rel).is_file():
+            return super().do_HEAD()
+        try:
+            with urllib.request.urlopen(urllib.request.Request(CENTRAL + rel, method="HEAD"), timeout=60) as r:
+                length = r.headers.get("Content-Length", "0")
+        except (urllib.error.URLError, OSError):
+            return self.send_error(404)
+        self.send_response(200)
+        self.send_header("Content-Length", length)
+        self.end_headers()
 
     def log_message(self, *args):
         pass
