@@ -405,13 +405,24 @@ def _exclude_xml(spec: str) -> str:
 
 
 def ivy_module_xml(jar_set: JarSet) -> str:
-    deps = []
+    """One Ivy module whose dependencies are the set's artifacts.
+
+    Artifacts of one module (``iceberg-core`` and its ``tests`` jar) become one dependency that names each jar: two
+    dependencies on one module would be merged by Ivy, the second replacing the first.
+    """
+    modules: dict[tuple[str, str, str], list[Artifact]] = {}
     for a in jar_set.artifacts:
-        attrs = f'org="{html.escape(a.group)}" name="{html.escape(a.name)}" rev="{html.escape(a.version)}"'
-        attrs += ' conf="default->default"' if a.transitive else ' conf="default->master" transitive="false"'
-        inner = "".join(_exclude_xml(e) for e in a.excludes)
-        if a.classifier:
-            inner += f'<artifact name="{html.escape(a.name)}" type="jar" ext="jar" m:classifier="{html.escape(a.classifier)}"/>'
+        modules.setdefault((a.group, a.name, a.version), []).append(a)
+    deps = []
+    for (group, name, version), arts in modules.items():
+        transitive = any(a.transitive for a in arts)
+        attrs = f'org="{html.escape(group)}" name="{html.escape(name)}" rev="{html.escape(version)}"'
+        attrs += ' conf="default->default"' if transitive else ' conf="default->master" transitive="false"'
+        inner = "".join(_exclude_xml(e) for e in dict.fromkeys(e for a in arts for e in a.excludes))
+        if len(arts) > 1 or arts[0].classifier:
+            for a in arts:
+                classifier = f' m:classifier="{html.escape(a.classifier)}"' if a.classifier else ""
+                inner += f'<artifact name="{html.escape(name)}" type="jar" ext="jar"{classifier}/>'
         deps.append(f"<dependency {attrs}>{inner}</dependency>" if inner else f"<dependency {attrs}/>")
     excludes = "".join(_exclude_xml(e) for e in jar_set.excludes)
     return ('<?xml version="1.0" encoding="UTF-8"?>\n'
@@ -550,7 +561,7 @@ def _jars_from_report(report: Path, root: Path) -> list[dict[str, Any]]:
                 seen.add(location)
                 path = Path(location)
                 coordinate = f"{org}:{name}:{rev.get('name')}"
-                classifier = art.get("extra-classifier")
+                classifier = next((v for k, v in art.attrib.items() if k.endswith("classifier")), None)
                 if classifier:
                     coordinate += f":{classifier}"
                 jars.append({"coordinate": coordinate, "file": str(path.relative_to(root)) if path.is_relative_to(root) else str(path),

@@ -75,6 +75,9 @@ def test_sets_and_their_pins():
                                                       "org.apache.iceberg:iceberg-core:1.11.0:tests"}  # fmt: skip
     xml = jars.ivy_module_xml(rest)
     assert 'm:classifier="test-fixtures"' in xml and '<exclude org="org.eclipse.jetty" module="*"/>' in xml
+    # iceberg-core and its tests jar: one dependency naming both jars (two would be merged by Ivy, the last one winning)
+    assert xml.count('name="iceberg-core" rev=') == 1
+    assert '<artifact name="iceberg-core" type="jar" ext="jar"/><artifact name="iceberg-core" type="jar" ext="jar" m:classifier="tests"/>' in xml
     from lakecat.errors import InvalidArgumentError
 
     with pytest.raises(InvalidArgumentError, match="unknown jar set nope"):
