@@ -16,7 +16,7 @@ LAKECAT = [sys.executable, "-m", "lakecat.commands.main"]
 def _run(args, env_extra, tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("LAKECAT_")}
     env.update({"LAKECAT_HOME": str(tmp_path / "home"), "NO_COLOR": "1", **env_extra})
-    return subprocess.run([*LAKECAT, *args], env=env, capture_output=True, text=True, timeout=180)
+    return subprocess.run([*LAKECAT, *args], env=env, capture_output=True, text=True, timeout=180, cwd=tmp_path)
 
 
 def _one_line_error(proc, needle):
