@@ -6,12 +6,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ._options import CatalogOpt, JsonOpt, VerboseOpt, connect, parse_properties
+from ._options import CatalogOpt, JsonOpt, VerboseOpt, connect, connect_config, parse_properties
 from ._output import UNLIMITED_WIDTH, Output, confirm, dumps, run
 from ._progress import _ProgressLine, _spark_tasks
 from ._render import cell, exact_size, human_age, human_duration, human_time, key, num, print_table, table, thousands
 
-__all__ = ["UNLIMITED_WIDTH", "CatalogOpt", "JsonOpt", "Output", "VerboseOpt", "_ProgressLine", "_spark_tasks", "cell", "confirm", "connect", "dumps", "exact_size", "human_age", "human_duration", "human_time", "key", "leaf_commands", "num", "parse_properties", "print_table", "run", "table", "thousands"]
+__all__ = ["UNLIMITED_WIDTH", "CatalogOpt", "JsonOpt", "Output", "VerboseOpt", "_ProgressLine", "_spark_tasks", "cell", "confirm", "connect", "connect_config", "dumps", "exact_size", "human_age", "human_duration", "human_time", "key", "leaf_commands", "num", "parse_properties", "print_table", "run", "table", "thousands"]
 
 
 def leaf_commands(group: Any, prefix: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any]]:

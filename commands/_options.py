@@ -38,3 +38,10 @@ def parse_properties(items: list[str] | None) -> dict[str, str]:
         props[k.strip()] = v.strip()
     return props
 
+
+
+def connect_config(catalog: str | None):  # type: ignore[no-untyped-def]
+    """The catalog config alone (no metastore opened): for commands about the machine, not the tables."""
+    from lakecat.config import resolve_config
+
+    return resolve_config(catalog)

@@ -13,7 +13,7 @@ from ._options import JsonOpt, VerboseOpt
 from ._output import Output, run
 
 app = typer.Typer(help="Local development services (a Kafka broker).", no_args_is_help=True)
-kafka = typer.Typer(help="A single-node KRaft Kafka broker from Maven Central jars (no Docker).", no_args_is_help=True)
+kafka = typer.Typer(help="A single-node KRaft Kafka broker from Maven Central jars (no Maven, no Docker).", no_args_is_help=True)
 app.add_typer(kafka, name="kafka")
 
 PortOpt = Annotated[int, typer.Option("--port", help="Port the broker listens on (127.0.0.1).")]
@@ -40,7 +40,7 @@ def start(port: PortOpt = 9092, data_dir: DataDirOpt = None, json_: JsonOpt = Fa
 
     def api() -> _Status:
         broker = _broker(port, data_dir)
-        with out.status("starting Kafka (first start downloads the broker jars from Maven Central)"):
+        with out.status("starting Kafka (a first start fetches the broker jars into lakecat's jar cache)"):
             bootstrap = broker.start()
         return _Status(broker.status(), bootstrap=bootstrap)
 

@@ -171,6 +171,11 @@ class CatalogConfig:
     spark_conf: dict[str, str] = field(default_factory=dict)
     spark_packages: list[str] = field(default_factory=list)
     storage: dict[str, str] = field(default_factory=dict)
+    #: ``[spark] maven-repository`` as written (``${ENV}`` references unexpanded: lakecat.jars checks that
+    #: credentials in it are references and hands them to the resolver as such)
+    maven_repository: str | None = None
+    #: ``[kafka] bootstrap``: the Kafka cluster this catalog's streams read (what ``lakecat doctor`` checks)
+    kafka_bootstrap: str | None = None
 
     @property
     def warehouse_uri(self) -> str:
@@ -261,7 +266,7 @@ def _redact(url: str) -> str:
     return re.sub(r"(://[^:/@]+:)[^@]+@", r"\1***@", url)
 
 
-_CORE_SECTIONS = ("spark", "storage")
+_CORE_SECTIONS = ("spark", "storage", "kafka")
 
 
 def load_config_file(path: Path) -> CatalogConfig:
@@ -272,6 +277,8 @@ def load_config_file(path: Path) -> CatalogConfig:
         raise ConfigError(f"catalog config {path} does not exist") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         raise ConfigError(f"catalog config {path} is not valid TOML: {e}") from None
+    # expanded when jars are resolved, not here: a light command must not need the repository's credentials
+    maven_repository = raw.get("spark", {}).pop("maven-repository", None) if isinstance(raw.get("spark"), dict) else None
     data = expand_env(raw, source=str(path))
     try:
         name = validate_part(str(data["name"]), what="catalog name")
@@ -300,6 +307,8 @@ def load_config_file(path: Path) -> CatalogConfig:
         spark_conf={str(k): str(v) for k, v in spark.get("conf", {}).items()},
         spark_packages=[str(p) for p in spark.get("packages", [])],
         storage={str(k): str(v).lower() if isinstance(v, bool) else str(v) for k, v in storage.items()},
+        maven_repository=str(maven_repository) if maven_repository is not None else None,
+        kafka_bootstrap=str(data["kafka"]["bootstrap"]) if "bootstrap" in data.get("kafka", {}) else None,
     )
 
 

@@ -1,7 +1,7 @@
 """Run a real single-node Apache Kafka broker (KRaft, broker+controller) locally.
 
-The broker jars are resolved once from Maven Central with ``mvn`` and cached under
-``$LAKECAT_JARS_CACHE`` (default ``~/.cache/lakecat/jars``) in ``kafka-<version>/libs``.
+The broker jars are resolved once by lakecat's own resolver (``lakecat.jars``, jar set ``kafka``: the
+configured repository, lakecat's jar cache, no Maven) and the broker starts from the exact files.
 The broker runs detached from the calling process; its pid and ports are recorded in
 ``<data_dir>/kafka-state.json`` so that a later process can find, reuse or stop it.
 
@@ -14,18 +14,15 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import fcntl
 import html
 import json
 import logging
 import os
 import pathlib
-import re
 import shutil
 import signal
 import socket
 import subprocess
-import tempfile
 import time
 import uuid
 from collections.abc import Iterable
@@ -47,16 +44,7 @@ _PRODUCER_LOG.setLevel(logging.ERROR)
 KAFKA_VERSION = "4.3.1"
 #: Log4j 2 version matching the ``log4j-core`` that Kafka itself depends on.
 LOG4J_VERSION = "2.25.4"
-_DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.8.1"
-_MARKER = ".lakecat-complete"
 _STATE_FILE = "kafka-state.json"
-# Kafka's own poms carry no SLF4J binding (the distribution adds one), so we add log4j's.
-_POM = """<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>
-<groupId>lakecat.local</groupId><artifactId>kafka-runtime</artifactId><version>1</version><dependencies>
-<dependency><groupId>org.apache.kafka</groupId><artifactId>kafka_2.13</artifactId><version>{kafka}</version></dependency>
-<dependency><groupId>org.apache.logging.log4j</groupId><artifactId>log4j-slf4j-impl</artifactId>
-<version>{log4j}</version></dependency></dependencies></project>
-"""
 # INFO to broker.log only (stdout/stderr of the JVM go there too, both in append mode).
 _LOG4J_XML = """<?xml version="1.0" encoding="UTF-8"?><Configuration status="WARN">
 <Appenders><File name="file" fileName="{path}" append="true"><PatternLayout pattern="[%d] %p %m (%c)%n"/></File>
@@ -71,58 +59,33 @@ class LocalKafkaError(EnvironmentProblemError, RuntimeError):
 
 def jars_cache_dir() -> pathlib.Path:
     """Return the root jar cache: ``$LAKECAT_JARS_CACHE`` or ``~/.cache/lakecat/jars``."""
-    env = os.environ.get("LAKECAT_JARS_CACHE")
-    return pathlib.Path(env).expanduser() if env else pathlib.Path.home() / ".cache" / "lakecat" / "jars"
+    from .jars import cache_dir
+
+    return cache_dir()
 
 
 def _require(tool: str) -> str:
     path = shutil.which(tool)
     if path is None:
-        raise LocalKafkaError(f"'{tool}' not found on PATH; install a JDK (17+) and Maven, e.g. "
-                              "apt-get install openjdk-17-jre-headless maven")
+        raise LocalKafkaError(f"'{tool}' not found on PATH; install a JDK (17+), e.g. apt-get install openjdk-17-jre-headless")
     return path
 
 
-def resolve_kafka_jars(*, timeout: float = 900.0) -> pathlib.Path:
-    """Download Kafka and its runtime dependencies once, with Maven, into the jar cache.
-
-    Args:
-        timeout: Seconds to allow Maven to run.
+def resolve_kafka_jars() -> list[pathlib.Path]:
+    """The broker's jar files (Kafka, its runtime dependencies, a log4j binding), resolved once into the jar cache.
 
     Returns:
-        The directory holding the jars (use ``<dir>/*`` as the Java classpath).
+        The jar files, for the Java classpath.
 
     Raises:
-        LocalKafkaError: If ``mvn`` is missing or the resolution fails.
+        LocalKafkaError: If the jars are not cached and cannot be fetched (offline, or the repository unreachable).
     """
-    libs = jars_cache_dir() / f"kafka-{KAFKA_VERSION}" / "libs"
-    if (libs / _MARKER).exists():
-        return libs
-    mvn = _require("mvn")
-    libs.mkdir(parents=True, exist_ok=True)
-    with open(libs.parent / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # another process may be resolving right now
-        if (libs / _MARKER).exists():
-            return libs
-        _LOG.info("resolving kafka_2.13:%s from Maven Central into %s", KAFKA_VERSION, libs)
-        started = time.monotonic()
-        with tempfile.TemporaryDirectory(prefix="lakecat-kafka-pom-") as tmp:
-            (pathlib.Path(tmp) / "pom.xml").write_text(_POM.format(kafka=KAFKA_VERSION, log4j=LOG4J_VERSION))
-            cmd = [mvn, "-q", "-B", f"{_DEPENDENCY_PLUGIN}:copy-dependencies",
-                   f"-DoutputDirectory={libs}", "-DincludeScope=runtime"]
-            try:
-                res = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True, timeout=timeout, check=False)
-            except subprocess.TimeoutExpired as exc:
-                raise LocalKafkaError(f"Maven did not resolve Kafka jars within {timeout:.0f}s; "
-                                      "check access to Maven Central and retry") from exc
-        if res.returncode != 0 or not any(libs.glob("kafka_2.13-*.jar")):
-            out = re.sub(r"\x1b\[[0-9;]*m", "", res.stdout + res.stderr)  # drop ANSI colours
-            lines = [ln for ln in out.splitlines() if "ERROR" in ln] or ["no output"]
-            raise LocalKafkaError(f"Maven failed to resolve org.apache.kafka:kafka_2.13:{KAFKA_VERSION}; "
-                                  f"check access to Maven Central (~/.m2/settings.xml) and retry: {lines[0].strip()}")
-        (libs / _MARKER).write_text(KAFKA_VERSION + "\n")
-        _LOG.info("resolved %d jars in %.1fs", len(list(libs.glob("*.jar"))), time.monotonic() - started)
-    return libs
+    from .jars import JarResolutionError, jar_paths, kafka_set
+
+    try:
+        return jar_paths(kafka_set())
+    except JarResolutionError as e:
+        raise LocalKafkaError(str(e)) from e
 
 
 def port_free(port: int) -> bool:
@@ -157,7 +120,11 @@ def _pid_alive(pid: int) -> bool:
     if cmdline.exists():  # guard against pid reuse and zombies
         try:
             stat = pathlib.Path(f"/proc/{pid}/stat").read_text()
-            return "kafka.Kafka" in cmdline.read_text() and stat.rsplit(")", 1)[1].split()[0] != "Z"
+            if stat.rsplit(")", 1)[1].split()[0] == "Z":  # exited after the waitpid above: reap it now if it is ours
+                with contextlib.suppress(ChildProcessError):
+                    os.waitpid(pid, os.WNOHANG)
+                return False
+            return "kafka.Kafka" in cmdline.read_text()
         except (OSError, IndexError):
             return False
     return True
@@ -240,9 +207,9 @@ class LocalKafka:
         (self.data_dir / "log4j2.xml").write_text(_LOG4J_XML.format(path=html.escape(str(self.log_file))))
         return path
 
-    def _java(self, java: str, libs: pathlib.Path) -> list[str]:
+    def _java(self, java: str, jars: list[pathlib.Path]) -> list[str]:
         return [java, "-Xms128m", "-Xmx512m", "-XX:+UseG1GC", "-Djava.awt.headless=true",
-                f"-Dlog4j2.configurationFile={self.data_dir / 'log4j2.xml'}", "-cp", f"{libs}/*"]
+                f"-Dlog4j2.configurationFile={self.data_dir / 'log4j2.xml'}", "-cp", os.pathsep.join(map(str, jars))]
 
     def start(self, *, timeout: float = 60.0) -> str:
         """Start the broker unless the one recorded in ``data_dir`` is already running.
@@ -255,7 +222,7 @@ class LocalKafka:
             ``data_dir`` is already running, its address, whatever ``port`` says).
 
         Raises:
-            LocalKafkaError: If a port is taken, Java/Maven are missing, or the broker
+            LocalKafkaError: If a port is taken, Java or the broker's jars are missing, or the broker
                 does not come up in time (the message includes the end of ``broker.log``).
         """
         state = self._running_state()

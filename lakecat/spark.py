@@ -1,16 +1,16 @@
 """The Spark session factory: one session with Delta and Iceberg side by side.
 
 ``spark_catalog`` is Delta's catalog; each lakecat catalog's Iceberg tables live in a Spark catalog
-of the same name (type jdbc over the metastore). Jars come from Maven Central through
-``configure_spark_with_delta_pip(..., extra_packages=...)``. The JVM's own output goes to
-``$LAKECAT_HOME/logs/spark.log`` so that stdout stays clean for ``--json``.
+of the same name (type jdbc over the metastore). Jars come from lakecat's own resolver (``lakecat.jars``):
+resolved once into lakecat's jar cache, then every start passes the exact files as ``spark.jars`` — no
+``spark.jars.packages``, so Spark never runs Ivy (and never meets a used ``~/.m2``). The JVM's own output
+goes to ``$LAKECAT_HOME/logs/spark.log`` so that stdout stays clean for ``--json``.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import sys
 import threading
 from collections.abc import Iterator
@@ -29,8 +29,8 @@ KAFKA_SQL = "org.apache.spark:spark-sql-kafka-0-10_2.13:4.1.1"
 # spark-sql-kafka 4.1.1 links against, so it is excluded from the resolution and pinned here.
 KAFKA_TOKEN_PROVIDER = "org.apache.spark:spark-token-provider-kafka-0-10_2.13:4.0.0"
 KAFKA_TOKEN_PROVIDER_EXCLUDE = "org.apache.spark:spark-token-provider-kafka-0-10_2.13"
-# The exclude drops every version of it from Ivy's resolution, 4.0.0 included: the jar comes in through spark.jars.
-KAFKA_TOKEN_PROVIDER_JAR = "org/apache/spark/spark-token-provider-kafka-0-10_2.13/4.0.0/spark-token-provider-kafka-0-10_2.13-4.0.0.jar"
+# The exclude sits on spark-sql-kafka's dependency only (lakecat.jars.spark_set), so the pinned 4.0.0 is resolved
+# on its own, without its dependencies (spark-sql-kafka brings those).
 
 
 # Object storage (only when the warehouse is s3:// or s3a://, so local users download nothing more).
@@ -43,37 +43,8 @@ HADOOP_AWS = "org.apache.hadoop:hadoop-aws:3.4.2"
 ICEBERG_AWS_BUNDLE = "org.apache.iceberg:iceberg-aws-bundle:1.11.0"
 S3_EXCLUDES = ("software.amazon.awssdk:bundle", "software.amazon.s3.analyticsaccelerator:analyticsaccelerator-s3")
 # The one SDK module hadoop-aws needs that iceberg-aws-bundle lacks (S3A copies and uploads through it),
-# at the bundle's SDK version. Taken as a single jar: its Maven dependencies are all inside the bundle.
-S3_TRANSFER_MANAGER_JAR = "software/amazon/awssdk/s3-transfer-manager/2.44.4/s3-transfer-manager-2.44.4.jar"
-
-
-def _direct_jar(maven_path: str) -> str:
-    """One jar (no dependencies) from Maven Central, downloaded once into lakecat's jar cache."""
-    local = Path.home() / ".m2" / "repository" / maven_path
-    if local.exists():
-        return local.as_uri()
-    from .kafka_local import jars_cache_dir
-
-    cached = jars_cache_dir() / Path(maven_path).name
-    if not cached.exists():
-        import urllib.request
-
-        cached.parent.mkdir(parents=True, exist_ok=True)
-        tmp = cached.with_suffix(".part")
-        try:
-            with urllib.request.urlopen(f"https://repo1.maven.org/maven2/{maven_path}", timeout=60) as r:
-                tmp.write_bytes(r.read())
-        except OSError as e:
-            raise EnvironmentProblemError(
-                f"Spark could not download its jars from Maven Central (first start needs the network to repo1.maven.org): {e}"
-            ) from e
-        tmp.replace(cached)
-    return cached.as_uri()
-
-
-def _token_provider_jar() -> str:
-    """The Kafka token provider jar, downloaded once from Maven Central into lakecat's jar cache."""
-    return _direct_jar(KAFKA_TOKEN_PROVIDER_JAR)
+# at the bundle's SDK version. Taken as a single jar (not transitive): its Maven dependencies are all inside the bundle.
+S3_TRANSFER_MANAGER = "software.amazon.awssdk:s3-transfer-manager:2.44.4"
 
 
 SQLITE_JDBC = "org.xerial:sqlite-jdbc:3.53.0.0"  # the version Iceberg 1.11.0 builds with
@@ -136,33 +107,30 @@ def storage_spark_conf(config: CatalogConfig) -> dict[str, str]:
 
 
 def _packages(config: CatalogConfig) -> list[str]:
-    # Both JDBC drivers always: catalogs of either metastore kind can join the running session later.
-    packages = [ICEBERG_RUNTIME, KAFKA_SQL, KAFKA_TOKEN_PROVIDER, SQLITE_JDBC, POSTGRES_JDBC]
-    if config.object_storage:
-        packages += [HADOOP_AWS, ICEBERG_AWS_BUNDLE]
-    return packages + [p for p in config.spark_packages if p not in packages]
+    """The Maven coordinates of the session's jar set (resolved by lakecat.jars, never by Spark)."""
+    from .jars import config_spark_set
 
-
-def _direct_jars(config: CatalogConfig) -> list[str]:
-    jars = [_token_provider_jar()]
-    if config.object_storage:
-        jars.append(_direct_jar(S3_TRANSFER_MANAGER_JAR))
-    return jars
+    return config_spark_set(config).coordinates
 
 
 def _excludes(config: CatalogConfig) -> list[str]:
-    return [KAFKA_TOKEN_PROVIDER_EXCLUDE, *(S3_EXCLUDES if config.object_storage else ())]
+    from .jars import config_spark_set
+
+    jar_set = config_spark_set(config)
+    return [*(e for a in jar_set.artifacts for e in a.excludes), *jar_set.excludes]
+
+
+def _jars(config: CatalogConfig) -> list[str]:
+    """The exact jar files of the session (from the cache; resolved first when they are not cached yet)."""
+    from .jars import config_spark_set, jar_paths
+
+    return [str(p) for p in jar_paths(config_spark_set(config), config=config)]
 
 
 def _check_java() -> None:
-    java_home = os.environ.get("JAVA_HOME")
-    if java_home and (Path(java_home) / "bin" / "java").exists():
-        return
-    if shutil.which("java") is None:
-        raise EnvironmentProblemError(
-            "no Java found: lakecat's Spark path needs Java 17 (install e.g. 'apt-get install openjdk-17-jdk-headless' "
-            "or set JAVA_HOME); list/describe/history work without it"
-        )
+    from .jars import java_executable
+
+    java_executable()
 
 
 @contextlib.contextmanager
@@ -233,12 +201,14 @@ def _register_catalog(spark: SparkSession, config: CatalogConfig) -> None:
 def _start(config: CatalogConfig) -> SparkSession:
     global _storage
     _check_java()
-    from delta import configure_spark_with_delta_pip
     from pyspark.sql import SparkSession
 
     home = lakecat_home()
     log_path = Path(os.environ.get("LAKECAT_SPARK_LOG") or home / "logs" / "spark.log")
     log4j = Path(__file__).with_name("log4j2.properties")
+    # Not configure_spark_with_delta_pip: it sets spark.jars.packages, i.e. an Ivy run at every start. Delta's
+    # coordinate (read from that helper, lakecat.jars.delta_coordinate) is part of lakecat's own jar set instead.
+    jars = _jars(config)
     builder = (
         SparkSession.builder.master(config.spark_master)
         .appName("lakecat")
@@ -247,8 +217,7 @@ def _start(config: CatalogConfig) -> SparkSession:
             "io.delta.sql.DeltaSparkSessionExtension,org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions",
         )
         .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
-        .config("spark.jars.excludes", ",".join(_excludes(config)))
-        .config("spark.jars", ",".join(_direct_jars(config)))
+        .config("spark.jars", ",".join(jars))
         .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={log4j.as_uri()}")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
@@ -264,20 +233,12 @@ def _start(config: CatalogConfig) -> SparkSession:
         builder = builder.config(k, v)
     for k, v in iceberg_catalog_conf(config).items():
         builder = builder.config(k, v)
-    builder = configure_spark_with_delta_pip(builder, extra_packages=_packages(config))
     try:
         with _jvm_output_to(log_path):
             spark = builder.getOrCreate()
     except Exception as e:  # the JVM died before talking to us: say why in one line
-        tail = _log_tail(log_path, 40)
-        if "unresolved dependency" in tail or "not found" in tail and "central" in tail:
-            raise EnvironmentProblemError(
-                "Spark could not download its jars from Maven Central (first start needs the network to "
-                f"repo1.maven.org, later starts use the Ivy cache); see {log_path}"
-            ) from e
-        raise EnvironmentProblemError(f"Spark failed to start: {e}; see {log_path}") from e
+        raise _start_failure(e, log_path) from e
     spark.sparkContext.setLogLevel("ERROR")
-    _ship_resolved_jars(spark)
     _quiet_python_loggers()
     _catalogs[config.name] = iceberg_catalog_conf(config)
     _storage = storage_spark_conf(config) or None
@@ -291,33 +252,55 @@ def _start(config: CatalogConfig) -> SparkSession:
     return spark
 
 
-def _ship_resolved_jars(spark: SparkSession) -> None:
-    """Give executors every jar the driver has, not just the ones lakecat names in ``spark.jars``.
-
-    spark-submit resolves ``spark.jars.packages`` (Delta, Iceberg, Kafka, JDBC drivers) and merges those
-    jars with ``spark.jars`` into a JVM system property; pyspark then sets ``spark.jars`` once more from
-    the builder's options, so the SparkContext registers only lakecat's directly named jars. The driver
-    has everything on its classpath either way (local mode never notices), but executors of a real
-    cluster would deserialize tasks without Delta's and Iceberg's classes. Registering the merged list
-    before the first job is what spark-submit would have done; local mode shares the driver's classpath
-    and skips the copies.
-    """
-    sc = spark.sparkContext
-    if sc.master.startswith("local"):
-        return
-    jvm = sc._jvm
-    jsc = sc._jsc.sc()  # type: ignore[union-attr]
-    merged = jvm.java.lang.System.getProperty("spark.jars") or ""  # type: ignore[union-attr]
-    listed = getattr(jvm, "scala.jdk.javaapi.CollectionConverters").asJava(jsc.listJars())
-    known = {_jar_name(u) for u in listed}
-    for jar in (j.strip() for j in merged.split(",")):
-        if jar and _jar_name(jar) not in known:
-            jsc.addJar(jar)
-            known.add(_jar_name(jar))
+MIN_JAVA = 17
+_NO_MEMORY = ("Could not reserve enough space", "Cannot allocate memory", "Invalid maximum heap size",
+              "Invalid initial heap size", "larger value than the maximum heap size", "OutOfMemoryError",
+              "insufficient memory for the Java Runtime")  # fmt: skip
 
 
-def _jar_name(uri: str) -> str:
-    return uri.rstrip("/").rsplit("/", 1)[-1]
+def java_version(java: str | None = None) -> tuple[int | None, str]:
+    """The major version of ``java`` (default: the one lakecat would start) and its ``-version`` first line."""
+    import re
+    import subprocess
+
+    from .jars import java_executable
+
+    try:
+        proc = subprocess.run([java or java_executable(), "-version"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError) as e:
+        return None, str(e)
+    text = (proc.stderr + proc.stdout).strip()
+    m = re.search(r'version "(\d+)(?:\.(\d+))?', text)
+    if not m:
+        return None, text.splitlines()[0] if text else "no output"
+    major = int(m.group(1))
+    if major == 1 and m.group(2):  # 1.8 -> 8
+        major = int(m.group(2))
+    return major, text.splitlines()[0]
+
+
+def _start_failure(error: Exception, log_path: Path) -> EnvironmentProblemError:
+    """The cause of a JVM that did not start, in one line: Java too old, no memory, else the log's last word."""
+    tail = _log_tail(log_path, 60)
+    java_home = os.environ.get("JAVA_HOME") or "unset"
+    if any(marker in tail for marker in _NO_MEMORY):
+        line = next((ln.strip() for ln in reversed(tail.split(" | ")) if any(m in ln for m in _NO_MEMORY)), "")
+        return EnvironmentProblemError(
+            f"the Spark JVM could not get its memory ({line[:160]}): lower spark.driver.memory in the catalog config's "
+            f"[spark.conf] (or free memory); see {log_path}"
+        )
+    major, first = java_version()
+    if major is not None and major < MIN_JAVA or "UnsupportedClassVersionError" in tail:
+        return EnvironmentProblemError(
+            f"Java {major if major is not None else '?'} is too old ({first}; JAVA_HOME={java_home}): lakecat's Spark path "
+            f"needs Java {MIN_JAVA} or newer — install it (e.g. 'apt-get install openjdk-17-jdk-headless') and point "
+            "JAVA_HOME at it"
+        )
+    message = str(error)
+    if "JAVA_GATEWAY_EXITED" in message or "Java gateway process exited" in message:
+        lines = [ln for ln in tail.split(" | ") if ln and not ln.startswith(("\tat ", "at "))]
+        message = f"the JVM exited ({lines[-1][:200]})" if lines else "the JVM exited"
+    return EnvironmentProblemError(f"Spark failed to start: {message}; see {log_path}")
 
 
 def _quiet_python_loggers() -> None:

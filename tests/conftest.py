@@ -13,7 +13,8 @@ import pytest
 
 # Keep a developer's own ~/.lakecat and LAKECAT_* settings out of the run: decided before lakecat is imported.
 _HOME = Path(tempfile.mkdtemp(prefix="lakecat-test-"))
-for var in [v for v in os.environ if v.startswith("LAKECAT_")]:
+# The jar cache is the one setting kept: CI points LAKECAT_JARS_CACHE at one (initially empty) cache for the whole run.
+for var in [v for v in os.environ if v.startswith("LAKECAT_") and v != "LAKECAT_JARS_CACHE"]:
     os.environ.pop(var)
 os.environ["LAKECAT_HOME"] = str(_HOME)
 os.environ["NO_COLOR"] = "1"

@@ -122,7 +122,7 @@ def _scenario_commands() -> list[tuple[str, ...]]:
     commands = [
         ("catalogs",), ("create",), ("ingest",), ("list",), ("describe",), ("history",), ("timetravel",),
         ("changes",), ("alter",), ("compact",), ("expire",), ("clean-orphans",), ("maintain",), ("rollback",),
-        ("drop",), ("local", "kafka", "status"), ("local", "kafka", "stop"),
+        ("drop",), ("local", "kafka", "status"), ("local", "kafka", "stop"), ("jars", "fetch"), ("jars", "list"), ("doctor",),
     ]  # fmt: skip
     if ("upsert",) in app_commands():  # came with CDC; kept conditional so this file also runs on a tree without it
         commands.append(("upsert",))
@@ -138,7 +138,7 @@ def test_every_command_with_json(lakecat, catalog, spark, ns, table_format, tmp_
     def ok(*args: Any) -> Any:
         code, out, err = lakecat(*args, "--json")
         assert code == 0, (args, out, err)
-        ran.add(tuple(map(str, args[:3] if args[0] == "local" else args[:1])))
+        ran.add(tuple(map(str, args[:3] if args[0] == "local" else args[:2] if args[0] == "jars" else args[:1])))
         return one_document(out)
 
     name, dlq = f"{ns}.events", f"{ns}.events_dlq"
@@ -234,6 +234,14 @@ def test_every_command_with_json(lakecat, catalog, spark, ns, table_format, tmp_
     assert KAFKA_STATUS_KEYS <= set(status) and status["running"] is False
     stopped = ok("local", "kafka", "stop", *broker)
     assert stopped["stopped"] is False and stopped["running"] is False
+
+    fetched = ok("jars", "fetch")  # the session's set is cached by now: nothing to download
+    assert {"cache", "repository", "sets"} <= set(fetched) and [s["name"] for s in fetched["sets"]] == ["spark"]
+    assert fetched["sets"][0]["fetched"] is False
+    listing = ok("jars", "list")
+    assert listing["ok"] and all({"coordinate", "file", "size", "sha1", "sha1_ok"} <= set(j) for j in listing["jars"])
+    report = ok("doctor")
+    assert report["ok"] and all({"name", "ok", "detail", "fix"} <= set(c) for c in report["checks"])
 
     assert ran == set(_scenario_commands())
 

@@ -88,7 +88,7 @@ def test_stop_frees_port(broker: tuple[LocalKafka, str]) -> None:
 
 
 def test_missing_tools_raise_clear_error(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Without java/mvn on PATH (and no cached jars) start() says what to install."""
+    """Without java on PATH (and no cached jars) start() says what to install."""
     monkeypatch.setenv("LAKECAT_JARS_CACHE", str(tmp_path / "jars"))
     monkeypatch.setenv("PATH", str(tmp_path / "empty-bin"))
     with pytest.raises(LocalKafkaError, match="not found on PATH; install"):

@@ -18,6 +18,10 @@ Sections (``--sections``, all by default):
   ``OPTIMIZE``) on identical tables of many small files, and the query speedup after.
 - ``metadata``: whole ``lakecat list/describe/history`` processes (light path, no JVM) against a process that
   only starts a bare Spark session with the same jars.
+- ``start``: the Spark start of a lakecat session (``cat.session()`` after ``lakecat.connect()``: jars from
+  lakecat's cache, both extensions, the catalog registered) against a bare ``SparkSession.builder.getOrCreate()``,
+  each in a fresh process, alternating, timed inside the process from the call to the session (interpreter,
+  imports and the catalog's own setup excluded).
 
 The driver's memory (peak RSS of Python + JVM) and CPU time are sampled from the process tree for every phase.
 Everything runs in a private ``LAKECAT_HOME`` (temp dir) with its own Kafka broker; the Spark work runs in one
@@ -48,7 +52,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-SECTIONS = ("ingest", "freshness", "cdc", "compact", "metadata")
+SECTIONS = ("ingest", "freshness", "cdc", "compact", "metadata", "start")
 SPARK_SECTIONS = ("ingest", "freshness", "compact")
 SCHEMA = "id BIGINT, ts TIMESTAMP, name STRING, amt DECIMAL(10,2)"  # nullable: the plain job cannot promise NOT NULL
 START_MARK = "<!-- bench:start -->"
@@ -61,7 +65,7 @@ FULL: dict[str, Any] = {
     "fresh_seconds": 60, "fresh_rate": 50, "fresh_poll": "metadata",
     "cdc_events": None,  # lakecat.bench.cdc's own default
     "compact_files": 2000, "compact_rows": 200_000, "compact_target": "64MB",
-    "meta_commits": 20, "meta_repeat": 5, "spark_start_repeat": 2,
+    "meta_commits": 20, "meta_repeat": 5, "spark_start_repeat": 2, "start_repeat": 5,
 }  # fmt: skip
 QUICK: dict[str, Any] = {
     "events": 10_000, "batch": 5_000, "ingest_repeat": 1,
@@ -70,15 +74,16 @@ QUICK: dict[str, Any] = {
     "compact_files": 100, "compact_rows": 10_000, "compact_target": "64MB",
     "meta_commits": 3, "meta_repeat": 2,
     "spark_start_repeat": 0,  # 0: the suite's own Spark child's session start stands in for a separate bare start
+    "start_repeat": 2,
 }  # fmt: skip
 
 SPARK_ONLY = """
 from pyspark.sql import SparkSession
-from delta import configure_spark_with_delta_pip
-from lakecat import spark as ls
+from lakecat import jars
+from lakecat.config import resolve_config
+paths = jars.jar_paths(jars.config_spark_set(resolve_config()))
 b = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
-     .config("spark.jars.excludes", ls.KAFKA_TOKEN_PROVIDER_EXCLUDE))
-b = configure_spark_with_delta_pip(b, extra_packages=[ls.ICEBERG_RUNTIME, ls.KAFKA_SQL, ls.KAFKA_TOKEN_PROVIDER, ls.SQLITE_JDBC])
+     .config("spark.jars", ",".join(map(str, paths))))
 s = b.getOrCreate(); s.range(1).count(); s.stop()
 """
 
@@ -729,6 +734,50 @@ def metadata(home: Path, *, repeat: int, spark_start_repeat: int, formats: list[
             "commits": commits, "results": figures, "ratios": ratios}  # fmt: skip
 
 
+# --- Spark start: a lakecat session against a bare getOrCreate --------------------------------------
+START_BARE = """
+import json, time
+from pyspark.sql import SparkSession
+t = time.perf_counter()
+s = SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false").getOrCreate()
+print(json.dumps({"s": time.perf_counter() - t}))
+s.stop()
+"""
+START_LAKECAT = """
+import json, time
+import lakecat
+cat = lakecat.connect()  # the catalog (metastore, config) is not the Spark start
+t = time.perf_counter()
+s = cat.session()
+print(json.dumps({"s": time.perf_counter() - t}))
+"""
+
+
+def spark_start(home: Path, *, repeat: int) -> dict[str, Any]:
+    """Median Spark start of a lakecat session vs a bare ``getOrCreate()``, fresh processes, alternating order.
+
+    The jar set is fetched first (``lakecat jars fetch``), so the figure is a start from the cache: no resolution.
+    """
+    env = {**os.environ, "LAKECAT_HOME": str(home), "NO_COLOR": "1"}
+    fetch = subprocess.run([sys.executable, "-m", "lakecat.commands.main", "jars", "fetch", "--json"], env=env,
+                           capture_output=True, text=True, timeout=1800)  # fmt: skip
+    if fetch.returncode != 0:
+        raise RuntimeError(f"lakecat jars fetch failed: {fetch.stderr.strip()[-500:]}")
+    times: dict[str, list[float]] = {"bare": [], "lakecat": []}
+    for i in range(max(1, repeat)):
+        order = ("bare", "lakecat") if i % 2 == 0 else ("lakecat", "bare")
+        for kind in order:
+            run = run_measured([sys.executable, "-c", START_BARE if kind == "bare" else START_LAKECAT], env=env, timeout=600)
+            if run["rc"] != 0:
+                raise RuntimeError(f"{kind} Spark start failed: {run['stderr'].strip()[-500:]}")
+            times[kind].append(_last_json(run["stdout"])["s"])
+    bare, lake = statistics.median(times["bare"]), statistics.median(times["lakecat"])
+    _say(f"spark start: bare {bare:.2f}s, lakecat {lake:.2f}s ({lake / bare:.2f}x)")
+    return {"unit": "seconds (median, timed inside a fresh process)", "repeat": repeat,
+            "bare_s": _r(bare), "lakecat_s": _r(lake), "ratio": _r(lake / bare),
+            "runs": {k: [_r(v) for v in vs] for k, vs in times.items()}}  # fmt: skip
+
+
 # --- CDC (the lead's script, when present) -----------------------------------------------------
 def cdc_script() -> Path | None:
     path = Path(__file__).resolve().with_name("cdc.py")
@@ -851,6 +900,8 @@ def ratios(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
         add(f"compact.{fmt}.full_query_speedup", row.get("full_query_speedup"), "higher", "query s before / after")
     for name, value in (doc.get("metadata", {}).get("ratios") or {}).items():
         add(f"metadata.{name}", value, "lower", "lakecat process s / bare Spark session start s")
+    st = doc.get("start") or {}
+    add("start.lakecat_vs_bare", st.get("ratio"), "lower", "lakecat session start s / bare getOrCreate s")
     return out
 
 
@@ -870,6 +921,12 @@ def run_suite(sizes: dict[str, Any], *, sections: list[str], formats: list[str],
             broker = LocalKafka(data_dir=home / "kafka", port=free_port())
             bootstrap = broker.start(timeout=180)
             _say(f"kafka broker on {bootstrap}")
+        if "start" in sections:  # first: before the long sections heat the machine
+            _say("section start")
+            try:
+                doc["start"] = spark_start(home, repeat=sizes.get("start_repeat", 2))
+            except Exception as e:  # noqa: BLE001
+                doc["start"] = {"error": f"{type(e).__name__}: {e}"[:2000]}
         spark_sections = [s for s in sections if s in SPARK_SECTIONS or s == "metadata"]
         child: dict[str, Any] = {}
         if spark_sections:
@@ -1047,6 +1104,15 @@ def render_markdown(doc: dict[str, Any]) -> str:
         what = ("lakecat's own Spark session start, to a first `count()`" if spark.get("source") == "the suite's Spark child"
                 else "a bare Spark session start with the same jars, to a first `count()` (what any Spark-based tool pays first)")
         lines.append(f"| {what} | {_s(spark.get('s'))} | {_n(spark.get('peak_mb'))} MB | 1.00× |")
+    st = doc.get("start") or {}
+    if st.get("ratio") is not None:
+        lines += ["", f"**Spark start** (median of {st.get('repeat')}, each in a fresh process, alternating; timed from the call "
+                  "to the session, imports excluded; jars from lakecat's cache, no resolution):", "",
+                  "| bare `SparkSession.builder.getOrCreate()` | lakecat session (`cat.session()`: Delta + Iceberg + Kafka + "
+                  "JDBC jars, both extensions, the catalog) | lakecat / bare |", "|---|---|---|",
+                  f"| {_s(st.get('bare_s'))} | {_s(st.get('lakecat_s'))} | {_x(st.get('ratio'))} |"]  # fmt: skip
+    elif st.get("error"):
+        lines += ["", f"**Spark start**: failed in this run ({st['error'][:200]})."]
     mem = (doc.get("memory") or {}).get("spark_driver") or {}
     order = [f"{sec}_{kind}{fmt}" for sec in ("ingest", "freshness") for fmt in ("iceberg", "delta") for kind in ("plain_", "lakecat_")]
     order += [f"compact_{fmt}" for fmt in ("iceberg", "delta")]

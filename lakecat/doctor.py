@@ -1,0 +1,243 @@
+"""``lakecat doctor``: is this machine ready for lakecat? One check per line, each with its fix.
+
+Anchors: ``dbt debug`` (connection and config checks, one per line) and ``flutter doctor`` (✔/✘ with the
+command that fixes it). Every check is cheap and bounded by a short timeout; none starts a JVM for Spark.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import shutil
+import socket
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .config import CatalogConfig, lakecat_home
+
+MIN_FREE_BYTES = 1 << 30  # 1 GiB: a Spark set is ~160 MB, the broker ~45 MB, plus room for data
+
+
+@dataclass
+class Check:
+    name: str
+    ok: bool
+    detail: str
+    fix: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "ok": self.ok, "detail": self.detail, "fix": self.fix}
+
+
+@dataclass
+class DoctorReport:
+    catalog: str
+    checks: list[Check] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return all(c.ok for c in self.checks)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"catalog": self.catalog, "ok": self.ok, "failed": sum(not c.ok for c in self.checks),
+                "checks": [c.to_dict() for c in self.checks]}  # fmt: skip
+
+
+def _guard(name: str, fn: Any) -> list[Check]:
+    try:
+        out = fn()
+    except Exception as e:  # noqa: BLE001 - a check that breaks is a failed check, never a crashed doctor
+        return [Check(name, False, f"{type(e).__name__}: {e}"[:300], "rerun with --verbose and report it if it is lakecat's")]
+    return out if isinstance(out, list) else [out]
+
+
+def run_doctor(config: CatalogConfig) -> DoctorReport:
+    """Run every check against ``config``; never raises for a failing check."""
+    report = DoctorReport(config.name)
+    for name, fn in (("python", _python), ("lakecat", _lakecat), ("java", _java), ("jars", lambda: _jars(config)),
+                     ("metastore", lambda: _metastore(config)), ("warehouse", lambda: _warehouse(config)),
+                     ("kafka", lambda: _kafka(config)), ("services", _services), ("disk", lambda: _disk(config))):  # fmt: skip
+        report.checks += _guard(name, fn)
+    return report
+
+
+def _python() -> Check:
+    v = sys.version_info
+    ok = v >= (3, 11)
+    return Check("python", ok, f"Python {platform.python_version()} ({sys.executable})",
+                 None if ok else "install Python 3.11 or newer and recreate the virtualenv")  # fmt: skip
+
+
+def _lakecat() -> Check:
+    from importlib import metadata
+
+    try:
+        version = metadata.version("lakecat")
+    except metadata.PackageNotFoundError:
+        version = "not installed (source tree)"
+    deps = []
+    for dist in ("pyspark", "delta-spark", "pyiceberg", "deltalake"):
+        try:
+            deps.append(f"{dist} {metadata.version(dist)}")
+        except metadata.PackageNotFoundError:
+            return Check("lakecat", False, f"lakecat {version}; {dist} is not installed", 'pip install -e . (or pip install lakecat)')
+    return Check("lakecat", True, f"lakecat {version} ({', '.join(deps)})")
+
+
+def _java() -> Check:
+    from .errors import EnvironmentProblemError
+    from .jars import java_executable
+    from .spark import MIN_JAVA, java_version
+
+    java_home = os.environ.get("JAVA_HOME") or "unset"
+    fix = f"install Java {MIN_JAVA}+ (e.g. apt-get install openjdk-17-jdk-headless) and set JAVA_HOME"
+    try:
+        java = java_executable()
+    except EnvironmentProblemError:
+        return Check("java", False, f"no Java found (JAVA_HOME={java_home}, none on PATH)", fix)
+    major, first = java_version(java)
+    ok = major is not None and major >= MIN_JAVA
+    return Check("java", ok, f"Java {major if major is not None else '?'} at {java} ({first}; JAVA_HOME={java_home})",
+                 None if ok else fix)  # fmt: skip
+
+
+def _jars(config: CatalogConfig) -> Check:
+    from . import jars
+
+    complete, detail = jars.status(config)
+    if complete:
+        return Check("jars", True, detail)
+    fetch = f"run `lakecat jars fetch{'' if config.name == 'local' else ' --catalog ' + config.name}`"
+    if jars.offline():
+        return Check("jars", False, f"{detail}; {jars.OFFLINE_ENV} is set", f"{fetch} where the repository is reachable")
+    repo = jars.repository(config)
+    reachable, why = repository_reachable(repo)
+    if reachable:
+        return Check("jars", True, f"{detail}; repository {repo.url} reachable (the first Spark start fetches them)",
+                     None)  # fmt: skip
+    return Check("jars", False, f"{detail}, and repository {repo.url} is not reachable ({why})",
+                 f"set {jars.REPOSITORY_ENV} (or [spark] maven-repository) to a reachable mirror, or {fetch} elsewhere "
+                 f"and copy {jars.cache_dir()}")  # fmt: skip
+
+
+def repository_reachable(repo: Any, timeout: float = 5.0) -> tuple[bool, str]:
+    """HEAD one small, always-present file (Ivy's own POM) of the repository, with its credentials."""
+    from .jars import probe
+
+    code, why = probe(repo, timeout=timeout)
+    if code is None:
+        return False, why
+    return code < 400 or code == 404, f"HTTP {code}"
+
+
+def _metastore(config: CatalogConfig) -> Check:
+    """Reachable, and which Iceberg JDBC catalog schema it holds (V0: no ``iceberg_type`` column; V1: views too)."""
+    import sqlalchemy as sa
+
+    ms = config.metastore
+    if ms.kind == "sqlite" and ms.sqlite_path is not None and not ms.sqlite_path.exists():
+        parent = next((p for p in ms.sqlite_path.parents if p.exists()), None)
+        ok = parent is not None and os.access(parent, os.W_OK)
+        return Check("metastore", ok, f"{ms.sqlite_path} not created yet (created on first use)",
+                     None if ok else f"make {ms.sqlite_path.parent} writable")  # fmt: skip
+    connect_args = {"connect_timeout": 5} if ms.kind == "postgresql" else {"timeout": 5}
+    try:
+        engine = sa.create_engine(ms.sqlalchemy_url, connect_args=connect_args)
+        with engine.connect() as conn:
+            inspector = sa.inspect(conn)
+            tables = set(inspector.get_table_names())
+            if "iceberg_tables" in tables:
+                columns = {c["name"] for c in inspector.get_columns("iceberg_tables")}
+                schema = "Iceberg JDBC schema V1" if "iceberg_type" in columns else "Iceberg JDBC schema V0"
+            else:
+                schema = "no Iceberg tables yet"
+            delta = "Delta registry present" if "lakecat_delta_tables" in tables else "no Delta registry yet"
+        engine.dispose()
+    except Exception as e:  # noqa: BLE001
+        from .config import _redact
+
+        return Check("metastore", False, f"{_redact(ms.url)} not reachable: {str(e).splitlines()[0][:200]}",
+                     "check the metastore URL in the catalog config, the server and the credentials in the environment")  # fmt: skip
+    from .config import _redact
+
+    return Check("metastore", True, f"{_redact(ms.url)} reachable; {schema}; {delta}")
+
+
+def _nearest_existing(path: Path) -> Path | None:
+    return next((p for p in (path, *path.parents) if p.exists()), None)
+
+
+def _warehouse(config: CatalogConfig) -> Check:
+    path = config.warehouse_path
+    if path is None:
+        return Check("warehouse", True, f"{config.warehouse_uri} is object storage: not probed (credentials from AWS_*)")
+    base = _nearest_existing(path)
+    if base is None or not base.is_dir():
+        return Check("warehouse", False, f"{path}: no directory to create it in", f"create {path.parent}")
+    try:
+        with tempfile.NamedTemporaryFile(dir=base, prefix=".lakecat-doctor-"):
+            pass
+    except OSError as e:
+        return Check("warehouse", False, f"{path} not writable ({e.strerror})", f"make {base} writable or choose another warehouse")
+    return Check("warehouse", True, f"{path} writable" + ("" if base == path else f" (created on first use under {base})"))
+
+
+def _kafka(config: CatalogConfig) -> Check:
+    bootstrap = os.environ.get("LAKECAT_KAFKA_BOOTSTRAP") or config.kafka_bootstrap
+    if not bootstrap:
+        return Check("kafka", True, "no Kafka bootstrap configured ([kafka] bootstrap or LAKECAT_KAFKA_BOOTSTRAP)")
+    failures = []
+    for server in bootstrap.split(","):
+        host, _, port = server.strip().rpartition(":")
+        try:
+            socket.create_connection((host or "localhost", int(port)), timeout=3).close()
+            return Check("kafka", True, f"{bootstrap} reachable ({server.strip()} accepts connections)")
+        except (OSError, ValueError) as e:
+            failures.append(f"{server.strip()}: {getattr(e, 'strerror', None) or e}")
+    return Check("kafka", False, f"{bootstrap} not reachable ({'; '.join(failures)})",
+                 "start the broker (`lakecat local kafka start` for a local one) or fix the bootstrap address")  # fmt: skip
+
+
+def _services() -> list[Check]:
+    from .kafka_local import LocalKafka
+
+    home = lakecat_home()
+    kafka = LocalKafka(data_dir=home / "kafka").status()
+    checks = [Check("local kafka", True, f"running on {kafka['bootstrap']} (pid {kafka['pid']})" if kafka["running"]
+                    else "not running (`lakecat local kafka start` starts it)")]  # fmt: skip
+    rest_state = home / "rest" / "rest-state.json"
+    rest = "not running"
+    if rest_state.is_file():
+        import json
+
+        try:
+            state = json.loads(rest_state.read_text())
+            pid = state.get("pid")
+            if isinstance(pid, int):
+                os.kill(pid, 0)
+                rest = f"running on port {state.get('port')} (pid {pid})"
+        except (OSError, ValueError):
+            pass
+    checks.append(Check("local rest", True, rest))
+    return checks
+
+
+def _disk(config: CatalogConfig) -> list[Check]:
+    from .jars import cache_dir
+
+    checks = []
+    places = [("cache", cache_dir())]
+    if config.warehouse_path is not None:
+        places.insert(0, ("warehouse", config.warehouse_path))
+    for label, path in places:
+        base = _nearest_existing(path)
+        if base is None:
+            continue
+        free = shutil.disk_usage(base).free
+        ok = free >= MIN_FREE_BYTES
+        checks.append(Check(f"disk ({label})", ok, f"{free / 2**30:.1f} GiB free under {path}",
+                            None if ok else f"free space under {base} (lakecat wants at least 1 GiB)"))  # fmt: skip
+    return checks
