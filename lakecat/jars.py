@@ -104,31 +104,62 @@ class JarSet:
         return [a.coordinate for a in self.artifacts]
 
 
+# --- coordinates ------------------------------------------------------------------------------
+#: Newest 4.x ``org.apache.kafka:kafka_2.13`` whose whole dependency tree is on Maven
+#: Central (4.4.0 is listed, but e.g. ``kafka-tools-api:4.4.0`` is not published).
+KAFKA_VERSION = "4.3.1"
+#: Log4j 2 version matching the ``log4j-core`` that Kafka itself depends on.
+LOG4J_VERSION = "2.25.4"
+
+KAFKA_SQL = "org.apache.spark:spark-sql-kafka-0-10_2.13:4.1.1"
+# Maven Central has no spark-token-provider-kafka 4.1.x (nor 4.0.1); 4.0.0's classes are what
+# spark-sql-kafka 4.1.1 links against, so it is excluded from the resolution and pinned here.
+KAFKA_TOKEN_PROVIDER = "org.apache.spark:spark-token-provider-kafka-0-10_2.13:4.0.0"
+KAFKA_TOKEN_PROVIDER_EXCLUDE = "org.apache.spark:spark-token-provider-kafka-0-10_2.13"
+# The exclude sits on spark-sql-kafka's dependency only (lakecat.jars.spark_set), so the pinned 4.0.0 is resolved
+# on its own, without its dependencies (spark-sql-kafka brings those).
+
+
+# Object storage (only when the warehouse is s3:// or s3a://, so local users download nothing more).
+# hadoop-aws must match the Hadoop that pyspark 4.1.1 bundles (pyspark/jars/hadoop-client-api-3.4.2.jar);
+# it serves Delta (and Spark's own file reads) on s3a://. Iceberg writes through its S3FileIO.
+HADOOP_AWS = "org.apache.hadoop:hadoop-aws:3.4.2"
+# The object-storage jars of each format come from its adapter (TableFormat.spark_packages); the SDK bundle
+# hadoop-aws asks for is excluded (600 MB; the formats' own bundle carries the same SDK classes).
+S3_EXCLUDES = ("software.amazon.awssdk:bundle", "software.amazon.s3.analyticsaccelerator:analyticsaccelerator-s3")
+# The one SDK module hadoop-aws needs that iceberg-aws-bundle lacks (S3A copies and uploads through it),
+# at the bundle's SDK version. Taken as a single jar (not transitive): its Maven dependencies are all inside the bundle.
+S3_TRANSFER_MANAGER = "software.amazon.awssdk:s3-transfer-manager:2.44.4"
+
+
+SQLITE_JDBC = "org.xerial:sqlite-jdbc:3.53.0.0"  # the version Iceberg 1.11.0 builds with
+POSTGRES_JDBC = "org.postgresql:postgresql:42.7.8"
+
+
 def spark_set(*, object_storage: bool = False, extra_packages: Iterable[str] = ()) -> JarSet:
     """The Spark session's jars: Delta, Iceberg, the Kafka source, both JDBC drivers (S3 jars on request)."""
-    from . import spark as s
+    from .formats import all_formats
 
+    formats = [Artifact.parse(c) for adapter in all_formats() for c in adapter.spark_packages(_Storage(object_storage))]  # type: ignore[arg-type]
     artifacts = [
-        Artifact.parse(delta_coordinate()),
-        Artifact.parse(s.ICEBERG_RUNTIME),
+        *formats,
         # spark-sql-kafka's own token provider 4.1.1 is not on Maven Central: excluded here, 4.0.0 pinned below.
-        Artifact.parse(s.KAFKA_SQL, excludes=(s.KAFKA_TOKEN_PROVIDER_EXCLUDE,)),
-        Artifact.parse(s.KAFKA_TOKEN_PROVIDER, transitive=False),
-        Artifact.parse(s.SQLITE_JDBC),
-        Artifact.parse(s.POSTGRES_JDBC),
+        Artifact.parse(KAFKA_SQL, excludes=(KAFKA_TOKEN_PROVIDER_EXCLUDE,)),
+        Artifact.parse(KAFKA_TOKEN_PROVIDER, transitive=False),
+        Artifact.parse(SQLITE_JDBC),
+        Artifact.parse(POSTGRES_JDBC),
     ]
     excludes = pyspark_provided()
     if object_storage:
-        artifacts += [Artifact.parse(s.HADOOP_AWS), Artifact.parse(s.ICEBERG_AWS_BUNDLE),
-                      Artifact.parse(s.S3_TRANSFER_MANAGER, transitive=False)]  # fmt: skip
-        excludes += s.S3_EXCLUDES
+        artifacts += [Artifact.parse(HADOOP_AWS), Artifact.parse(S3_TRANSFER_MANAGER, transitive=False)]
+        excludes += S3_EXCLUDES
     known = {(a.group, a.name) for a in artifacts}
     for p in extra_packages:
         a = Artifact.parse(p)
         if (a.group, a.name) not in known:
             artifacts.append(a)
             known.add((a.group, a.name))
-    what = "Spark session (Delta, Iceberg, Kafka source, JDBC drivers" + (", S3)" if object_storage else ")")
+    what = "Spark session (the table formats, Kafka source, JDBC drivers" + (", S3)" if object_storage else ")")
     return JarSet("spark-s3" if object_storage else "spark", tuple(artifacts), excludes, what)
 
 
@@ -146,8 +177,6 @@ def pyspark_provided() -> tuple[str, ...]:
 
 def kafka_set() -> JarSet:
     """The local Kafka broker (KRaft) and a log4j binding for its SLF4J logging."""
-    from .kafka_local import KAFKA_VERSION, LOG4J_VERSION
-
     return JarSet("kafka", (Artifact("org.apache.kafka", "kafka_2.13", KAFKA_VERSION),
                             Artifact("org.apache.logging.log4j", "log4j-slf4j-impl", LOG4J_VERSION)),
                   description=f"local Kafka broker {KAFKA_VERSION}")  # fmt: skip
@@ -207,19 +236,18 @@ def config_spark_set(config: CatalogConfig) -> JarSet:
     return spark_set(object_storage=config.object_storage, extra_packages=config.spark_packages)
 
 
-_delta: str | None = None
+@dataclass(frozen=True)
+class _Storage:
+    """What ``TableFormat.spark_packages`` reads of a catalog config when a jar set is computed without one."""
+
+    object_storage: bool
 
 
 def delta_coordinate() -> str:
-    """Delta's Maven coordinate as delta-spark's own helper computes it (one source for the pin)."""
-    global _delta
-    if _delta is None:
-        from delta import configure_spark_with_delta_pip
-        from pyspark.sql import SparkSession
+    """The Delta jar's coordinate (kept here for callers of earlier releases; the Delta adapter owns it)."""
+    from .formats.delta.adapter import delta_coordinate as coordinate
 
-        builder = configure_spark_with_delta_pip(SparkSession.Builder())  # a bare builder: no JVM, no options
-        _delta = builder._options["spark.jars.packages"].split(",")[0]
-    return _delta
+    return coordinate()
 
 
 # --- where: the cache, the repository ----------------------------------------------------------

@@ -39,11 +39,8 @@ _LOG = logging.getLogger(__name__)
 _PRODUCER_LOG = logging.getLogger(__name__ + ".producer")
 _PRODUCER_LOG.setLevel(logging.ERROR)
 
-#: Newest 4.x ``org.apache.kafka:kafka_2.13`` whose whole dependency tree is on Maven
-#: Central (4.4.0 is listed, but e.g. ``kafka-tools-api:4.4.0`` is not published).
-KAFKA_VERSION = "4.3.1"
-#: Log4j 2 version matching the ``log4j-core`` that Kafka itself depends on.
-LOG4J_VERSION = "2.25.4"
+from .jars import KAFKA_VERSION  # noqa: E402 - the pins live with the resolver
+
 _STATE_FILE = "kafka-state.json"
 # INFO to broker.log only (stdout/stderr of the JVM go there too, both in append mode).
 _LOG4J_XML = """<?xml version="1.0" encoding="UTF-8"?><Configuration status="WARN">

@@ -23,32 +23,7 @@ from .errors import ConfigError, EnvironmentProblemError
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-ICEBERG_RUNTIME = "org.apache.iceberg:iceberg-spark-runtime-4.1_2.13:1.11.0"
-KAFKA_SQL = "org.apache.spark:spark-sql-kafka-0-10_2.13:4.1.1"
-# Maven Central has no spark-token-provider-kafka 4.1.x (nor 4.0.1); 4.0.0's classes are what
-# spark-sql-kafka 4.1.1 links against, so it is excluded from the resolution and pinned here.
-KAFKA_TOKEN_PROVIDER = "org.apache.spark:spark-token-provider-kafka-0-10_2.13:4.0.0"
-KAFKA_TOKEN_PROVIDER_EXCLUDE = "org.apache.spark:spark-token-provider-kafka-0-10_2.13"
-# The exclude sits on spark-sql-kafka's dependency only (lakecat.jars.spark_set), so the pinned 4.0.0 is resolved
-# on its own, without its dependencies (spark-sql-kafka brings those).
-
-
-# Object storage (only when the warehouse is s3:// or s3a://, so local users download nothing more).
-# hadoop-aws must match the Hadoop that pyspark 4.1.1 bundles (pyspark/jars/hadoop-client-api-3.4.2.jar);
-# it serves Delta (and Spark's own file reads) on s3a://. Iceberg writes through its S3FileIO.
-HADOOP_AWS = "org.apache.hadoop:hadoop-aws:3.4.2"
-# Iceberg's S3FileIO plus AWS SDK v2 2.44.4 under its own package names: hadoop-aws links against the
-# same SDK classes, so the 600 MB software.amazon.awssdk:bundle that hadoop-aws asks for is excluded,
-# and so is analyticsaccelerator-s3, which iceberg-aws-bundle carries as well.
-ICEBERG_AWS_BUNDLE = "org.apache.iceberg:iceberg-aws-bundle:1.11.0"
-S3_EXCLUDES = ("software.amazon.awssdk:bundle", "software.amazon.s3.analyticsaccelerator:analyticsaccelerator-s3")
-# The one SDK module hadoop-aws needs that iceberg-aws-bundle lacks (S3A copies and uploads through it),
-# at the bundle's SDK version. Taken as a single jar (not transitive): its Maven dependencies are all inside the bundle.
-S3_TRANSFER_MANAGER = "software.amazon.awssdk:s3-transfer-manager:2.44.4"
-
-
-SQLITE_JDBC = "org.xerial:sqlite-jdbc:3.53.0.0"  # the version Iceberg 1.11.0 builds with
-POSTGRES_JDBC = "org.postgresql:postgresql:42.7.8"
+# The coordinates live with the resolver (lakecat.jars); named here too for callers of earlier releases.
 
 _lock = threading.RLock()
 _session: SparkSession | None = None
@@ -56,32 +31,24 @@ _catalogs: dict[str, dict[str, str]] = {}
 _storage: dict[str, str] | None = None  # the session's S3A settings; None: started without the S3 jars
 
 
-def iceberg_catalog_conf(config: CatalogConfig) -> dict[str, str]:
-    """Spark settings for the config's Iceberg catalog (named like the lakecat catalog)."""
-    prefix = f"spark.sql.catalog.{config.name}"
-    conf = {
-        prefix: "org.apache.iceberg.spark.SparkCatalog",
-        f"{prefix}.warehouse": config.warehouse_uri,
-        # Other engines (pyiceberg, other lakecat processes) commit too: always read the current metadata.
-        f"{prefix}.cache-enabled": "false",
-    }
-    s3 = config.s3()
-    if s3 is not None:
-        conf[f"{prefix}.io-impl"] = "org.apache.iceberg.aws.s3.S3FileIO"
-        conf[f"{prefix}.client.region"] = s3.region
-        conf[f"{prefix}.s3.path-style-access"] = str(s3.path_style).lower()
-        if s3.endpoint:
-            conf[f"{prefix}.s3.endpoint"] = s3.endpoint
-    options = config.format_options.get("iceberg", {})
-    kind = options.get("type", "jdbc")
-    if kind == "jdbc":
-        uri, props = config.metastore.jdbc()
-        conf[f"{prefix}.type"] = "jdbc"
-        conf[f"{prefix}.uri"] = uri
-        for k, v in props.items():
-            conf[f"{prefix}.jdbc.{k}"] = v
-    for k, v in options.items():
-        conf[f"{prefix}.{k}"] = v
+def catalog_spark_conf(config: CatalogConfig) -> dict[str, str]:
+    """Settings that register ``config``'s tables in a running session, from every format's adapter."""
+    from .formats import all_formats
+
+    conf: dict[str, str] = {}
+    for adapter in all_formats():
+        conf.update(adapter.spark_catalog_conf(config))
+    return conf
+
+
+def session_spark_conf(config: CatalogConfig) -> dict[str, str]:
+    """Settings fixed at session start: every format's SQL extension (one comma-separated value) and conf."""
+    from .formats import all_formats
+
+    adapters = all_formats()
+    conf = {"spark.sql.extensions": ",".join(a.spark_extension for a in adapters if a.spark_extension)}
+    for adapter in adapters:
+        conf.update(adapter.spark_session_conf(config))
     return conf
 
 
@@ -175,7 +142,7 @@ def active_session() -> SparkSession | None:
 
 
 def _register_catalog(spark: SparkSession, config: CatalogConfig) -> None:
-    conf = iceberg_catalog_conf(config)
+    conf = catalog_spark_conf(config)
     known = _catalogs.get(config.name)
     if known == conf:
         return
@@ -206,17 +173,11 @@ def _start(config: CatalogConfig) -> SparkSession:
     home = lakecat_home()
     log_path = Path(os.environ.get("LAKECAT_SPARK_LOG") or home / "logs" / "spark.log")
     log4j = Path(__file__).with_name("log4j2.properties")
-    # Not configure_spark_with_delta_pip: it sets spark.jars.packages, i.e. an Ivy run at every start. Delta's
-    # coordinate (read from that helper, lakecat.jars.delta_coordinate) is part of lakecat's own jar set instead.
+    # Jars: lakecat's own resolved set (lakecat.jars), never spark.jars.packages (an Ivy run at every start).
     jars = _jars(config)
     builder = (
         SparkSession.builder.master(config.spark_master)
         .appName("lakecat")
-        .config(
-            "spark.sql.extensions",
-            "io.delta.sql.DeltaSparkSessionExtension,org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions",
-        )
-        .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
         .config("spark.jars", ",".join(jars))
         .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={log4j.as_uri()}")
         .config("spark.ui.enabled", "false")
@@ -224,14 +185,10 @@ def _start(config: CatalogConfig) -> SparkSession:
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.default.parallelism", "2")
-        .config("spark.databricks.delta.snapshotPartitions", "2")
         .config("spark.sql.streaming.stopGracefullyOnShutdown", "true")
     )
-    for k, v in storage_spark_conf(config).items():
-        builder = builder.config(k, v)
-    for k, v in config.spark_conf.items():
-        builder = builder.config(k, v)
-    for k, v in iceberg_catalog_conf(config).items():
+    for k, v in {**session_spark_conf(config), **storage_spark_conf(config), **config.spark_conf,
+                 **catalog_spark_conf(config)}.items():  # fmt: skip
         builder = builder.config(k, v)
     try:
         with _jvm_output_to(log_path):
@@ -240,7 +197,7 @@ def _start(config: CatalogConfig) -> SparkSession:
         raise _start_failure(e, log_path) from e
     spark.sparkContext.setLogLevel("ERROR")
     _quiet_python_loggers()
-    _catalogs[config.name] = iceberg_catalog_conf(config)
+    _catalogs[config.name] = catalog_spark_conf(config)
     _storage = storage_spark_conf(config) or None
     if _storage and "hadoop-aws" not in (spark.sparkContext._jvm.java.lang.System.getProperty("spark.jars") or ""):  # type: ignore[union-attr]
         # pyspark reuses a stopped session's JVM, whose jars were fixed at its first start.

@@ -168,7 +168,8 @@ def test_object_storage_config_resolution(monkeypatch, tmp_path):
     """How a warehouse on s3a:// turns into Spark, pyiceberg and delta-rs settings (no JVM, no server)."""
     from lakecat.config import load_config_file
     from lakecat.errors import ConfigError
-    from lakecat.spark import S3_EXCLUDES, _excludes, _packages, iceberg_catalog_conf, storage_spark_conf
+    from lakecat.spark import S3_EXCLUDES, _excludes, _packages, storage_spark_conf
+    from lakecat.spark import catalog_spark_conf as iceberg_catalog_conf
 
     for var in ("AWS_ENDPOINT_URL", "AWS_REGION", "AWS_DEFAULT_REGION"):
         monkeypatch.delenv(var, raising=False)

@@ -118,7 +118,7 @@ def test_config_resolution(tmp_path, monkeypatch, lakecat_home):
 def test_bundled_example_configs_parse(monkeypatch):
     """Every shipped catalog config is valid TOML with the keys lakecat needs, once its env is set."""
     from lakecat.config import bundled_conf_dir, load_config_file
-    from lakecat.spark import iceberg_catalog_conf
+    from lakecat.spark import catalog_spark_conf as iceberg_catalog_conf
 
     for var in ("PGPASSWORD", "LAKECAT_WAREHOUSE", "LAKECAT_BUCKET", "ICEBERG_REST_CREDENTIAL"):
         monkeypatch.setenv(var, "x")

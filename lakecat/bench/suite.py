@@ -149,7 +149,6 @@ def machine_info() -> dict[str, Any]:
             import psutil
 
             mem_gib = round(psutil.virtual_memory().total / 1024**3, 1)
-    from .. import spark as lspark
 
     return {
         "cpu_count": os.cpu_count(),
@@ -160,7 +159,7 @@ def machine_info() -> dict[str, Any]:
         "java": _java_version(),
         "pyspark": _version("pyspark"),
         "delta_spark": _version("delta-spark"),
-        "iceberg_spark_runtime": lspark.ICEBERG_RUNTIME.rsplit(":", 1)[1],
+        "iceberg_spark_runtime": __import__("lakecat.formats.iceberg.spark", fromlist=["RUNTIME"]).RUNTIME.rsplit(":", 1)[1],
         "pyiceberg": _version("pyiceberg"),
         "deltalake": _version("deltalake"),
         "lakecat": _version("lakecat"),

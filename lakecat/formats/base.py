@@ -273,6 +273,22 @@ class TableFormat(ABC):
         """How Spark SQL names this table (quoted)."""
         raise self.unsupported("Spark SQL access")
 
+    # --- the Spark session (lakecat.spark composes these for every registered format) -----------
+    #: The format's Spark SQL session extension class (None: it needs none).
+    spark_extension: ClassVar[str | None] = None
+
+    def spark_packages(self, config: CatalogConfig) -> list[str]:
+        """Maven coordinates the format needs in a Spark session for this catalog (resolved by lakecat.jars)."""
+        return []
+
+    def spark_session_conf(self, config: CatalogConfig) -> dict[str, str]:
+        """Settings fixed when the session starts (e.g. which catalog plugin ``spark_catalog`` is)."""
+        return {}
+
+    def spark_catalog_conf(self, config: CatalogConfig) -> dict[str, str]:
+        """Settings that register this lakecat catalog's tables of the format in a running session."""
+        return {}
+
     def spark_catalog_sql(self, ctx: CatalogContext, entry: TableEntry) -> list[str]:
         """Statements that make the table reachable by name in a Spark session (none when it is already)."""
         return []

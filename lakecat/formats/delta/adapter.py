@@ -25,6 +25,7 @@ from .versions import DeltaVersions
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
+    from ...config import CatalogConfig
     from ...identifiers import TableIdent
     from ...metastore import Metastore
     from ...partitioning import PartitionField
@@ -32,6 +33,21 @@ if TYPE_CHECKING:
     from ..base import CatalogContext, TableHandle
 
 REGISTRY_TABLE = "lakecat_delta_tables"
+_coordinate: str | None = None
+
+
+def delta_coordinate() -> str:
+    """Delta's Maven coordinate as delta-spark's own helper computes it (one source for the pin: the Python
+    package's version). Not ``configure_spark_with_delta_pip`` itself: it sets ``spark.jars.packages``, i.e. an
+    Ivy run at every start; lakecat resolves the jar once into its own cache (lakecat.jars)."""
+    global _coordinate
+    if _coordinate is None:
+        from delta import configure_spark_with_delta_pip
+        from pyspark.sql import SparkSession
+
+        builder = configure_spark_with_delta_pip(SparkSession.Builder())  # a bare builder: no JVM, no options
+        _coordinate = builder._options["spark.jars.packages"].split(",")[0]
+    return _coordinate
 
 _PRIMITIVE_SQL = {
     "boolean": "BOOLEAN", "byte": "TINYINT", "short": "SMALLINT", "integer": "INT", "long": "BIGINT",
@@ -79,6 +95,16 @@ class DeltaFormat(DeltaVersions, DeltaMaintenance, TableFormat):
 
     def spark_name(self, ctx: CatalogContext, entry: TableEntry) -> str:
         return spark_path(entry.location)
+
+    spark_extension = "io.delta.sql.DeltaSparkSessionExtension"
+
+    def spark_packages(self, config: CatalogConfig) -> list[str]:
+        return [delta_coordinate()]
+
+    def spark_session_conf(self, config: CatalogConfig) -> dict[str, str]:
+        # spark_catalog is Delta's: Delta tables are reachable by name there (Catalog.spark), Iceberg has its own
+        return {"spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+                "spark.databricks.delta.snapshotPartitions": "2"}  # fmt: skip
 
     def spark_catalog_sql(self, ctx: CatalogContext, entry: TableEntry) -> list[str]:
         """Statements that make the table reachable by name in Spark's session catalog."""

@@ -22,6 +22,7 @@ from ...results import ColumnInfo, DescribeResult
 from ...schema import schema_ddl
 from ...units import from_millis, iso
 from ..base import TableFormat
+from . import spark as spark_setup
 from .maintenance import IcebergMaintenance
 from .markers import MARKER_BATCH, MARKER_PROPERTY_PREFIX, MARKER_QUERY, stream_markers
 from .versions import IcebergVersions
@@ -29,6 +30,7 @@ from .versions import IcebergVersions
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
+    from ...config import CatalogConfig
     from ...metastore import Metastore
     from ...partitioning import PartitionField
     from ...schema import Column
@@ -155,6 +157,14 @@ class IcebergFormat(IcebergVersions, IcebergMaintenance, TableFormat):
 
     def spark_name(self, ctx: CatalogContext, entry: TableEntry) -> str:
         return f"{quote(ctx.name)}.{entry.ident.quoted}"
+
+    spark_extension = spark_setup.EXTENSION
+
+    def spark_packages(self, config: CatalogConfig) -> list[str]:
+        return [spark_setup.RUNTIME, *([spark_setup.AWS_BUNDLE] if config.object_storage else [])]
+
+    def spark_catalog_conf(self, config: CatalogConfig) -> dict[str, str]:
+        return spark_setup.catalog_conf(config)
 
     # --- create / describe / drop -------------------------------------------------------------
     def create(self, ctx: CatalogContext, ident: TableIdent, columns: list[Column], partitioning: list[PartitionField],
