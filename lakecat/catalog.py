@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from .ingest import IngestHandle
-    from .results import IngestResult, MaintainResult
+    from .results import HealthResult, IngestResult, MaintainResult
     from .sources import Source
     from .table import Table
 
@@ -319,14 +319,30 @@ class Catalog:
 
     # --- maintenance (lakecat/maintenance.py) ---------------------------------------------------
     def maintain(self, pattern: str | None = None, *, plan: str | Path | dict[str, Any] | None = None,
-                 dry_run: bool = False, progress: Callable[[str, int, int], None] | None = None) -> MaintainResult:  # fmt: skip
+                 dry_run: bool = False, auto: bool = False,
+                 progress: Callable[[str, int, int], None] | None = None) -> MaintainResult:  # fmt: skip
         """Run each matching table's maintenance policy (compact, expire, clean orphans, metadata upkeep).
 
-        Carries on past a failing table; ``report.failed`` counts failures.
+        With ``auto``, each table runs only what its health calls for (see ``health``). Carries on past a
+        failing table; ``report.failed`` counts failures.
 
         Example:
             >>> cat.maintain("sales.*", dry_run=True).to_dict()
         """
+        if auto:
+            from .health import maintain_auto
+
+            return maintain_auto(self, pattern, plan=plan, dry_run=dry_run, progress=progress)
         from .maintenance import maintain
 
         return maintain(self, pattern, plan=plan, dry_run=dry_run, progress=progress)
+
+    def health(self, pattern: str | None = None, *, progress: Callable[[str, int, int], None] | None = None) -> HealthResult:
+        """Each matching table's health from metadata alone (no JVM): files, deletes, versions, a verdict.
+
+        Example:
+            >>> [(t.name, t.verdict) for t in cat.health("sales.*").tables]
+        """
+        from .health import health
+
+        return health(self, pattern, progress=progress)

@@ -22,6 +22,7 @@ from ...results import ColumnInfo, DescribeResult
 from ...schema import schema_ddl
 from ...units import from_millis, iso
 from ..base import TableFormat
+from .health import MARKER_QUERY, IcebergHealth
 from .maintenance import IcebergMaintenance
 from .versions import IcebergVersions
 
@@ -33,7 +34,6 @@ if TYPE_CHECKING:
     from ...schema import Column
     from ..base import CatalogContext, TableHandle
 
-MARKER_QUERY = "lakecat.query-id"
 MARKER_BATCH = "lakecat.batch-id"
 
 _PRIMITIVE_SQL = {
@@ -90,7 +90,7 @@ def _location(metadata_location: str | None) -> str:
     return normalize_location(metadata_location.rsplit("/metadata/", 1)[0])
 
 
-class IcebergFormat(IcebergVersions, IcebergMaintenance, TableFormat):
+class IcebergFormat(IcebergVersions, IcebergMaintenance, IcebergHealth, TableFormat):
     name = "iceberg"
     partition_transforms = frozenset({"identity", "years", "months", "days", "hours", "bucket", "truncate"})
     hidden_partitioning = True
