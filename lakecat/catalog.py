@@ -227,6 +227,7 @@ class Catalog:
         max_records_per_batch: int | None = None,
         max_files_per_batch: int | None = None,
         metrics_file: str | Path | None = None,
+        metrics_port: int | None = None,
         count_unknown_fields: bool | str = "sample",
         cdc: str | None = None,
         key: str | list[str] | None = None,
@@ -274,6 +275,7 @@ class Catalog:
         max_records_per_batch: int | None = None,
         max_files_per_batch: int | None = None,
         metrics_file: str | Path | None = None,
+        metrics_port: int | None = None,
         count_unknown_fields: bool | str = "sample",
         cdc: str | None = None,
         key: str | list[str] | None = None,
@@ -293,6 +295,7 @@ class Catalog:
             dedupe_key: drop records whose key was seen within ``watermark`` (with ``event_time``).
             max_records_per_batch: Kafka records per micro-batch; ``max_files_per_batch``: files per batch.
             metrics_file: append one JSON line per batch.
+            metrics_port: serve Prometheus ``/metrics`` on this port while the ingest runs (not with ``background``).
             count_unknown_fields: check records for fields the table lacks: ``sample`` (1 in 16), ``all``, ``off``.
             cdc: ``"debezium"`` with ``key=[...]`` applies Debezium change events with MERGE (upserts and
                 deletes, last event per key per batch, exactly once).
@@ -314,8 +317,11 @@ class Catalog:
             count_unknown_fields=count_unknown_fields, cdc=cdc, key=key,
         )  # fmt: skip
         if background:
+            if metrics_port is not None:
+                raise InvalidArgumentError("metrics_port serves /metrics while ingest waits for its stream: not with background=True")
             return start_ingest(self, table, source, **options)
-        return run_ingest(self, table, source, on_progress=on_progress, stop_event=stop_event, **options)
+        return run_ingest(self, table, source, on_progress=on_progress, stop_event=stop_event, metrics_port=metrics_port,
+                          **options)  # fmt: skip
 
     # --- maintenance (lakecat/maintenance.py) ---------------------------------------------------
     def maintain(self, pattern: str | None = None, *, plan: str | Path | dict[str, Any] | None = None,

@@ -221,8 +221,9 @@ def check_fail_on(value: str | None) -> set[str]:
 
 
 def failing(result: HealthResult, fail_on: str | None) -> list[TableHealth]:
-    """The tables whose verdict (or any need, for ``compact``/``expire``) trips ``--fail-on``."""
-    verdicts = check_fail_on(fail_on)
+    """The tables that make ``health`` exit 1: those whose metadata could not be read, and those whose verdict
+    (or any need) trips ``--fail-on``."""
+    verdicts = check_fail_on(fail_on) | {"failed"}
     return [h for h in result.tables if h.verdict in verdicts or verdicts & set(h.needs)]
 
 

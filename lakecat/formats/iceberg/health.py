@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..base import FileFact, HealthFacts
-from .maintenance import _reachable
 from .versions import _commits
 
 if TYPE_CHECKING:
@@ -41,9 +40,12 @@ class IcebergHealth:
         if current is None:
             return facts
         schema, specs = tbl.schema(), tbl.specs()
-        for manifest in current.manifests(tbl.io):
+        live: set[str] = set()
+        current_manifests = current.manifests(tbl.io)
+        for manifest in current_manifests:
             for entry in manifest.fetch_manifest_entry(tbl.io, discard_deleted=True):
                 f = entry.data_file
+                live.add(f.file_path)
                 if f.content == DataFileContent.DATA:
                     part = _partition(specs, schema, manifest.partition_spec_id, f.partition)
                     facts.files.append(FileFact(int(f.file_size_in_bytes), part, int(f.record_count)))
@@ -51,10 +53,18 @@ class IcebergHealth:
                     facts.delete_files += 1
                     facts.delete_bytes += int(f.file_size_in_bytes)
                     facts.deleted_rows += int(f.record_count)
-        others = [s for s in meta.snapshots if s.snapshot_id != current.snapshot_id]
-        if others:
-            live, _ = _reachable(tbl, [current])
-            old, _ = _reachable(tbl, others)
-            only_old = {p: size for p, size in old.items() if p not in live}
-            facts.old_version_files, facts.old_version_bytes = len(only_old), sum(only_old.values())
+        # Manifests are immutable: a file only old snapshots reference sits in a manifest the current one lacks.
+        seen = {m.manifest_path for m in current_manifests}
+        only_old: dict[str, int] = {}
+        for snap in meta.snapshots:
+            if snap.snapshot_id == current.snapshot_id:
+                continue
+            for manifest in snap.manifests(tbl.io):
+                if manifest.manifest_path in seen:
+                    continue
+                seen.add(manifest.manifest_path)
+                for entry in manifest.fetch_manifest_entry(tbl.io, discard_deleted=True):
+                    if entry.data_file.file_path not in live:
+                        only_old[entry.data_file.file_path] = int(entry.data_file.file_size_in_bytes)
+        facts.old_version_files, facts.old_version_bytes = len(only_old), sum(only_old.values())
         return facts
