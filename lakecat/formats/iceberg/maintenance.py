@@ -89,6 +89,7 @@ class IcebergMaintenance:
             "partial-progress.enabled": "true",  # big tables commit group by group: less to redo after a conflict
             "partial-progress.max-commits": "10",
             "use-starting-sequence-number": "true",  # concurrent appends and deletes stay valid
+            "remove-dangling-deletes": "true",  # delete files whose rows were rewritten away stop hiding nothing
         }
         args = [f"table => {_ident_arg(table)}"]
         if strategy == "binpack":
