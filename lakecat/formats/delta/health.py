@@ -42,6 +42,19 @@ def _log_scan(location: str, name: str) -> tuple[dict[str, int | None], int | No
     return removed, stream_ms
 
 
+def _deletion_vectors(dt: Any) -> dict[str, int]:
+    """Normalized data file path -> rows its deletion vector hides (only when the table has the feature)."""
+    protocol = dt.protocol()
+    if "deletionVectors" not in (protocol.reader_features or []):
+        return {}
+    import pyarrow as pa
+
+    out: dict[str, int] = {}
+    for row in pa.table(dt.deletion_vectors()).to_pylist():  # delta-rs answers with arro3
+        out[norm_path(row["filepath"])] = sum(1 for keep in row["selection_vector"] if not keep)
+    return out
+
+
 class DeltaHealth:
     """The health half of the Delta adapter (mixed into ``DeltaFormat``)."""
 
@@ -55,17 +68,18 @@ class DeltaHealth:
         facts = HealthFacts(files=[], commits=commits, current_version=dt.version(), delete_kind="deletion vectors",
                             stream_commit_ms=stream_ms)  # fmt: skip
         base = table.location.rstrip("/")
+        hidden_by_file = _deletion_vectors(dt)
         live: set[str] = set()
         for r in rows:
             part = "/".join(f"{k[len('partition.'):]}={v}" for k, v in r.items() if k.startswith("partition."))
-            hidden = int(r.get("deletionVector.cardinality") or 0)
-            facts.files.append(FileFact(int(r["size_bytes"]), part, r.get("num_records"), hidden))
-            if r.get("deletionVector.storageType"):
-                facts.delete_files += 1
-                facts.delete_bytes += int(r.get("deletionVector.sizeInBytes") or 0)
-                facts.deleted_rows += hidden
             path = str(r["path"])
-            live.add(norm_path(path if "://" in path else f"{base}/{path}"))
+            full = norm_path(path if "://" in path else f"{base}/{path}")
+            live.add(full)
+            hidden = hidden_by_file.get(full, 0)
+            facts.files.append(FileFact(int(r["size_bytes"]), part, r.get("num_records"), hidden))
+            if full in hidden_by_file:
+                facts.delete_files += 1
+                facts.deleted_rows += hidden
         gone = [p for p in removed if p not in live]
         sizes = file_sizes(gone)  # files expiry already deleted are not counted
         facts.old_version_files, facts.old_version_bytes = len(sizes), sum(sizes.values())
