@@ -131,6 +131,12 @@ class Catalog:
 
         return Table(self, self.entry(name))
 
+    def table_of(self, entry: TableEntry) -> Table:
+        """The table of a catalog entry already in hand (``entries()``), without looking it up again."""
+        from .table import Table
+
+        return Table(self, entry)
+
     table = load_table
 
     def create_table(

@@ -194,12 +194,10 @@ def health(catalog: Catalog, pattern: str | None = None, *,
     entries = [e for e in catalog.entries() if pattern is None or fnmatch.fnmatchcase(str(e.ident), pattern)]
     runs = MaintenanceLog(catalog.metastore).last_runs()
     tables: list[TableHealth] = []
-    from .table import Table
-
     for i, entry in enumerate(entries):
         if progress is not None:
             progress(str(entry.ident), i, len(entries))
-        table = Table(catalog, entry)
+        table = catalog.table_of(entry)
         if not table.adapter.supports("health"):
             why = f"health: not supported for {table.format} tables"
             tables.append(TableHealth(table.name, table.format, "unsupported", why))

@@ -237,3 +237,49 @@ def test_ingest_serves_prometheus_metrics(catalog, spark, ns, table_format, tmp_
     # the table now knows lakecat's stream committed to it
     h = catalog.load_table(t.name).health()
     assert h.stream_last_commit is not None
+
+
+@pytest.mark.spark
+@pytest.mark.kafka
+@pytest.mark.slow
+def test_ingest_metrics_show_kafka_lag_per_partition(catalog, spark, ns, table_format, kafka_bootstrap):
+    from helpers import new_topic
+
+    import lakecat
+    from lakecat.kafka_local import free_port, produce
+
+    t = catalog.create_table(f"{ns}.k", schema="id BIGINT NOT NULL, v STRING", format=table_format)
+    topic = new_topic(kafka_bootstrap, partitions=3)
+    produce(kafka_bootstrap, topic, [(str(i).encode(), json.dumps({"id": i, "v": "x"}).encode()) for i in range(30)])
+    port, stop, box = free_port(), threading.Event(), {}
+
+    def run() -> None:
+        try:
+            box["report"] = catalog.ingest(t.name, lakecat.KafkaSource(kafka_bootstrap, topic), trigger="every 1s",
+                                           metrics_port=port, stop_event=stop)  # fmt: skip
+        except BaseException as e:  # noqa: BLE001 - reported by the assertion below
+            box["error"] = e
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    labels = (("format", table_format), ("table", t.name))
+    lag: dict = {}
+    try:
+        deadline = time.time() + 240
+        while time.time() < deadline and "error" not in box:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as resp:
+                    samples = _samples(resp.read().decode("utf-8"))
+            except OSError:
+                samples = {}
+            lag = {dict(k[1])["partition"]: v for k, v in samples.items()
+                   if k[0] == "lakecat_ingest_lag_records" and dict(k[1])["topic"] == topic}  # fmt: skip
+            if samples.get(("lakecat_ingest_rows_total", labels)) == 30 and len(lag) == 3:
+                break
+            time.sleep(1)
+    finally:
+        stop.set()
+        thread.join(timeout=180)
+    assert "error" not in box, box.get("error")
+    assert box["report"].rows_written == 30
+    assert sorted(lag) == ["0", "1", "2"] and all(v >= 0 for v in lag.values()), lag
