@@ -146,6 +146,7 @@ def maintain(
     pattern: Annotated[str | None, typer.Argument(help="Tables to maintain, fnmatch style, e.g. 'sales.*' (default: all).")] = None,
     plan: Annotated[Path | None, typer.Option("--plan", help="A maintenance plan (TOML), see catalog_conf/maintenance-plan.example.toml.")] = None,
     auto: Annotated[bool, typer.Option("--auto", help="Run per table only what its health calls for (see `lakecat health`); with --dry-run, show the decisions and why.")] = False,
+    prometheus: Annotated[Path | None, typer.Option("--prometheus", help="Afterwards, write the tables' health gauges in Prometheus' text format (textfile collector).")] = None,
     dry_run: DryRunOpt = False,
     catalog: CatalogOpt = None,
     json_: JsonOpt = False,
@@ -164,7 +165,12 @@ def maintain(
             def progress(name: str, done: int, total: int) -> None:
                 update(completed=done, total=total, description=f"maintain {name}" if name else "maintain")
 
-            return cat.maintain(pattern, plan=plan, dry_run=dry_run, auto=auto, progress=progress)
+            report = cat.maintain(pattern, plan=plan, dry_run=dry_run, auto=auto, progress=progress)
+        if prometheus is not None:  # the state the maintenance left behind, read on the light path
+            from lakecat.metrics import write_health_textfile
+
+            write_health_textfile(cat.health(pattern), prometheus)
+        return report
 
     def human(console, r):  # type: ignore[no-untyped-def]
         if not r.tables:

@@ -247,6 +247,8 @@ def maintain_auto(
         h = table_health(table, policy=policy, runs=runs)
         if h.verdict == "failed":
             raise LakecatError(h.reason)
-        return [_ACTION_FOR[n] for n in h.needs], {"verdict": h.verdict, "reason": h.reason, "needs": h.needs}
+        deletes = "compact" in h.needs and h.compactable_small_files < h.thresholds["small_files"]
+        return [_ACTION_FOR[n] for n in h.needs], {"verdict": h.verdict, "reason": h.reason, "needs": h.needs,
+                                                   "apply_deletes": deletes}  # fmt: skip
 
     return maintain(catalog, pattern, plan=plan, dry_run=dry_run, progress=progress, decide=decide)

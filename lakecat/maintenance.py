@@ -55,6 +55,7 @@ DEFAULT_EXPIRE_WINDOW = timedelta(days=7)
 DEFAULT_MIN_INPUT_FILES = 5  # `maintain` compacts a partition once it has this many small files
 AUTO_MIN_INPUT_FILES = 2  # `maintain --auto` compacts what health counts: small files sharing a partition
 MAINTAIN_ACTIONS = ("compact", "expire", "clean-orphans", "rewrite-metadata")
+APPLY_DELETES = "apply-deletes"  # a policy entry `maintain --auto` sets when deletes call for compaction
 MaintainReport = MaintainResult  # the name of earlier releases
 Decide = Callable[["Table", dict[str, str]], tuple[list[str], dict[str, Any]]]
 
@@ -170,8 +171,13 @@ def compact(
     target_file_size: int | str | None = None,
     where: str | None = None,
     dry_run: bool = False,
+    apply_deletes: bool = False,
 ) -> CompactResult:
-    """Rewrite small files into fewer, larger ones (optionally sorted or z-ordered). See ``Table.compact``."""
+    """Rewrite small files into fewer, larger ones (optionally sorted or z-ordered). See ``Table.compact``.
+
+    ``apply_deletes`` also rewrites files whose rows deletes hide (``maintain --auto`` when deletes call for it),
+    so the engine runs even when no partition has small files to merge.
+    """
     started = time.monotonic()
     adapter = table.adapter
     adapter.require("compact", "compact")
@@ -214,12 +220,12 @@ def compact(
             files_added=sum(p.estimated_output_files for p in plans), dry_run=True,
             duration_s=round(time.monotonic() - started, 3),
         )  # fmt: skip
-    if not plans:  # nothing to do: do not start an engine job that commits an empty rewrite
+    if not plans and not apply_deletes:  # nothing to do: do not start an engine job that commits an empty rewrite
         return result(files_after=len(files_before), bytes_after=bytes_before, files_rewritten=0, files_added=0,
                       dry_run=False, duration_s=round(time.monotonic() - started, 3))  # fmt: skip
 
     (rewritten, added), retries = with_retries(
-        lambda: adapter.compact(table, strategy, cols, target, where), what=f"compact {table.name}"
+        lambda: adapter.compact(table, strategy, cols, target, where, apply_deletes), what=f"compact {table.name}"
     )
     files_after = data_files(table)
     _record_run(table, "compact")
@@ -480,6 +486,8 @@ def _maintain_one(table: Table, plan: dict[str, Any], dry_run: bool, decide: Dec
         if decide is not None:
             current = "health"
             chosen, report.health = decide(table, policy)
+            if report.health.get("apply_deletes"):
+                policy[APPLY_DELETES] = "true"
             wanted = tuple(a for a in MAINTAIN_ACTIONS if a in chosen)
             policy.setdefault("lakecat.compact.min-input-files", str(AUTO_MIN_INPUT_FILES))
             for skipped in (a for a in MAINTAIN_ACTIONS if a not in chosen):
@@ -513,6 +521,10 @@ def _maintain_action(table: Table, action: str, policy: dict[str, str], dry_run:
         kw = {"strategy": strategy, "by": by if strategy != "binpack" else (),
               "target_file_size": policy.get("lakecat.compact.target-file-size")}  # fmt: skip
         plan = compact(table, dry_run=True, **kw)  # type: ignore[arg-type]
+        if policy.get(APPLY_DELETES) == "true":  # maintain --auto: deletes hide too many rows
+            if dry_run:
+                return MaintainAction("compact", "would-run", "rewrite the files deletes hide rows of", plan.to_dict())
+            return MaintainAction("compact", "done", "", compact(table, apply_deletes=True, **kw).to_dict())  # type: ignore[arg-type]
         if not any(p.files >= min_files for p in plan.partitions):
             return MaintainAction("compact", "skipped", f"no partition has {min_files} or more small files", plan.to_dict())
         if dry_run:

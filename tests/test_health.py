@@ -86,8 +86,11 @@ def test_health_judges_compact_and_expire_then_maintain_auto_makes_it_healthy(cl
     assert run_json(cli, "health", t.name)[1]["tables"][0]["data_files"] == files_before
 
     # maintain --auto does it
-    code, doc, err = run_json(cli, "maintain", f"{ns}.*", "--auto", "--plan", plan)
+    prom = tmp_path / "after-maintain.prom"
+    code, doc, err = run_json(cli, "maintain", f"{ns}.*", "--auto", "--plan", plan, "--prometheus", prom)
     assert code == 0, err
+    after = _samples(prom.read_text())
+    assert after[("lakecat_table_health_verdict", (("format", table_format), ("table", t.name), ("verdict", "healthy")))] == 1
     acts = {a["action"]: a for a in {tm["name"]: tm for tm in doc["tables"]}[t.name]["actions"]}
     assert acts["compact"]["status"] == "done" and acts["compact"]["result"]["files_after"] == 2
     assert acts["expire"]["status"] == "done"
@@ -138,6 +141,15 @@ def test_health_counts_rows_deletes_hide(cli, catalog, spark, ns, table_format, 
     tm = doc["tables"][0]
     assert tm["health"]["verdict"] == "compact" and "hide 25%" in tm["health"]["reason"]
     assert [a["action"] for a in tm["actions"] if a["reason"].startswith("health does not")] == ["expire", "clean-orphans", "rewrite-metadata"]
+    assert [a["status"] for a in tm["actions"] if a["action"] == "compact"] == ["would-run"]
+
+    # one file per partition, nothing small to merge: --auto still rewrites the files deletes hide rows of
+    code, doc, err = run_json(cli, "maintain", t.name, "--auto")
+    assert code == 0, err
+    assert [a["status"] for a in doc["tables"][0]["actions"] if a["action"] == "compact"] == ["done"]
+    h = run_json(cli, "health", t.name)[1]["tables"][0]
+    assert h["deleted_rows"] == 0 and h["rows"] == 30 and "compact" not in h["needs"], h
+    assert sorted(r["id"] for r in t.to_spark().select("id").collect()) == [i for i in range(40) if i % 4]
 
 
 def _samples(text: str) -> dict:

@@ -387,8 +387,10 @@ class TableFormat(ABC):
         """Normalized paths of the files that may hold rows matching ``predicate``."""
         raise self.unsupported("compact --where")
 
-    def compact(self, table: TableHandle, strategy: str, by: list[str], target: int, where: str | None) -> tuple[int, int]:
-        """Rewrite small files; returns (files rewritten, files added)."""
+    def compact(self, table: TableHandle, strategy: str, by: list[str], target: int, where: str | None,
+                apply_deletes: bool = False) -> tuple[int, int]:  # fmt: skip
+        """Rewrite small files (with ``apply_deletes`` also files that deletes hide rows of, whatever their size);
+        returns (files rewritten, files added)."""
         raise self.unsupported("compact")
 
     def expire(self, table: TableHandle, window: timedelta, keep: int, dry_run: bool, force: bool) -> ExpireResult:

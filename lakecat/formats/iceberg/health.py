@@ -23,6 +23,23 @@ def _partition(specs: dict[int, Any], schema: Any, spec_id: int, partition: Any)
         return str(partition)
 
 
+_DELETE_FILE_PATH_ID = 2147483546  # the reserved field id of a position delete's file_path column
+
+
+def _referenced_file(f: Any) -> str | None:
+    """The one data file a position delete file refers to (file-scoped deletes), None if it may refer to more."""
+    ref = getattr(f, "referenced_data_file", None)
+    if ref:
+        return str(ref)
+    lower, upper = (f.lower_bounds or {}).get(_DELETE_FILE_PATH_ID), (f.upper_bounds or {}).get(_DELETE_FILE_PATH_ID)
+    if lower is None or lower != upper:
+        return None  # bounds may be truncated or span several files
+    try:
+        return bytes(lower).decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
 class IcebergHealth:
     """The health half of the Iceberg adapter (mixed into ``IcebergFormat``)."""
 
@@ -41,18 +58,26 @@ class IcebergHealth:
             return facts
         schema, specs = tbl.schema(), tbl.specs()
         live: set[str] = set()
+        data_paths: set[str] = set()
+        deletes: list[Any] = []
         current_manifests = current.manifests(tbl.io)
         for manifest in current_manifests:
             for entry in manifest.fetch_manifest_entry(tbl.io, discard_deleted=True):
                 f = entry.data_file
                 live.add(f.file_path)
                 if f.content == DataFileContent.DATA:
+                    data_paths.add(f.file_path)
                     part = _partition(specs, schema, manifest.partition_spec_id, f.partition)
                     facts.files.append(FileFact(int(f.file_size_in_bytes), part, int(f.record_count)))
-                else:  # POSITION_DELETES / EQUALITY_DELETES: each record hides (at most) one row
-                    facts.delete_files += 1
-                    facts.delete_bytes += int(f.file_size_in_bytes)
-                    facts.deleted_rows += int(f.record_count)
+                else:
+                    deletes.append(f)
+        for f in deletes:  # POSITION_DELETES / EQUALITY_DELETES: each record hides (at most) one row
+            target = _referenced_file(f) if f.content == DataFileContent.POSITION_DELETES else None
+            if target is not None and target not in data_paths:
+                continue  # a file-scoped position delete whose data file was rewritten: it hides nothing
+            facts.delete_files += 1
+            facts.delete_bytes += int(f.file_size_in_bytes)
+            facts.deleted_rows += int(f.record_count)
         # Manifests are immutable: a file only old snapshots reference sits in a manifest the current one lacks.
         seen = {m.manifest_path for m in current_manifests}
         only_old: dict[str, int] = {}
