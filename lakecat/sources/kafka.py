@@ -26,6 +26,22 @@ KAFKA_METADATA_COLUMNS = {
 }
 
 
+def _offsets(value: Any) -> dict[str, dict[str, int]]:
+    """A progress's Kafka offsets: JSON text, a dict, or (PySpark 4's ``SourceProgress``, which applies ``str`` to the
+    parsed JSON) a Python literal of that dict."""
+    if isinstance(value, dict):
+        return value
+    try:
+        parsed = json.loads(value)
+    except ValueError:
+        import ast
+
+        parsed = ast.literal_eval(value)
+    if not isinstance(parsed, dict):
+        raise ValueError(f"not a Kafka offsets map: {value!r}")
+    return parsed
+
+
 @dataclass(frozen=True)
 class KafkaSource(Source):
     """JSON events from Kafka.
@@ -158,8 +174,8 @@ class KafkaSource(Source):
     def backlog_by_partition(self, progress: dict[str, Any]) -> dict[tuple[str, int], int] | None:
         """(topic, partition) -> end offset on the broker minus the offset the query has reached."""
         try:
-            end = json.loads(progress["sources"][0]["endOffset"])
-        except (KeyError, IndexError, TypeError, ValueError):
+            end = _offsets(progress["sources"][0]["endOffset"])
+        except (KeyError, IndexError, TypeError, ValueError, SyntaxError):
             return None
         try:
             from confluent_kafka import Consumer, TopicPartition
