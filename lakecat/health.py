@@ -16,6 +16,7 @@ import fnmatch
 import statistics
 import time
 from collections.abc import Callable
+from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -148,7 +149,7 @@ def judge(table: Table, facts: HealthFacts, policy: dict[str, str], runs: dict[t
     churn = [c.timestamp_ms for c in commits if c.operation in _REWRITES] + ([last["expire"]] if last["expire"] else [])
     since_clean = [t for t in churn if last_clean is None or t > last_clean]
     if since_clean and min(since_clean) < now_ms - th["orphans_older_than_s"] * 1000:
-        reasons["clean"] = (f"files were rewritten or expired {format_duration_ms(now_ms - min(since_clean))} ago and no "
+        reasons["clean"] = (f"files were rewritten or expired {format_duration(timedelta(seconds=int((now_ms - min(since_clean)) / 1000)))} ago and no "
                             "orphan cleanup ran since (failed writes leave files behind)")  # fmt: skip
     h.needs = [v for v in VERDICTS if v in reasons]
     if h.needs:
@@ -158,12 +159,6 @@ def judge(table: Table, facts: HealthFacts, policy: dict[str, str], runs: dict[t
         h.reason = (f"{h.data_files} files ({human_size(h.data_bytes)}), {h.versions} versions: nothing calls for "
                     "maintenance.")  # fmt: skip
     return h
-
-
-def format_duration_ms(ms: float) -> str:
-    from datetime import timedelta
-
-    return format_duration(timedelta(seconds=int(ms / 1000)))
 
 
 def table_health(table: Table, *, policy: dict[str, str] | None = None,
