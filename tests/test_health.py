@@ -295,3 +295,24 @@ def test_ingest_metrics_show_kafka_lag_per_partition(catalog, spark, ns, table_f
     assert "error" not in box, box.get("error")
     assert box["report"].rows_written == 30
     assert sorted(lag) == ["0", "1", "2"] and all(v >= 0 for v in lag.values()), lag
+
+
+def test_judge_clean_and_expire_from_facts():
+    """The verdict rules on hand-made facts: an old rewrite with no orphan cleanup since is `clean`."""
+    from datetime import timedelta
+    from types import SimpleNamespace
+
+    from lakecat.formats.base import Commit, FileFact, HealthFacts
+    from lakecat.health import judge
+
+    now = 1_800_000_000_000
+    day = 86_400_000
+    table = SimpleNamespace(name="ns.t", format="x", adapter=SimpleNamespace(default_orphan_window=timedelta(days=3)))
+    commits = [Commit(1, now - 10 * day, "append", {}), Commit(2, now - 9 * day, "compact", {}), Commit(3, now - day, "append", {})]
+    facts = HealthFacts(files=[FileFact(200_000_000, "", 10)], commits=commits, current_version=3)
+    h = judge(table, facts, {}, {}, now_ms=now)  # type: ignore[arg-type]
+    assert h.needs == ["expire", "clean"] and h.verdict == "expire" and h.expirable_versions == 2
+    assert "rewritten or expired 1w 2d ago" in h.reason or "ago and no orphan cleanup" in h.reason, h.reason
+    assert h.last_compaction is not None and h.oldest_version_age_s == 10 * 86_400
+    cleaned = judge(table, facts, {"lakecat.expire.older-than": "30d"}, {("ns.t", "clean-orphans"): now - day}, now_ms=now)  # type: ignore[arg-type]
+    assert cleaned.verdict == "healthy" and cleaned.last_orphan_cleanup is not None, cleaned.reason
