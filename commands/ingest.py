@@ -64,6 +64,9 @@ def ingest(
         list[str] | None, typer.Option("--kafka-option", help="Extra Kafka client setting key=value (repeatable).")
     ] = None,
     metrics_file: Annotated[str | None, typer.Option("--metrics-file", help="Append one JSON line per batch here.")] = None,
+    metrics_port: Annotated[
+        int | None, typer.Option("--metrics-port", help="Serve Prometheus /metrics on this port for the life of the stream.")
+    ] = None,
     cdc: Annotated[
         str | None, typer.Option("--cdc", help="Events are change events: debezium (applied with MERGE by --key).")
     ] = None,
@@ -109,8 +112,8 @@ def ingest(
                     name, source, trigger=trigger, checkpoint=checkpoint, dlq=False if no_dlq else (dlq or True),
                     merge_schema=merge_schema, dedupe_key=dedupe_key, watermark=watermark, event_time=event_time,
                     max_records_per_batch=max_records_per_batch, max_files_per_batch=max_files_per_batch,
-                    metrics_file=metrics_file, on_progress=display.update, stop_event=stop, cdc=cdc, key=key,
-                    count_unknown_fields=unknown_fields,
+                    metrics_file=metrics_file, metrics_port=metrics_port, on_progress=display.update, stop_event=stop,
+                    cdc=cdc, key=key, count_unknown_fields=unknown_fields,
                 )  # fmt: skip
         finally:
             display.close()

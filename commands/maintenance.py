@@ -145,6 +145,8 @@ def clean_orphans(
 def maintain(
     pattern: Annotated[str | None, typer.Argument(help="Tables to maintain, fnmatch style, e.g. 'sales.*' (default: all).")] = None,
     plan: Annotated[Path | None, typer.Option("--plan", help="A maintenance plan (TOML), see catalog_conf/maintenance-plan.example.toml.")] = None,
+    auto: Annotated[bool, typer.Option("--auto", help="Run per table only what its health calls for (see `lakecat health`); with --dry-run, show the decisions and why.")] = False,
+    prometheus: Annotated[Path | None, typer.Option("--prometheus", help="Afterwards, write the tables' health gauges in Prometheus' text format (textfile collector).")] = None,
     dry_run: DryRunOpt = False,
     catalog: CatalogOpt = None,
     json_: JsonOpt = False,
@@ -152,7 +154,7 @@ def maintain(
 ) -> None:
     """Run every matching table's maintenance policy; exit 1 if any table failed (the others still run).
 
-    Example: lakecat maintain 'sales.*' --plan plan.toml --json
+    Example: lakecat maintain 'sales.*' --plan plan.toml --json · lakecat maintain --auto --dry-run
     """
     out = Output(json_, verbose)
 
@@ -163,19 +165,25 @@ def maintain(
             def progress(name: str, done: int, total: int) -> None:
                 update(completed=done, total=total, description=f"maintain {name}" if name else "maintain")
 
-            return cat.maintain(pattern, plan=plan, dry_run=dry_run, progress=progress)
+            report = cat.maintain(pattern, plan=plan, dry_run=dry_run, auto=auto, progress=progress)
+        if prometheus is not None:  # the state the maintenance left behind, read on the light path
+            from lakecat.metrics import write_health_textfile
+
+            write_health_textfile(cat.health(pattern), prometheus)
+        return report
 
     def human(console, r):  # type: ignore[no-untyped-def]
         if not r.tables:
             console.print(f"no table matches {r.pattern or '*'}", markup=False)
             return
-        t = table(key("table"), key("format"), key("status"), "actions", num("time"), "error",
-                  title="maintenance" + (" (dry run)" if r.dry_run else ""))  # fmt: skip
+        t = table(key("table"), key("format"), key("status"), "actions", num("time"), "health" if r.auto else "error",
+                  title="maintenance" + (" (auto)" if r.auto else "") + (" (dry run)" if r.dry_run else ""))  # fmt: skip
         for tm in r.tables:
             acts = [f"{a.action} {a.status}" for a in tm.actions if a.status != "skipped"]
             style = {"failed": "red", "ok": "green", "planned": "yellow"}.get(tm.status, "")
+            why = f"{tm.health['verdict']}: {tm.health['reason']}" if r.auto and tm.health else ""
             t.add_row(tm.name, tm.format, Text(tm.status, style=style), ", ".join(acts) or "nothing needed",
-                      human_duration(tm.duration_s), tm.error or "")  # fmt: skip
+                      human_duration(tm.duration_s), tm.error or why)  # fmt: skip
         print_table(console, t)
         console.print(f"{len(r.tables)} tables: {r.succeeded} maintained, {r.skipped} needed nothing, {r.failed} failed"
                       + (" (dry run)" if r.dry_run else "") + f", in {human_duration(r.duration_s)}")  # fmt: skip

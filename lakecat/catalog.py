@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from .ingest import IngestHandle
-    from .results import IngestResult, MaintainResult
+    from .results import HealthResult, IngestResult, MaintainResult
     from .sources import Source
     from .table import Table
 
@@ -131,6 +131,12 @@ class Catalog:
 
         return Table(self, self.entry(name))
 
+    def table_of(self, entry: TableEntry) -> Table:
+        """The table of a catalog entry already in hand (``entries()``), without looking it up again."""
+        from .table import Table
+
+        return Table(self, entry)
+
     table = load_table
 
     def create_table(
@@ -227,6 +233,7 @@ class Catalog:
         max_records_per_batch: int | None = None,
         max_files_per_batch: int | None = None,
         metrics_file: str | Path | None = None,
+        metrics_port: int | None = None,
         count_unknown_fields: bool | str = "sample",
         cdc: str | None = None,
         key: str | list[str] | None = None,
@@ -274,6 +281,7 @@ class Catalog:
         max_records_per_batch: int | None = None,
         max_files_per_batch: int | None = None,
         metrics_file: str | Path | None = None,
+        metrics_port: int | None = None,
         count_unknown_fields: bool | str = "sample",
         cdc: str | None = None,
         key: str | list[str] | None = None,
@@ -293,6 +301,7 @@ class Catalog:
             dedupe_key: drop records whose key was seen within ``watermark`` (with ``event_time``).
             max_records_per_batch: Kafka records per micro-batch; ``max_files_per_batch``: files per batch.
             metrics_file: append one JSON line per batch.
+            metrics_port: serve Prometheus ``/metrics`` on this port while the ingest runs (not with ``background``).
             count_unknown_fields: check records for fields the table lacks: ``sample`` (1 in 16), ``all``, ``off``.
             cdc: ``"debezium"`` with ``key=[...]`` applies Debezium change events with MERGE (upserts and
                 deletes, last event per key per batch, exactly once).
@@ -314,19 +323,38 @@ class Catalog:
             count_unknown_fields=count_unknown_fields, cdc=cdc, key=key,
         )  # fmt: skip
         if background:
+            if metrics_port is not None:
+                raise InvalidArgumentError("metrics_port serves /metrics while ingest waits for its stream: not with background=True")
             return start_ingest(self, table, source, **options)
-        return run_ingest(self, table, source, on_progress=on_progress, stop_event=stop_event, **options)
+        return run_ingest(self, table, source, on_progress=on_progress, stop_event=stop_event, metrics_port=metrics_port,
+                          **options)  # fmt: skip
 
     # --- maintenance (lakecat/maintenance.py) ---------------------------------------------------
     def maintain(self, pattern: str | None = None, *, plan: str | Path | dict[str, Any] | None = None,
-                 dry_run: bool = False, progress: Callable[[str, int, int], None] | None = None) -> MaintainResult:  # fmt: skip
+                 dry_run: bool = False, auto: bool = False,
+                 progress: Callable[[str, int, int], None] | None = None) -> MaintainResult:  # fmt: skip
         """Run each matching table's maintenance policy (compact, expire, clean orphans, metadata upkeep).
 
-        Carries on past a failing table; ``report.failed`` counts failures.
+        With ``auto``, each table runs only what its health calls for (see ``health``). Carries on past a
+        failing table; ``report.failed`` counts failures.
 
         Example:
             >>> cat.maintain("sales.*", dry_run=True).to_dict()
         """
+        if auto:
+            from .health import maintain_auto
+
+            return maintain_auto(self, pattern, plan=plan, dry_run=dry_run, progress=progress)
         from .maintenance import maintain
 
         return maintain(self, pattern, plan=plan, dry_run=dry_run, progress=progress)
+
+    def health(self, pattern: str | None = None, *, progress: Callable[[str, int, int], None] | None = None) -> HealthResult:
+        """Each matching table's health from metadata alone (no JVM): files, deletes, versions, a verdict.
+
+        Example:
+            >>> [(t.name, t.verdict) for t in cat.health("sales.*").tables]
+        """
+        from .health import health
+
+        return health(self, pattern, progress=progress)

@@ -43,12 +43,15 @@ if TYPE_CHECKING:
     from pyspark.sql.types import StructField
 
     from .catalog import Catalog
+    from .metrics import IngestExporter
     from .table import Table
 
 log = logging.getLogger(__name__)
 
 UNKNOWN_SAMPLE = 16  # "sample": one record in 16 (Kafka: offset % 16 == 0; files: a hash of the value)
 UNKNOWN_MODES = ("sample", "all", "off")
+# Why a record is dead-lettered (the pipeline's and the sources' ``_lakecat_error`` values); anything else is "other".
+DEAD_LETTER_REASONS = ("invalid_json", "type_mismatch", "missing_required", "null_value", "not_utf8", "malformed_csv")
 #: The dead-letter table's schema (created with the table's format when missing).
 DLQ_SCHEMA = (
     "raw_value BINARY, raw_text STRING, error STRING, error_detail STRING, source STRING, kafka_topic STRING, "
@@ -218,6 +221,8 @@ class BatchStats:
     skipped: bool = False
     duration_s: float = 0.0
     finished_at: float = 0.0
+    commit_duration_s: float | None = None  # the write and commit to the table
+    dead_letter_reasons: dict[str, int] = field(default_factory=dict)
 
 
 class _State:
@@ -357,13 +362,19 @@ class _Pipeline:
                             F.slice(F.array_distinct(F.flatten(F.collect_set(F.col(UNKNOWN)))), 1, 100).alias("names")]  # fmt: skip
             if sampled:
                 metrics.append(F.count(F.when(F.col(CHECKED), 1)).alias("checked"))
+            metrics += [F.count(F.when(F.col(ERROR) == r, 1)).alias(f"dl_{r}") for r in DEAD_LETTER_REASONS]
             obs = Observation(f"lakecat_{batch_id}_{uuid.uuid4().hex[:8]}")
             observed = df.observe(obs, *metrics)
             if not done_table:
+                write_started = time.monotonic()
                 self.target.write(self._good_rows(observed), batch_id)
+                stats.commit_duration_s = round(time.monotonic() - write_started, 3)
                 m = obs.get
                 rows, bad = int(m["rows"] or 0), int(m["bad"] or 0)
                 stats.rows_written = rows - bad
+                reasons = {r: int(m[f"dl_{r}"] or 0) for r in DEAD_LETTER_REASONS}
+                reasons["other"] = bad - sum(reasons.values())
+                stats.dead_letter_reasons = {r: n for r, n in reasons.items() if n}
                 if has_unknown:
                     stats.unknown_fields = int(m["unknown"] or 0)
                     stats.unknown_checked = int(m["checked"] or 0) if sampled else stats.rows_written
@@ -401,7 +412,9 @@ class _Pipeline:
                     good = base.where(F.col(ERROR).isNull()).select(*columns, OP, CDC_TS, "_lakecat_offset")
                     # materialized: MERGE wants a deterministic source, the in-batch position is not
                     changes = last_per_key(good, keys).select(*columns, OP).localCheckpoint(eager=True)
+                    merge_started = time.monotonic()
                     merge(self.table, changes, keys, columns, app_id=self.target.app_id, batch_id=batch_id)
+                    stats.commit_duration_s = round(time.monotonic() - merge_started, 3)
                 self.target.last_batch = batch_id
                 stats.rows_written = rows - bad
             else:
@@ -705,9 +718,24 @@ def run_ingest(
     poll_s: float = 0.5,
     **kwargs: Any,
 ) -> IngestResult:
-    """Start an ingest and wait for it: until drained (available-now) or until ``stop_event`` is set."""
-    handle = start_ingest(catalog, table, source, **kwargs)
-    metrics = _MetricsWriter(handle, kwargs.get("metrics_file"), source)
+    """Start an ingest and wait for it: until drained (available-now) or until ``stop_event`` is set.
+
+    With ``metrics_port``, Prometheus ``/metrics`` is served on that port for the life of the stream.
+    """
+    port = kwargs.pop("metrics_port", None)
+    exporter = None
+    if port is not None:
+        from .metrics import IngestExporter
+
+        target = catalog.load_table(table)  # TableNotFoundError before the port is bound
+        exporter = IngestExporter(target.name, target.format, int(port))
+    try:
+        handle = start_ingest(catalog, table, source, **kwargs)
+    except BaseException:
+        if exporter is not None:
+            exporter.close()
+        raise
+    metrics = _MetricsWriter(handle, kwargs.get("metrics_file"), source, exporter)
     try:
         while True:
             ended = handle.await_termination(poll_s)
@@ -730,6 +758,8 @@ def run_ingest(
             for p in new:
                 on_progress(handle, p)
         source.close()
+        if exporter is not None:
+            exporter.close()
     report = handle.report()
     report.lag = metrics.lag
     return report
@@ -738,17 +768,24 @@ def run_ingest(
 class _MetricsWriter:
     """One JSON line per batch (``--metrics-file``) from Spark's progress and lakecat's batch counters."""
 
-    def __init__(self, handle: IngestHandle, path: str | Path | None, source: Source) -> None:
+    def __init__(self, handle: IngestHandle, path: str | Path | None, source: Source, exporter: IngestExporter | None = None) -> None:
         self.handle = handle
         self.path = Path(path).expanduser() if path else None
         self.source = source
+        self.exporter = exporter
         self.seen: set[int] = set()
         self.lag: int | None = None
+        self.lag_by_partition: dict[tuple[str, int], int] | None = None
         self._lag_at = 0.0
 
     def poll(self) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
         """The latest progress, and the progresses of batches finished since the last poll."""
         new: list[dict[str, Any]] = []
+        if self.exporter is not None:  # every finished batch, even when the query is gone
+            state = self.handle._pipeline.state
+            with state.lock:
+                finished = dict(state.batches)
+            self.exporter.observe(finished, self.lag_by_partition)
         try:
             recent = list(self.handle.query.recentProgress)
         except Exception:  # noqa: BLE001 - the query is gone; nothing more to report
@@ -756,7 +793,8 @@ class _MetricsWriter:
         last = recent[-1] if recent else None
         if last and time.monotonic() - self._lag_at > 2:
             self._lag_at = time.monotonic()
-            self.lag = self.source.backlog(last)
+            self.lag_by_partition = self.source.backlog_by_partition(last)
+            self.lag = sum(self.lag_by_partition.values()) if self.lag_by_partition is not None else self.source.backlog(last)
         batches = self.handle._pipeline.state.batches
         for p in recent:
             bid = p.get("batchId")

@@ -53,7 +53,11 @@ DEFAULT_TARGET_FILE_SIZE = 128 * 1000**2
 SMALL_FILE_RATIO = 0.75  # a file below 75% of the target is "small" (Iceberg's min-file-size-bytes default)
 DEFAULT_EXPIRE_WINDOW = timedelta(days=7)
 DEFAULT_MIN_INPUT_FILES = 5  # `maintain` compacts a partition once it has this many small files
+AUTO_MIN_INPUT_FILES = 2  # `maintain --auto` compacts what health counts: small files sharing a partition
+MAINTAIN_ACTIONS = ("compact", "expire", "clean-orphans", "rewrite-metadata")
+APPLY_DELETES = "apply-deletes"  # a policy entry `maintain --auto` sets when deletes call for compaction
 MaintainReport = MaintainResult  # the name of earlier releases
+Decide = Callable[["Table", dict[str, str]], tuple[list[str], dict[str, Any]]]
 
 POLICY_KEYS = {
     "lakecat.compact.target-file-size": "size",
@@ -64,6 +68,8 @@ POLICY_KEYS = {
     "lakecat.expire.retain-last": "int",
     "lakecat.orphans.older-than": "duration",
     "lakecat.maintain.enabled": "bool",
+    "lakecat.health.small-files": "int",
+    "lakecat.health.deleted-rows-percent": "int",
 }
 _FORBIDDEN_IN_PREDICATE = (";", "--", "/*", "*/")
 
@@ -129,6 +135,16 @@ def _check_floor(table: Table, window: timedelta, force: bool, what: str) -> Non
         )
 
 
+def _record_run(table: Table, action: str) -> None:
+    """Note in the metastore that ``action`` ran on the table (``health`` shows it; best effort)."""
+    from .metastore import MaintenanceLog
+
+    try:
+        MaintenanceLog(table.catalog.metastore).record(table.name, action, int(time.time() * 1000))
+    except Exception as e:  # noqa: BLE001 - the maintenance itself succeeded
+        log.warning("table %s: could not record the %s run (%s)", table.name, action, e)
+
+
 # --- compaction --------------------------------------------------------------------------------
 def _plan_compaction(files: list[DataFile], strategy: str, target: int) -> list[PartitionPlan]:
     by_part: dict[str, list[DataFile]] = {}
@@ -155,8 +171,13 @@ def compact(
     target_file_size: int | str | None = None,
     where: str | None = None,
     dry_run: bool = False,
+    apply_deletes: bool = False,
 ) -> CompactResult:
-    """Rewrite small files into fewer, larger ones (optionally sorted or z-ordered). See ``Table.compact``."""
+    """Rewrite small files into fewer, larger ones (optionally sorted or z-ordered). See ``Table.compact``.
+
+    ``apply_deletes`` also rewrites files whose rows deletes hide (``maintain --auto`` when deletes call for it),
+    so the engine runs even when no partition has small files to merge.
+    """
     started = time.monotonic()
     adapter = table.adapter
     adapter.require("compact", "compact")
@@ -204,14 +225,15 @@ def compact(
             files_added=sum(p.estimated_output_files for p in plans), dry_run=True,
             duration_s=round(time.monotonic() - started, 3),
         )  # fmt: skip
-    if not plans:  # nothing to do: do not start an engine job that commits an empty rewrite
+    if not plans and not apply_deletes:  # nothing to do: do not start an engine job that commits an empty rewrite
         return result(files_after=len(files_before), bytes_after=bytes_before, files_rewritten=0, files_added=0,
                       dry_run=False, duration_s=round(time.monotonic() - started, 3))  # fmt: skip
 
     (rewritten, added), retries = with_retries(
-        lambda: adapter.compact(table, strategy, cols, target, where), what=f"compact {table.name}"
+        lambda: adapter.compact(table, strategy, cols, target, where, apply_deletes), what=f"compact {table.name}"
     )
     files_after = data_files(table)
+    _record_run(table, "compact")
     return result(
         files_after=len(files_after), bytes_after=sum(f.size for f in files_after), files_rewritten=rewritten,
         files_added=added, dry_run=False, retries=retries, duration_s=round(time.monotonic() - started, 3),
@@ -246,6 +268,8 @@ def expire(
         return table.adapter.expire(table, window, keep, dry_run, force)
 
     res, retries = with_retries(run, what=f"expire {table.name}")
+    if not dry_run:
+        _record_run(table, "expire")
     res.retries = retries
     res.duration_s = round(time.monotonic() - started, 3)
     return res
@@ -284,6 +308,8 @@ def clean_orphans(
         return res
 
     res, retries = with_retries(run, what=f"clean-orphans {table.name}")
+    if not dry_run:
+        _record_run(table, "clean-orphans")
     res.retries = retries
     res.duration_s = round(time.monotonic() - started, 3)
     return res
@@ -304,7 +330,7 @@ def validate_policy(properties: dict[str, str]) -> dict[str, str]:
     for k, v in props.items():
         kind = POLICY_KEYS.get(k)
         if kind is None:
-            if k.startswith(("lakecat.compact.", "lakecat.expire.", "lakecat.orphans.", "lakecat.maintain.")):
+            if k.startswith(("lakecat.compact.", "lakecat.expire.", "lakecat.orphans.", "lakecat.maintain.", "lakecat.health.")):
                 raise InvalidArgumentError(f"unknown maintenance property {k!r}: use one of {', '.join(POLICY_KEYS)}")
             continue
         try:
@@ -425,8 +451,13 @@ def maintain(
     plan: str | Path | dict[str, Any] | None = None,
     dry_run: bool = False,
     progress: Callable[[str, int, int], None] | None = None,
+    decide: Decide | None = None,
 ) -> MaintainResult:
-    """Run the maintenance each matching table's policy asks for; carry on past failures."""
+    """Run the maintenance each matching table's policy asks for; carry on past failures.
+
+    ``decide(table, policy)`` (``maintain --auto``: the table's health) narrows each table's actions to the
+    ones it returns, with a note kept in the report; without it every action whose policy calls for it runs.
+    """
     started = time.monotonic()
     loaded = load_plan(plan)
     entries = [e for e in catalog.entries() if pattern is None or fnmatch.fnmatchcase(str(e.ident), pattern)]
@@ -434,19 +465,19 @@ def maintain(
     for i, entry in enumerate(entries):
         if progress is not None:
             progress(str(entry.ident), i, len(entries))
-        reports.append(_maintain_one(catalog.load_table(entry.ident), loaded, dry_run))
+        reports.append(_maintain_one(catalog.load_table(entry.ident), loaded, dry_run, decide))
     if progress is not None:
         progress("", len(entries), len(entries))
     failed = sum(r.status == "failed" for r in reports)
     skipped = sum(r.status == "skipped" for r in reports)
     return MaintainResult(
-        pattern=pattern, plan=str(plan) if isinstance(plan, (str, Path)) else None, dry_run=dry_run, tables=reports,
+        pattern=pattern, plan=str(plan) if isinstance(plan, (str, Path)) else None, dry_run=dry_run, tables=reports, auto=decide is not None,
         failed=failed, succeeded=len(reports) - failed - skipped, skipped=skipped,
         duration_s=round(time.monotonic() - started, 3),
     )  # fmt: skip
 
 
-def _maintain_one(table: Table, plan: dict[str, Any], dry_run: bool) -> TableMaintenance:
+def _maintain_one(table: Table, plan: dict[str, Any], dry_run: bool, decide: Decide | None = None) -> TableMaintenance:
     started = time.monotonic()
     report = TableMaintenance(table.name, table.format, "skipped")
     current = "policy"
@@ -457,7 +488,17 @@ def _maintain_one(table: Table, plan: dict[str, Any], dry_run: bool) -> TableMai
             report.actions.append(MaintainAction("all", "skipped", "lakecat.maintain.enabled=false"))
             return report
         force = policy.get("force", "false").lower() == "true"
-        for current in ("compact", "expire", "clean-orphans", "rewrite-metadata"):
+        wanted: tuple[str, ...] = MAINTAIN_ACTIONS
+        if decide is not None:
+            current = "health"
+            chosen, report.health = decide(table, policy)
+            if report.health.get("apply_deletes"):
+                policy[APPLY_DELETES] = "true"
+            wanted = tuple(a for a in MAINTAIN_ACTIONS if a in chosen)
+            policy.setdefault("lakecat.compact.min-input-files", str(AUTO_MIN_INPUT_FILES))
+            for skipped in (a for a in MAINTAIN_ACTIONS if a not in chosen):
+                report.actions.append(MaintainAction(skipped, "skipped", f"health does not call for it ({report.health['verdict']})"))
+        for current in wanted:
             action = _maintain_action(table, current, policy, dry_run, force)
             report.actions.append(action)
         ran = [a for a in report.actions if a.status in ("done", "would-run")]
@@ -486,6 +527,10 @@ def _maintain_action(table: Table, action: str, policy: dict[str, str], dry_run:
         kw = {"strategy": strategy, "by": by if strategy != "binpack" else (),
               "target_file_size": policy.get("lakecat.compact.target-file-size")}  # fmt: skip
         plan = compact(table, dry_run=True, **kw)  # type: ignore[arg-type]
+        if policy.get(APPLY_DELETES) == "true":  # maintain --auto: deletes hide too many rows
+            if dry_run:
+                return MaintainAction("compact", "would-run", "rewrite the files deletes hide rows of", plan.to_dict())
+            return MaintainAction("compact", "done", "", compact(table, apply_deletes=True, **kw).to_dict())  # type: ignore[arg-type]
         if not any(p.files >= min_files for p in plan.partitions):
             return MaintainAction("compact", "skipped", f"no partition has {min_files} or more small files", plan.to_dict())
         if dry_run:

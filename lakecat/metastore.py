@@ -142,3 +142,37 @@ class Registry:
         with self.metastore.engine.begin() as con:
             result = con.execute(self.t.delete().where(*self._where(ident)))
         return bool(result.rowcount)
+
+
+class MaintenanceLog:
+    """When lakecat last ran each maintenance action on a table, in the metastore.
+
+    Expiry and orphan cleanup leave no commit in a table's history (Iceberg's expire_snapshots writes no
+    snapshot; lakecat runs VACUUM without its log entries), so ``health`` reads their last run from here.
+    """
+
+    TABLE = "lakecat_maintenance_runs"
+
+    def __init__(self, metastore: Metastore) -> None:
+        self.metastore = metastore
+        self.t = metastore.table(
+            self.TABLE,
+            sa.Column("catalog_name", sa.String(255), primary_key=True),
+            sa.Column("table_name", sa.String(511), primary_key=True),
+            sa.Column("action", sa.String(64), primary_key=True),
+            sa.Column("finished_ms", sa.BigInteger, nullable=False),
+        )
+
+    def record(self, table: str, action: str, finished_ms: int) -> None:
+        c = self.t.c
+        where = [c.catalog_name == self.metastore.catalog_name, c.table_name == table, c.action == action]
+        with self.metastore.engine.begin() as con:
+            if not con.execute(self.t.update().where(*where).values(finished_ms=finished_ms)).rowcount:
+                con.execute(self.t.insert().values(catalog_name=self.metastore.catalog_name, table_name=table,
+                                                   action=action, finished_ms=finished_ms))  # fmt: skip
+
+    def last_runs(self) -> dict[tuple[str, str], int]:
+        """(table, action) -> when it last finished (ms), for every table of the catalog."""
+        q = sa.select(self.t).where(self.t.c.catalog_name == self.metastore.catalog_name)
+        with self.metastore.engine.connect() as con:
+            return {(r.table_name, r.action): int(r.finished_ms) for r in con.execute(q)}

@@ -290,6 +290,7 @@ class TableMaintenance(Result):
     error: str | None = None
     error_type: str | None = None
     duration_s: float = 0.0
+    health: dict[str, Any] | None = None  # maintain --auto: the verdict that chose the actions
 
 
 @dataclass
@@ -303,6 +304,79 @@ class MaintainResult(Result):
     failed: int
     succeeded: int
     skipped: int
+    duration_s: float = 0.0
+    auto: bool = False
+
+
+@dataclass
+class SizeBucket(Result):
+    """Files whose size is at most ``le`` bytes and above the previous bucket's (``le`` None: the rest)."""
+
+    le: int | None
+    files: int
+
+
+@dataclass
+class VersionPoint(Result):
+    """One retained version for the health timeline."""
+
+    version: int
+    timestamp: str
+    operation: str
+
+
+@dataclass
+class TableHealth(Result):
+    """One table's health: every figure from metadata, the verdict and its reason (``lakecat health``)."""
+
+    name: str
+    format: str
+    verdict: str  # healthy | compact | expire | clean | failed
+    reason: str
+    needs: list[str] = field(default_factory=list)  # every action called for, most urgent first
+    data_files: int = 0
+    data_bytes: int = 0
+    rows: int | None = None
+    target_file_size: int = 0
+    small_file_bytes: int = 0  # a file below this is small (a quarter of the target)
+    small_files: int = 0
+    compactable_small_files: int = 0  # small files sharing a partition with another small file
+    median_file_bytes: int = 0
+    file_sizes: list[SizeBucket] = field(default_factory=list)
+    delete_kind: str = ""
+    delete_files: int = 0
+    delete_bytes: int = 0
+    deleted_rows: int = 0
+    deleted_rows_ratio: float = 0.0
+    current_version: int | None = None
+    versions: int = 0
+    oldest_version_at: str | None = None
+    oldest_version_age_s: float | None = None
+    expirable_versions: int = 0
+    old_version_files: int = 0
+    old_version_bytes: int = 0
+    last_compaction: str | None = None
+    last_expiry: str | None = None
+    last_orphan_cleanup: str | None = None
+    partitions: int = 0
+    largest_partition_bytes: int = 0
+    median_partition_bytes: int = 0
+    partition_skew: float | None = None  # largest / median partition (bytes)
+    stream_last_commit: str | None = None
+    thresholds: dict[str, Any] = field(default_factory=dict)
+    timeline: list[VersionPoint] = field(default_factory=list)
+    error: str | None = None
+    error_type: str | None = None
+    duration_s: float = 0.0
+
+
+@dataclass
+class HealthResult(Result):
+    """``lakecat health``: every matching table, with counts per verdict."""
+
+    pattern: str | None
+    tables: list[TableHealth]
+    verdicts: dict[str, int] = field(default_factory=dict)
     duration_s: float = 0.0
 
 

@@ -154,6 +154,12 @@ class Table:
 
         return rewrite_metadata(self, dry_run=dry_run)
 
+    def health(self):  # type: ignore[no-untyped-def]
+        """Files, deletes, versions and a verdict (healthy / compact / expire / clean), from metadata; no JVM."""
+        from .health import table_health
+
+        return table_health(self)
+
     def set_properties(self, properties: dict[str, str] | None = None, *, unset: list[str] | tuple[str, ...] = ()):  # type: ignore[no-untyped-def]
         """Set or unset table properties (maintenance policies ``lakecat.*`` are validated)."""
         from .maintenance import set_properties

@@ -59,3 +59,33 @@ def new_topic(bootstrap: str, partitions: int = 3) -> str:
     name = "t" + uuid.uuid4().hex[:10]
     create_topic(bootstrap, name, partitions=partitions)
     return name
+
+
+def light_tables(catalog, namespace: str, count: int, *, commits: int = 3) -> list[str]:
+    """Small tables of both formats written without Spark (pyiceberg; delta-rs then lakecat's Delta registry):
+    ``commits`` appends of 10 rows each, Delta's partitioned by region. Returns their names."""
+    import pyarrow as pa
+    from deltalake import write_deltalake
+
+    from lakecat.identifiers import TableIdent
+    from lakecat.metastore import Registry
+
+    catalog.entries()  # the metastore's tables exist
+    sql = pyiceberg_catalog(catalog)
+    sql.create_namespace_if_not_exists(namespace)
+    registry = Registry(catalog.metastore, "lakecat_delta_tables", "delta")
+    names = []
+    for i in range(count):
+        data = pa.table({"id": pa.array(range(i * 10, i * 10 + 10), pa.int64()), "region": ["eu", "us"] * 5})
+        name = f"t{i:03d}"
+        if i % 2 == 0:
+            tbl = sql.create_table((namespace, name), schema=data.schema)
+            for _ in range(commits):
+                tbl.append(data)
+        else:
+            location = f"{catalog.config.warehouse_uri.rstrip('/')}/{namespace}/{name}"
+            for _ in range(commits):
+                write_deltalake(location, data, mode="append", partition_by=["region"])
+            registry.register(TableIdent(namespace, name), location, {})
+        names.append(f"{namespace}.{name}")
+    return names

@@ -42,6 +42,11 @@ EXPIRE_KEYS = {"expired_versions", "deleted_files", "deleted_bytes", "retained_v
 ORPHAN_KEYS = {"orphan_files", "deleted_files", "deleted_bytes", "older_than", "cutoff", "dry_run"}
 MAINTAIN_KEYS = {"tables", "failed", "succeeded", "skipped", "dry_run", "duration_s"}
 MAINTAIN_TABLE_KEYS = {"name", "format", "status", "actions", "policy", "error", "error_type", "duration_s"}
+HEALTH_KEYS = {"tables", "verdicts", "duration_s"}
+HEALTH_TABLE_KEYS = {"name", "format", "verdict", "reason", "needs", "data_files", "data_bytes", "small_files",
+                     "file_sizes", "delete_files", "deleted_rows_ratio", "versions", "oldest_version_age_s",
+                     "old_version_bytes", "last_compaction", "last_expiry", "last_orphan_cleanup", "partition_skew",
+                     "stream_last_commit"}  # fmt: skip
 ROLLBACK_KEYS = {"from_version", "to_version", "current_version", "changed"}
 DROP_KEYS = {"name", "format", "location", "purged"}
 ALTER_KEYS = {"table", "format", "properties"}
@@ -124,6 +129,8 @@ def _scenario_commands() -> list[tuple[str, ...]]:
         ("changes",), ("alter",), ("compact",), ("expire",), ("clean-orphans",), ("maintain",), ("rollback",),
         ("drop",), ("local", "kafka", "status"), ("local", "kafka", "stop"), ("jars", "fetch"), ("jars", "list"), ("doctor",),
     ]  # fmt: skip
+    if ("health",) in app_commands():
+        commands.append(("health",))
     if ("upsert",) in app_commands():  # came with CDC; kept conditional so this file also runs on a tree without it
         commands.append(("upsert",))
     return commands
@@ -220,6 +227,13 @@ def test_every_command_with_json(lakecat, catalog, spark, ns, table_format, tmp_
     assert MAINTAIN_KEYS <= set(maintained) and maintained["failed"] == 0 and maintained["dry_run"] is True
     assert [tm["name"] for tm in maintained["tables"]] == [name]
     assert all(MAINTAIN_TABLE_KEYS <= set(tm) for tm in maintained["tables"])
+
+    if ("health",) in commands:
+        checked = ok("health", f"{ns}.*")
+        assert HEALTH_KEYS <= set(checked) and [h["name"] for h in checked["tables"]] == [name, dlq]
+        assert all(HEALTH_TABLE_KEYS <= set(h) and h["format"] == table_format for h in checked["tables"])
+        auto = ok("maintain", name, "--auto", "--dry-run")
+        assert MAINTAIN_KEYS <= set(auto) and auto["auto"] is True and auto["tables"][0]["health"]["verdict"]
 
     rolled = ok("rollback", name, "--version", ingested, "--yes")
     assert ROLLBACK_KEYS <= set(rolled) and rolled["changed"] is True and rolled["to_version"] == ingested

@@ -111,6 +111,40 @@ def unified_summary(metrics: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+@dataclass
+class FileFact:
+    """One live data file as health sees it: size, partition (a display string), rows, rows a deletion vector hides."""
+
+    size: int
+    partition: str
+    records: int | None = None
+    deleted_rows: int = 0
+
+
+@dataclass
+class HealthFacts:
+    """What a table's metadata says about its upkeep, read on the light path (no JVM).
+
+    The adapter gathers the facts; ``lakecat/health.py`` judges them (format-neutral thresholds and verdicts).
+    """
+
+    files: list[FileFact]
+    commits: list[Commit]
+    current_version: int | None = None
+    #: Delete files of the current version (Iceberg position/equality deletes; Delta: files carrying a deletion vector).
+    delete_files: int = 0
+    delete_bytes: int = 0
+    #: Rows the delete files / deletion vectors hide from readers.
+    deleted_rows: int = 0
+    #: How the format records deletes, in its own words (``position/equality deletes``, ``deletion vectors``).
+    delete_kind: str = ""
+    #: Files (and their bytes) only versions other than the current one reference: what expiry frees.
+    old_version_files: int = 0
+    old_version_bytes: int = 0
+    #: When lakecat's ingest last committed (its exactly-once marker), None if it never did.
+    stream_commit_ms: int | None = None
+
+
 class VersionLog:
     """A table's versions as read once for one operation (each commit writes new metadata).
 
@@ -186,6 +220,7 @@ CAPABILITY_METHODS: dict[str, tuple[str, ...]] = {
     "expire": ("expire",),
     "clean_orphans": ("find_orphans", "delete_orphans"),
     "rewrite_metadata": ("rewrite_metadata",),
+    "health": ("health_facts",),
 }
 _COMPACT_STRATEGIES = ("binpack", "sort", "zorder")
 
@@ -372,8 +407,10 @@ class TableFormat(ABC):
         """Normalized paths of the files that may hold rows matching ``predicate``."""
         raise self.unsupported("compact --where")
 
-    def compact(self, table: TableHandle, strategy: str, by: list[str], target: int, where: str | None) -> tuple[int, int]:
-        """Rewrite small files; returns (files rewritten, files added)."""
+    def compact(self, table: TableHandle, strategy: str, by: list[str], target: int, where: str | None,
+                apply_deletes: bool = False) -> tuple[int, int]:  # fmt: skip
+        """Rewrite small files (with ``apply_deletes`` also files that deletes hide rows of, whatever their size);
+        returns (files rewritten, files added)."""
         raise self.unsupported("compact")
 
     def expire(self, table: TableHandle, window: timedelta, keep: int, dry_run: bool, force: bool) -> ExpireResult:
@@ -388,6 +425,11 @@ class TableFormat(ABC):
 
     def rewrite_metadata(self, table: TableHandle, dry_run: bool, min_count: int) -> MetadataResult:
         raise self.unsupported("rewrite-metadata")
+
+    # --- health (light path) ---------------------------------------------------------------
+    def health_facts(self, table: TableHandle) -> HealthFacts:
+        """Files, deletes, versions and what only old versions hold, from metadata alone (no JVM)."""
+        raise self.unsupported("health")
 
     # --- locations --------------------------------------------------------------------------
     def default_location(self, ctx: CatalogContext, ident: TableIdent) -> str:

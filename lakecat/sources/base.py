@@ -80,5 +80,9 @@ class Source(ABC):
         """Records at the source not yet read, given a query's last progress (None: unknown)."""
         return None
 
+    def backlog_by_partition(self, progress: dict[str, Any]) -> dict[tuple[str, int], int] | None:
+        """``backlog`` per (topic, partition) for a partitioned source (None: not partitioned, or unknown)."""
+        return None
+
     def close(self) -> None:  # noqa: B027 - optional
         """Release clients opened for ``backlog``."""

@@ -26,6 +26,22 @@ KAFKA_METADATA_COLUMNS = {
 }
 
 
+def _offsets(value: Any) -> dict[str, dict[str, int]]:
+    """A progress's Kafka offsets: JSON text, a dict, or (PySpark 4's ``SourceProgress``, which applies ``str`` to the
+    parsed JSON) a Python literal of that dict."""
+    if isinstance(value, dict):
+        return value
+    try:
+        parsed = json.loads(value)
+    except ValueError:
+        import ast
+
+        parsed = ast.literal_eval(value)
+    if not isinstance(parsed, dict):
+        raise ValueError(f"not a Kafka offsets map: {value!r}")
+    return parsed
+
+
 @dataclass(frozen=True)
 class KafkaSource(Source):
     """JSON events from Kafka.
@@ -152,9 +168,14 @@ class KafkaSource(Source):
 
     def backlog(self, progress: dict[str, Any]) -> int | None:
         """End offsets on the broker minus the offsets the query has reached."""
+        parts = self.backlog_by_partition(progress)
+        return sum(parts.values()) if parts is not None else None
+
+    def backlog_by_partition(self, progress: dict[str, Any]) -> dict[tuple[str, int], int] | None:
+        """(topic, partition) -> end offset on the broker minus the offset the query has reached."""
         try:
-            end = json.loads(progress["sources"][0]["endOffset"])
-        except (KeyError, IndexError, TypeError, ValueError):
+            end = _offsets(progress["sources"][0]["endOffset"])
+        except (KeyError, IndexError, TypeError, ValueError, SyntaxError):
             return None
         try:
             from confluent_kafka import Consumer, TopicPartition
@@ -163,11 +184,11 @@ class KafkaSource(Source):
             if consumer is None:
                 consumer = Consumer({**self.admin_conf(), "group.id": "lakecat-lag", "enable.auto.commit": False})
                 object.__setattr__(self, "_consumer", consumer)  # frozen dataclass: a cache, not a field
-            lag = 0
+            lag: dict[tuple[str, int], int] = {}
             for topic, parts in end.items():
                 for part, offset in parts.items():
                     _, high = consumer.get_watermark_offsets(TopicPartition(topic, int(part)), timeout=2)
-                    lag += max(0, int(high) - int(offset))
+                    lag[(topic, int(part))] = max(0, int(high) - int(offset))
             return lag
         except Exception:  # noqa: BLE001 - lag is best effort; the stream goes on
             return None

@@ -18,6 +18,7 @@ from ...results import ColumnInfo, DescribeResult
 from ...schema import schema_ddl
 from ...units import from_millis, iso
 from ..base import TableFormat
+from .health import DeltaHealth
 from .maintenance import DeltaMaintenance, spark_path
 from .partitioning import delta_generated_columns, describe_delta_partitioning
 from .versions import DeltaVersions
@@ -71,7 +72,7 @@ def delta_type_sql(t: Any) -> str:
     return _PRIMITIVE_SQL.get(text, text.upper())
 
 
-class DeltaFormat(DeltaVersions, DeltaMaintenance, TableFormat):
+class DeltaFormat(DeltaVersions, DeltaMaintenance, DeltaHealth, TableFormat):
     name = "delta"
     partition_transforms = frozenset({"identity", "years", "months", "days", "hours", "truncate"})
     hidden_partitioning = False

@@ -57,7 +57,9 @@ class DeltaMaintenance:
         with spark_errors("compact --where", table.entry.ident):
             return {norm_path(p) for p in self.read_current(table).where(predicate).inputFiles()}  # type: ignore[attr-defined]
 
-    def compact(self, table: TableHandle, strategy: str, by: list[str], target: int, where: str | None) -> tuple[int, int]:
+    def compact(self, table: TableHandle, strategy: str, by: list[str], target: int, where: str | None,
+                apply_deletes: bool = False) -> tuple[int, int]:  # fmt: skip
+        # OPTIMIZE rewrites files whose deletion vectors hide more than maxDeletedRowsRatio (5%) of their rows anyway
         spark = table.catalog.session()
         conf = {
             "spark.databricks.delta.optimize.maxFileSize": str(target),

@@ -23,6 +23,7 @@ from ...schema import schema_ddl
 from ...units import from_millis, iso
 from ..base import TableFormat
 from . import spark as spark_setup
+from .health import IcebergHealth
 from .maintenance import IcebergMaintenance
 from .markers import MARKER_BATCH, MARKER_PROPERTY_PREFIX, MARKER_QUERY, stream_markers
 from .versions import IcebergVersions
@@ -90,7 +91,7 @@ def _location(metadata_location: str | None) -> str:
     return normalize_location(metadata_location.rsplit("/metadata/", 1)[0])
 
 
-class IcebergFormat(IcebergVersions, IcebergMaintenance, TableFormat):
+class IcebergFormat(IcebergVersions, IcebergMaintenance, IcebergHealth, TableFormat):
     name = "iceberg"
     partition_transforms = frozenset({"identity", "years", "months", "days", "hours", "bucket", "truncate"})
     hidden_partitioning = True

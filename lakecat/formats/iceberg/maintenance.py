@@ -82,7 +82,8 @@ class IcebergMaintenance:
                         .select(F.input_file_name().alias("f")).distinct().collect())  # fmt: skip
             return {norm_path(r["f"]) for r in rows}
 
-    def compact(self, table: TableHandle, strategy: str, by: list[str], target: int, where: str | None) -> tuple[int, int]:
+    def compact(self, table: TableHandle, strategy: str, by: list[str], target: int, where: str | None,
+                apply_deletes: bool = False) -> tuple[int, int]:  # fmt: skip
         spark = table.catalog.session()
         options = {
             "target-file-size-bytes": str(target),
@@ -90,7 +91,10 @@ class IcebergMaintenance:
             "partial-progress.enabled": "true",  # big tables commit group by group: less to redo after a conflict
             "partial-progress.max-commits": "10",
             "use-starting-sequence-number": "true",  # concurrent appends and deletes stay valid
+            "remove-dangling-deletes": "true",  # delete files whose rows were rewritten away stop hiding nothing
         }
+        if apply_deletes:  # any data file with a delete file is rewritten, deletes applied
+            options["delete-file-threshold"] = "1"
         args = [f"table => {_ident_arg(table)}"]
         if strategy == "binpack":
             args.append("strategy => 'binpack'")

@@ -1,0 +1,95 @@
+"""Iceberg health facts from pyiceberg metadata alone: manifests of the current snapshot, every snapshot's reach."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..base import FileFact, HealthFacts
+from .versions import _commits
+
+if TYPE_CHECKING:
+    from ..base import TableHandle
+
+MARKER_QUERY = "lakecat.query-id"  # the exactly-once marker ingest puts on each snapshot it commits
+
+
+def _partition(specs: dict[int, Any], schema: Any, spec_id: int, partition: Any) -> str:
+    spec = specs.get(spec_id)
+    if spec is None or not spec.fields:
+        return ""
+    try:
+        return str(spec.partition_to_path(partition, schema))
+    except Exception:  # noqa: BLE001 - a display string only
+        return str(partition)
+
+
+_DELETE_FILE_PATH_ID = 2147483546  # the reserved field id of a position delete's file_path column
+
+
+def _referenced_file(f: Any) -> str | None:
+    """The one data file a position delete file refers to (file-scoped deletes), None if it may refer to more."""
+    ref = getattr(f, "referenced_data_file", None)
+    if ref:
+        return str(ref)
+    lower, upper = (f.lower_bounds or {}).get(_DELETE_FILE_PATH_ID), (f.upper_bounds or {}).get(_DELETE_FILE_PATH_ID)
+    if lower is None or lower != upper:
+        return None  # bounds may be truncated or span several files
+    try:
+        return bytes(lower).decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+class IcebergHealth:
+    """The health half of the Iceberg adapter (mixed into ``IcebergFormat``)."""
+
+    def health_facts(self, table: TableHandle) -> HealthFacts:
+        from pyiceberg.manifest import DataFileContent
+
+        tbl = self.load(table)  # type: ignore[attr-defined]
+        meta = tbl.metadata
+        commits = _commits(meta)
+        stream = [s.timestamp_ms for s in meta.snapshots
+                  if s.summary is not None and MARKER_QUERY in s.summary.additional_properties]  # fmt: skip
+        facts = HealthFacts(files=[], commits=commits, current_version=meta.current_snapshot_id,
+                            delete_kind="position/equality deletes", stream_commit_ms=max(stream) if stream else None)  # fmt: skip
+        current = tbl.current_snapshot()
+        if current is None:
+            return facts
+        schema, specs = tbl.schema(), tbl.specs()
+        live: set[str] = set()
+        data_paths: set[str] = set()
+        deletes: list[Any] = []
+        current_manifests = current.manifests(tbl.io)
+        for manifest in current_manifests:
+            for entry in manifest.fetch_manifest_entry(tbl.io, discard_deleted=True):
+                f = entry.data_file
+                live.add(f.file_path)
+                if f.content == DataFileContent.DATA:
+                    data_paths.add(f.file_path)
+                    part = _partition(specs, schema, manifest.partition_spec_id, f.partition)
+                    facts.files.append(FileFact(int(f.file_size_in_bytes), part, int(f.record_count)))
+                else:
+                    deletes.append(f)
+        for f in deletes:  # POSITION_DELETES / EQUALITY_DELETES: each record hides (at most) one row
+            target = _referenced_file(f) if f.content == DataFileContent.POSITION_DELETES else None
+            if target is not None and target not in data_paths:
+                continue  # a file-scoped position delete whose data file was rewritten: it hides nothing
+            facts.delete_files += 1
+            facts.delete_bytes += int(f.file_size_in_bytes)
+            facts.deleted_rows += int(f.record_count)
+        # Manifests are immutable: a file only old snapshots reference sits in a manifest the current one lacks.
+        seen = {m.manifest_path for m in current_manifests}
+        only_old: dict[str, int] = {}
+        for snap in meta.snapshots:
+            if snap.snapshot_id == current.snapshot_id:
+                continue
+            for manifest in snap.manifests(tbl.io):
+                if manifest.manifest_path in seen:
+                    continue
+                seen.add(manifest.manifest_path)
+                for entry in manifest.fetch_manifest_entry(tbl.io, discard_deleted=True):
+                    if entry.data_file.file_path not in live:
+                        only_old[entry.data_file.file_path] = int(entry.data_file.file_size_in_bytes)
+        facts.old_version_files, facts.old_version_bytes = len(only_old), sum(only_old.values())
+        return facts
