@@ -48,9 +48,9 @@ class DeltaEvolution:
         return None
 
     def apply_schema_upgrade(self, table: TableHandle, kind: str) -> None:
-        props = {COLUMN_MAPPING: "name", "delta.minReaderVersion": "2", "delta.minWriterVersion": "5"}
-        items = ", ".join(f"{sql_string(k)} = {sql_string(v)}" for k, v in props.items())
-        self._alter(table, "enable column mapping on", f"ALTER TABLE {spark_path(table.location)} SET TBLPROPERTIES ({items})")
+        # Delta raises the protocol in the same commit (explicit min versions would add an UPGRADE PROTOCOL commit)
+        self._alter(table, "enable column mapping on",
+                    f"ALTER TABLE {spark_path(table.location)} SET TBLPROPERTIES ({sql_string(COLUMN_MAPPING)} = 'name')")  # fmt: skip
 
     def add_column(self, table: TableHandle, column: Column, position: str | None) -> None:
         if not column.nullable:
