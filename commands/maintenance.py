@@ -189,7 +189,7 @@ def alter(
     name: Annotated[str, typer.Argument(help="namespace.table")],
     property: Annotated[list[str] | None, typer.Option("--property", help="Set key=value (repeatable), e.g. lakecat.expire.retain-last=10.")] = None,
     unset: Annotated[list[str] | None, typer.Option("--unset", help="Remove a property (repeatable).")] = None,
-    add_column: Annotated[list[str] | None, typer.Option("--add-column", help="Add \"c TYPE [NOT NULL] [COMMENT '...'] [AFTER x|FIRST]\" (repeatable).")] = None,
+    add_column: Annotated[list[str] | None, typer.Option("--add-column", help="Add a column: \"c TYPE\", optionally followed by NOT NULL, COMMENT '...', AFTER x or FIRST (repeatable).")] = None,
     rename_column: Annotated[list[str] | None, typer.Option("--rename-column", help="Rename old=new (repeatable; Delta: needs column mapping, see --yes).")] = None,
     drop_column: Annotated[list[str] | None, typer.Option("--drop-column", help="Drop a column (repeatable; Delta: needs column mapping, see --yes).")] = None,
     widen: Annotated[list[str] | None, typer.Option("--widen", help="Widen c=TYPE: INT->BIGINT, FLOAT->DOUBLE, DECIMAL precision up (repeatable).")] = None,

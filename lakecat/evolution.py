@@ -150,7 +150,7 @@ def alter(
     upgrades = []
     for kind in dict.fromkeys(ch.kind for ch in changes):
         note = adapter.schema_upgrade(table, kind)
-        if note:
+        if note and note not in (n for _, n in upgrades):  # one upgrade serves every change that needs it
             upgrades.append((kind, note))
     if upgrades and not yes and not dry_run:
         raise InvalidArgumentError(f"alter {table.name}: {upgrades[0][1]} — pass --yes (yes=True) to enable it; nothing changed")
