@@ -147,7 +147,7 @@ def alter(
                 final.pop(ch.column.lower())
         fields = parse_partition_spec(partition_by, [c for c in final.values() if not _generated(desc, c.name)])
         adapter.check_partitioning(fields, list(final.values()))
-    upgrades = []
+    upgrades: list[tuple[str, str]] = []
     for kind in dict.fromkeys(ch.kind for ch in changes):
         note = adapter.schema_upgrade(table, kind)
         if note and note not in (n for _, n in upgrades):  # one upgrade serves every change that needs it

@@ -19,9 +19,10 @@ if TYPE_CHECKING:
 class Table:
     """A handle on one table; cheap to create, reads metadata only when asked."""
 
-    def __init__(self, catalog: Catalog, entry: TableEntry) -> None:
+    def __init__(self, catalog: Catalog, entry: TableEntry, *, branch: str | None = None) -> None:
         self.catalog = catalog
         self.entry = entry
+        self.branch_name = branch
 
     def __repr__(self) -> str:
         return f"Table({self.name!r}, format={self.format!r})"
@@ -44,8 +45,21 @@ class Table:
 
     @property
     def spark_name(self) -> str:
-        """The quoted name Spark SQL knows this table by."""
-        return self.adapter.spark_name(self.catalog, self.entry)
+        """The quoted name Spark SQL knows this table by (a branch of it, for a table ``on_branch``)."""
+        name = self.adapter.spark_name(self.catalog, self.entry)
+        return self.adapter.branch_spark_name(name, self.branch_name) if self.branch_name else name
+
+    def on_branch(self, branch: str) -> Table:
+        """This table as its branch ``branch`` sees it: reads and writes (``upsert``) go to the branch.
+
+        Example:
+            >>> t.branch("audit"); t.on_branch("audit").upsert("/landing/fixes/", key="id"); t.publish("audit")
+        """
+        from .versions import find_ref
+
+        self.adapter.require("branches", "--branch")
+        find_ref(self, branch, "branch")
+        return Table(self.catalog, self.entry, branch=branch)
 
     def refresh(self) -> TableEntry:
         """Re-read the catalog entry (an Iceberg table's metadata pointer moves with every commit)."""
@@ -167,18 +181,20 @@ class Table:
         return publish(self, branch)
 
     def upsert(self, data, *, key: str | list[str] | tuple[str, ...], file_format: str | None = None,
-               delete_when: str | None = None):  # type: ignore[no-untyped-def]  # fmt: skip
+               delete_when: str | None = None, branch: str | None = None):  # type: ignore[no-untyped-def]  # fmt: skip
         """MERGE a Spark DataFrame or a path of json/csv/parquet files into this table by ``key``.
 
         Matched rows are updated, new keys inserted; rows for which ``delete_when`` (a SQL predicate over
-        the source's columns) holds delete their match instead. One commit; returns an ``UpsertReport``.
+        the source's columns) holds delete their match instead. One commit (on ``branch``, when given: an Iceberg
+        branch made with ``Table.branch``, published with ``Table.publish``); returns an ``UpsertReport``.
 
         Example:
             >>> t.upsert("/landing/fixes/", key=["id"], delete_when="op = 'D'").updated
         """
         from .cdc import upsert
 
-        return upsert(self, data, key=key, file_format=file_format, delete_when=delete_when)
+        target = self.on_branch(branch) if branch is not None else self
+        return upsert(target, data, key=key, file_format=file_format, delete_when=delete_when)
 
     # --- maintenance (lakecat/maintenance.py) ---------------------------------------------------
     def compact(self, *, strategy: str = "binpack", by: list[str] | tuple[str, ...] | str = (),

@@ -238,13 +238,14 @@ def test_branch_write_audit_publish(catalog, spark, ns, table_format):
     spark.sql(f"INSERT INTO {t.spark_name} VALUES (1, 'a')")
     res = t.branch("audit")
     assert res.version == t.describe().current_version
-    spark.sql(f"REFRESH TABLE {t.spark_name}")  # the branch was committed by pyiceberg, outside Spark's cache
-    spark.sql(f"INSERT INTO {t.spark_name}.`branch_audit` VALUES (2, 'b')")
-    assert sorted(r["id"] for r in read_rows(catalog, t)) == [1]  # main is untouched while the branch is audited
+    staged = t.upsert(spark.createDataFrame([(1, "A"), (2, "b")], "id BIGINT, v STRING"), key="id", branch="audit")
+    assert (staged.inserted, staged.updated) == (1, 1) and staged.version != res.version
+    assert sorted((r["id"], r["v"]) for r in read_rows(catalog, t)) == [(1, "a")]  # main is untouched while audited
+    assert t.on_branch("audit").to_spark().count() == 2
     assert [b.name for b in t.tags().branches] == ["audit"]
     published = t.publish("audit")
     assert published.current_version == t.describe().current_version
-    assert sorted(r["id"] for r in read_rows(catalog, t)) == [1, 2]
+    assert sorted((r["id"], r["v"]) for r in read_rows(catalog, t)) == [(1, "A"), (2, "b")]
 
 
 def test_branches_answer_exit_3_where_the_format_has_none(cli, catalog, spark, ns, table_format):

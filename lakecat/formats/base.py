@@ -392,6 +392,10 @@ class TableFormat(ABC):
     def create_branch(self, table: TableHandle, name: str, version: int | None) -> None:
         raise self.unsupported("branches")
 
+    def branch_spark_name(self, spark_name: str, branch: str) -> str:
+        """How Spark SQL names a branch of the table (reads and writes go to the branch)."""
+        raise self.unsupported("branches")
+
     def publish(self, table: TableHandle, branch: str) -> int | None:
         """Fast-forward the main line to ``branch``; returns the table's version afterwards."""
         raise self.unsupported("branches")

@@ -221,7 +221,7 @@ class IcebergFormat(IcebergVersions, IcebergMaintenance, IcebergEvolution, Table
     def refreshed_session(self, table: TableHandle) -> Any:
         spark = table.catalog.session()
         # Spark's Iceberg catalog caches table metadata: another engine (pyiceberg) may have committed since.
-        spark.sql(f"REFRESH TABLE {table.spark_name}")
+        spark.sql(f"REFRESH TABLE {self.spark_name(table.catalog, table.entry)}")  # the table, not a branch of it
         return spark
 
     def read_current(self, table: TableHandle) -> DataFrame:

@@ -198,6 +198,9 @@ class IcebergEvolution:
 
         self._commit(table, "branch", fn)
 
+    def branch_spark_name(self, spark_name: str, branch: str) -> str:
+        return f"{spark_name}.{quote('branch_' + branch)}"
+
     def publish(self, table: TableHandle, branch: str) -> int | None:
         spark = table.catalog.session()
         with spark_errors("publish", table.entry.ident):
