@@ -8,7 +8,7 @@ import sys
 import click
 import typer
 
-from . import catalogs, doctor, health, ingest, jars, local, maintenance, quickstart, tables, upsert, versions
+from . import catalogs, doctor, health, ingest, jars, local, maintenance, quickstart, tables, tags, upsert, versions
 from ._output import dumps
 
 app = typer.Typer(
@@ -19,7 +19,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-for module in (quickstart, catalogs, tables, versions, ingest, upsert, maintenance, health, local, jars, doctor):
+for module in (quickstart, catalogs, tables, versions, tags, ingest, upsert, maintenance, health, local, jars, doctor):
     module.register(app)
 
 

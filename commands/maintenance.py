@@ -197,26 +197,58 @@ def alter(
     name: Annotated[str, typer.Argument(help="namespace.table")],
     property: Annotated[list[str] | None, typer.Option("--property", help="Set key=value (repeatable), e.g. lakecat.expire.retain-last=10.")] = None,
     unset: Annotated[list[str] | None, typer.Option("--unset", help="Remove a property (repeatable).")] = None,
+    add_column: Annotated[list[str] | None, typer.Option("--add-column", help="Add a column: \"c TYPE\", optionally followed by NOT NULL, COMMENT '...', AFTER x or FIRST (repeatable).")] = None,
+    rename_column: Annotated[list[str] | None, typer.Option("--rename-column", help="Rename old=new (repeatable; Delta: needs column mapping, see --yes).")] = None,
+    drop_column: Annotated[list[str] | None, typer.Option("--drop-column", help="Drop a column (repeatable; Delta: needs column mapping, see --yes).")] = None,
+    widen: Annotated[list[str] | None, typer.Option("--widen", help="Widen c=TYPE: INT->BIGINT, FLOAT->DOUBLE, DECIMAL precision up (repeatable).")] = None,
+    set_comment: Annotated[list[str] | None, typer.Option("--set-comment", help="Set a column comment, c=text (repeatable).")] = None,
+    partition_by: Annotated[str | None, typer.Option("--partition-by", help='New partitioning, e.g. "days(ts), region" (Iceberg: in place; Delta: --rewrite).')] = None,
+    rewrite: Annotated[bool, typer.Option("--rewrite", help="Delta: rewrite every file into the new partitioning, in one commit.")] = False,
+    dry_run: DryRunOpt = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Allow what the format must enable first (Delta column mapping: a protocol upgrade).")] = False,
     catalog: CatalogOpt = None,
     json_: JsonOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
-    """Set or unset table properties, e.g. maintenance policies (lakecat.compact.*, lakecat.expire.*, ...).
+    """Change a table: its properties (maintenance policies), its schema (one commit per change) or its partitioning.
 
-    Example: lakecat alter sales.orders --property lakecat.compact.target-file-size=256MB
+    Example: lakecat alter sales.orders --add-column "discount DECIMAL(5,2) AFTER amount" --rename-column cust=customer_id --yes
     """
     out = Output(json_, verbose)
+    evolving = any([add_column, rename_column, drop_column, widen, set_comment, partition_by is not None])
 
     def api():  # type: ignore[no-untyped-def]
+        from lakecat.errors import InvalidArgumentError
+
         props = parse_properties(property)
+        if evolving and (props or unset):
+            raise InvalidArgumentError("give --property/--unset or schema/partition changes, not both in one alter")
         t = connect(catalog).load_table(name)
-        return t.set_properties(props, unset=list(unset or []))
+        if not evolving:
+            return t.set_properties(props, unset=list(unset or []))
+        with out.status(f"altering {name}"):
+            return t.alter(add_columns=add_column or (), rename_columns=rename_column or (), drop_columns=drop_column or (),
+                           widen=widen or (), comments=set_comment or (), partition_by=partition_by, rewrite=rewrite,
+                           dry_run=dry_run, yes=yes)  # fmt: skip
 
     def human(console, r):  # type: ignore[no-untyped-def]
-        t = table(key("property"), "value", title=f"{r.table} ({r.format}) properties")
-        for k, v in sorted(r.properties.items()):
-            t.add_row(k, v)
+        if not hasattr(r, "changes"):
+            t = table(key("property"), "value", title=f"{r.table} ({r.format}) properties")
+            for k, v in sorted(r.properties.items()):
+                t.add_row(k, v)
+            print_table(console, t)
+            return
+        for note in r.upgrades:
+            console.print(f"{'would enable' if r.dry_run else 'enabled'}: {note}", markup=False)
+        for change in r.changes:
+            console.print(f"{'would ' if r.dry_run else ''}{change}", markup=False)
+        if r.rewrite_files:
+            console.print(f"{'would rewrite' if r.dry_run else 'rewrote'} {r.rewrite_files:,} files ({human_size(r.rewrite_bytes)})", markup=False)
+        t = table(key("column"), "type", "nullable", "comment", title=f"{r.table} ({r.format}) schema")
+        for c in r.schema:
+            t.add_row(c.name, c.type, "yes" if c.nullable else "no", c.comment or "")
         print_table(console, t)
+        console.print(f"partitioning: {', '.join(r.partitioning) or '(none)'}; column mapping: {r.column_mapping or '-'}", markup=False)
 
     run(out, api, human)
 

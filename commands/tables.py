@@ -113,6 +113,15 @@ def _render_description(console, d) -> None:  # type: ignore[no-untyped-def]
         console.print(f"  version:      {d.current_version}{updated}", markup=False)
     records = f"{d.records:,} records" if d.records is not None else "records unknown"
     console.print(f"  data:         {records} in {d.files:,} files, {human_size(d.size_bytes)}")
+    if d.column_mapping:
+        console.print(f"  columns by:   {d.column_mapping} (column mapping)", markup=False)
+    if len(d.partition_specs) > 1:
+        specs = "; ".join(f"{s.spec_id}: {', '.join(s.fields) or '(none)'}{' (current)' if s.current else ''}" for s in d.partition_specs)
+        console.print(f"  specs:        {specs}", markup=False)
+    for label, refs in (("tags", d.tags), ("branches", d.branches)):
+        if refs:
+            shown = ", ".join(f"{r.name} → {r.version}" + (f" (retain {r.retain})" if r.retain else "") for r in refs)
+            console.print(f"  {label + ':':<14}{shown}", markup=False)
     t = table(key("column"), key("type"), key("nullable"), "note", title="schema")
     for c in d.schema:
         note = f"generated: {c.generated}" if c.generated else (c.comment or "")

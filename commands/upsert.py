@@ -22,6 +22,9 @@ def upsert(
         str | None,
         typer.Option("--delete-when", help="SQL predicate over the source's columns: matching rows delete their match."),
     ] = None,
+    branch: Annotated[
+        str | None, typer.Option("--branch", help="Write to this branch (Iceberg; see `lakecat branch` / `lakecat publish`).")
+    ] = None,
     catalog: CatalogOpt = None,
     json_: JsonOpt = False,
     verbose: VerboseOpt = False,
@@ -33,7 +36,8 @@ def upsert(
     out = Output(json_, verbose)
 
     def api():  # type: ignore[no-untyped-def]
-        return connect(catalog).load_table(name).upsert(from_, key=key, file_format=file_format, delete_when=delete_when)
+        return connect(catalog).load_table(name).upsert(from_, key=key, file_format=file_format, delete_when=delete_when,
+                                                        branch=branch)  # fmt: skip
 
     def human(console, r):  # type: ignore[no-untyped-def]
         console.print(

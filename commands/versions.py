@@ -21,6 +21,7 @@ AsOfOpt = Annotated[
     str | None,
     typer.Option("--as-of", help="ISO 8601 timestamp (naive means UTC): the newest version committed at or before it."),
 ]
+TagOpt = Annotated[str | None, typer.Option("--tag", help="The version a tag names (see `lakecat tags`).")]
 LimitOpt = Annotated[int | None, typer.Option("--limit", "-n", help="At most N rows (0: all). Default 100.")]
 CountOpt = Annotated[bool, typer.Option("--count", help="Print the number of rows instead of the rows.")]
 
@@ -74,6 +75,7 @@ def timetravel(
     name: NameArg,
     version: VersionOpt = None,
     as_of: AsOfOpt = None,
+    tag: TagOpt = None,
     where: Annotated[
         str | None, typer.Option("--where", "-w", help="A Spark SQL predicate, e.g. \"region = 'eu'\".")
     ] = None,
@@ -90,7 +92,7 @@ def timetravel(
     out = Output(json_, verbose)
 
     def api():  # type: ignore[no-untyped-def]
-        view = connect(catalog).load_table(name).as_of(version=version, timestamp=as_of)
+        view = connect(catalog).load_table(name).as_of(version=version, timestamp=as_of, tag=tag)
         with out.status(f"reading {name} at version {view.version}"):
             return view.read(where=where, limit=100 if limit is None else limit, count=count)
 
@@ -100,12 +102,14 @@ def timetravel(
 def changes(
     name: NameArg,
     since: Annotated[
-        int,
+        int | None,
         typer.Option("--since", help="Changes committed AFTER this version (exclusive; -1: from the first commit)."),
-    ],
+    ] = None,
     until: Annotated[
         int | None, typer.Option("--until", help="Up to and including this version (default: the current one).")
     ] = None,
+    since_tag: Annotated[str | None, typer.Option("--since-tag", help="Changes committed after the version this tag names.")] = None,
+    tag: Annotated[str | None, typer.Option("--tag", help="Up to and including the version this tag names.")] = None,
     limit: LimitOpt = None,
     count: CountOpt = False,
     catalog: CatalogOpt = None,
@@ -120,8 +124,8 @@ def changes(
     out = Output(json_, verbose)
 
     def api():  # type: ignore[no-untyped-def]
-        ch = connect(catalog).load_table(name).changes(since=since, until=until)
-        with out.status(f"reading changes of {name} after version {since}"):
+        ch = connect(catalog).load_table(name).changes(since=since, until=until, since_tag=since_tag, until_tag=tag)
+        with out.status(f"reading changes of {name} after version {ch.since_version}"):
             return ch.read(limit=100 if limit is None else limit, count=count)
 
     run(out, api, _render_read)
@@ -131,6 +135,7 @@ def rollback(
     name: NameArg,
     version: VersionOpt = None,
     as_of: AsOfOpt = None,
+    tag: TagOpt = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
     force: Annotated[bool, typer.Option("--force", help="Also undo batches an ingest stream committed (refused otherwise).")] = False,
     catalog: CatalogOpt = None,
@@ -147,10 +152,18 @@ def rollback(
     out = Output(json_, verbose)
 
     def api():  # type: ignore[no-untyped-def]
-        from lakecat.versions import resolve_version
+        from lakecat.versions import find_ref, resolve_version
 
         t = connect(catalog).load_table(name)
-        target = resolve_version(t, version=version, timestamp=as_of)  # light path: ask before Spark starts
+        wanted = version
+        if tag is not None:
+            t.adapter.require("rollback", "rollback")
+            if version is not None:
+                from lakecat.errors import InvalidArgumentError
+
+                raise InvalidArgumentError("give either --version or --tag, not both")
+            wanted = find_ref(t, tag).version
+        target = resolve_version(t, version=wanted, timestamp=as_of)  # light path: ask before Spark starts
         current = t.history(limit=1)
         confirm(out, f"roll back {t.format} table {t.name} from version {current.current_version} "
                      f"to version {target.version}?", yes)  # fmt: skip

@@ -35,6 +35,7 @@ from .errors import InvalidArgumentError
 from .identifiers import parse_columns, quote
 from .records import CDC_KEY_PROPERTY, CORRUPT, DETAIL, ERROR, META, RAW
 from .results import UpsertResult
+from .versions import find_ref
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -465,7 +466,8 @@ def upsert(table: Table, data: Any, *, key: str | list[str] | tuple[str, ...], f
                               deleted=int(counts["del"]) if delete_when else 0)  # fmt: skip
     finally:
         src.unpersist()
-    report.version = table.describe().current_version
+    on = table.branch_name
+    report.version = find_ref(table, on, "branch").version if on else table.describe().current_version
     report.duration_s = round(time.monotonic() - started, 3)
     return report
 

@@ -41,6 +41,10 @@ class VersionNotFoundError(LakecatError):
     """The requested version or timestamp does not exist (or its files were expired)."""
 
 
+class RefExistsError(LakecatError):
+    """A tag or branch of that name exists already."""
+
+
 class EnvironmentProblemError(LakecatError):
     """Something outside lakecat is missing or broken: Java, the network to Maven Central, a port."""
 

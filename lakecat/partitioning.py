@@ -93,3 +93,11 @@ def parse_partition_spec(spec: str | list[str] | tuple[str, ...] | None, columns
             raise InvalidArgumentError(f"invalid partition spec: {field} appears twice")
         fields.append(field)
     return fields
+
+
+def source_column(word: str) -> str:
+    """The source column of a partition field in transform words: ``days(ts)`` -> ``ts``, ``bucket(16, id)`` -> ``id``."""
+    inner = word.strip()
+    if inner.endswith(")") and "(" in inner:
+        inner = inner[inner.index("(") + 1 : -1]
+    return inner.split(",")[-1].strip()

@@ -62,6 +62,27 @@ class ColumnInfo(Result):
 
 
 @dataclass
+class RefInfo(Result):
+    """A named version: a tag (or an Iceberg branch) and the version it points at."""
+
+    name: str
+    kind: str  # tag | branch
+    version: int
+    retain: str | None = None
+    expires: str | None = None
+    created: str | None = None
+
+
+@dataclass
+class PartitionSpecInfo(Result):
+    """One partition spec a table has had (Iceberg keeps them all; old files keep their spec)."""
+
+    spec_id: int
+    fields: list[str]
+    current: bool
+
+
+@dataclass
 class DescribeResult(Result):
     """What ``describe`` answers."""
 
@@ -77,6 +98,10 @@ class DescribeResult(Result):
     records: int | None = None
     last_updated: str | None = None
     capabilities: dict[str, bool] = field(default_factory=dict)
+    tags: list[RefInfo] = field(default_factory=list)
+    branches: list[RefInfo] = field(default_factory=list)
+    partition_specs: list[PartitionSpecInfo] = field(default_factory=list)
+    column_mapping: str | None = None
 
 
 @dataclass
@@ -263,6 +288,48 @@ class MetadataResult(Result):
     dry_run: bool
     retries: int = 0
     duration_s: float = 0.0
+
+
+@dataclass
+class AlterResult(Result):
+    """What ``alter`` changed: one commit per change (``upgrades``: what was enabled first, e.g. column mapping)."""
+
+    table: str
+    format: str
+    changes: list[str]
+    upgrades: list[str]
+    schema: list[ColumnInfo]
+    partitioning: list[str]
+    properties: dict[str, str]
+    column_mapping: str | None = None
+    dry_run: bool = False
+    rewrite_files: int = 0
+    rewrite_bytes: int = 0
+    version: int | None = None
+
+
+@dataclass
+class TagResult(Result):
+    """What ``tag`` / ``untag`` / ``branch`` / ``publish`` did."""
+
+    table: str
+    format: str
+    action: str  # tagged | untagged | branched | published
+    name: str
+    kind: str
+    version: int | None
+    retain: str | None = None
+    current_version: int | None = None
+
+
+@dataclass
+class TagsResult(Result):
+    """What ``tags`` answers: the table's tags and branches."""
+
+    table: str
+    format: str
+    tags: list[RefInfo]
+    branches: list[RefInfo]
 
 
 @dataclass

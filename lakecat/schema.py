@@ -177,3 +177,68 @@ def parse_schema(text: str) -> list[Column]:
 
 def schema_ddl(columns: list[Column]) -> str:
     return ", ".join(c.ddl() for c in columns)
+
+
+_POSITION = re.compile(r"\s+(?:(?P<first>FIRST)|AFTER\s+(?P<after>[A-Za-z_][A-Za-z0-9_]*))\s*\Z", re.IGNORECASE)
+
+
+def parse_type(text: str) -> str:
+    """Parse one SQL type (``"bigint"``, ``"decimal(12, 2)"``) into lakecat's normalised spelling."""
+    toks = _Tokens(text or "")
+    if toks.peek() is None:
+        raise InvalidArgumentError("invalid type: it is empty; expected e.g. BIGINT or DECIMAL(12,2)")
+    ctype = _parse_type(toks)
+    if toks.peek() is not None:
+        raise InvalidArgumentError(f"invalid type {text!r}: unexpected {toks.peek()[1]!r}")  # type: ignore[index]
+    return ctype
+
+
+def parse_column_def(text: str) -> tuple[Column, str | None]:
+    """Parse ``"c TYPE [NOT NULL] [COMMENT '...'] [AFTER x | FIRST]"`` into a column and its position.
+
+    The position is ``"FIRST"``, ``"AFTER x"`` or None (at the end).
+    """
+    text = str(text or "")
+    position = None
+    m = _POSITION.search(text)
+    if m:
+        position = "FIRST" if m.group("first") else f"AFTER {validate_part(m.group('after'), what='column name')}"
+        text = text[: m.start()]
+    columns = parse_schema(text)
+    if len(columns) != 1:
+        raise InvalidArgumentError(f"invalid --add-column {text!r}: one column per --add-column (repeat the option)")
+    return columns[0], position
+
+
+@dataclass(frozen=True)
+class SchemaChange:
+    """One schema change of ``alter``: ``add``, ``rename``, ``drop``, ``widen`` or ``comment`` a column."""
+
+    kind: str
+    column: str
+    new_name: str | None = None
+    type: str | None = None
+    nullable: bool = True
+    comment: str | None = None
+    position: str | None = None
+
+    def __str__(self) -> str:
+        if self.kind == "add":
+            col = Column(self.column, self.type or "", self.nullable, self.comment)
+            return f"add column {col.ddl().replace('`', '')}" + (f" {self.position}" if self.position else "")
+        if self.kind == "rename":
+            return f"rename column {self.column} to {self.new_name}"
+        if self.kind == "drop":
+            return f"drop column {self.column}"
+        if self.kind == "widen":
+            return f"widen column {self.column} to {self.type}"
+        return f"set comment of column {self.column}"
+
+
+def widening_allowed(old: str, new: str) -> bool:
+    """int -> bigint, float -> double, decimal(p, s) -> decimal(p2, s) with p2 > p: the widenings every format reads."""
+    if (old, new) in {("INT", "BIGINT"), ("FLOAT", "DOUBLE")}:
+        return True
+    d_old = re.fullmatch(r"DECIMAL\((\d+),(\d+)\)", old)
+    d_new = re.fullmatch(r"DECIMAL\((\d+),(\d+)\)", new)
+    return bool(d_old and d_new and d_old.group(2) == d_new.group(2) and int(d_new.group(1)) > int(d_old.group(1)))

@@ -19,9 +19,10 @@ if TYPE_CHECKING:
 class Table:
     """A handle on one table; cheap to create, reads metadata only when asked."""
 
-    def __init__(self, catalog: Catalog, entry: TableEntry) -> None:
+    def __init__(self, catalog: Catalog, entry: TableEntry, *, branch: str | None = None) -> None:
         self.catalog = catalog
         self.entry = entry
+        self.branch_name = branch
 
     def __repr__(self) -> str:
         return f"Table({self.name!r}, format={self.format!r})"
@@ -44,8 +45,21 @@ class Table:
 
     @property
     def spark_name(self) -> str:
-        """The quoted name Spark SQL knows this table by."""
-        return self.adapter.spark_name(self.catalog, self.entry)
+        """The quoted name Spark SQL knows this table by (a branch of it, for a table ``on_branch``)."""
+        name = self.adapter.spark_name(self.catalog, self.entry)
+        return self.adapter.branch_spark_name(name, self.branch_name) if self.branch_name else name
+
+    def on_branch(self, branch: str) -> Table:
+        """This table as its branch ``branch`` sees it: reads and writes (``upsert``) go to the branch.
+
+        Example:
+            >>> t.branch("audit"); t.on_branch("audit").upsert("/landing/fixes/", key="id"); t.publish("audit")
+        """
+        from .versions import find_ref
+
+        self.adapter.require("branches", "--branch")
+        find_ref(self, branch, "branch")
+        return Table(self.catalog, self.entry, branch=branch)
 
     def refresh(self) -> TableEntry:
         """Re-read the catalog entry (an Iceberg table's metadata pointer moves with every commit)."""
@@ -86,42 +100,103 @@ class Table:
 
         return history(self, limit=limit)
 
-    def as_of(self, *, version: int | None = None, timestamp: str | None = None):  # type: ignore[no-untyped-def]
-        """A read-only view pinned to ``version``, or to the newest version at or before ``timestamp``.
+    def as_of(self, *, version: int | None = None, timestamp: str | None = None, tag: str | None = None):  # type: ignore[no-untyped-def]
+        """A read-only view pinned to ``version`` (or the version tagged ``tag``), or to the newest version at or
+        before ``timestamp``.
 
         Example:
             >>> t.as_of(version=3).to_pandas()
+            >>> t.as_of(tag="eom-2026-01").count()
         """
         from .versions import as_of
 
-        return as_of(self, version=version, timestamp=timestamp)
+        return as_of(self, version=version, timestamp=timestamp, tag=tag)
 
-    def changes(self, *, since: int, until: int | None = None):  # type: ignore[no-untyped-def]
-        """Rows changed after ``since`` (exclusive) up to ``until`` (inclusive, default current)."""
+    def changes(self, *, since: int | None = None, until: int | None = None, since_tag: str | None = None,
+                until_tag: str | None = None):  # type: ignore[no-untyped-def]  # fmt: skip
+        """Rows changed after ``since`` (or the version tagged ``since_tag``; exclusive) up to ``until``
+        (or ``until_tag``; inclusive, default current)."""
         from .versions import changes
 
-        return changes(self, since=since, until=until)
+        return changes(self, since=since, until=until, since_tag=since_tag, until_tag=until_tag)
 
-    def rollback(self, *, version: int | None = None, timestamp: str | None = None, force: bool = False):  # type: ignore[no-untyped-def]
-        """Make the table read as it did at ``version`` (or as of ``timestamp``); ``force`` also undoes batches
-        an ingest stream committed (refused otherwise: the stream would not write them again)."""
+    def rollback(self, *, version: int | None = None, timestamp: str | None = None, tag: str | None = None,
+                 force: bool = False):  # type: ignore[no-untyped-def]  # fmt: skip
+        """Make the table read as it did at ``version`` (or the version tagged ``tag``, or as of ``timestamp``);
+        ``force`` also undoes batches an ingest stream committed (refused otherwise: it would not write them again)."""
         from .versions import rollback
 
-        return rollback(self, version=version, timestamp=timestamp, force=force)
+        return rollback(self, version=version, timestamp=timestamp, tag=tag, force=force)
+
+    # --- evolution and named versions (lakecat/evolution.py) ---------------------------------------
+    def alter(self, *, add_columns: list[str] | tuple[str, ...] = (), rename_columns: list[str] | tuple[str, ...] = (),
+              drop_columns: list[str] | tuple[str, ...] = (), widen: list[str] | tuple[str, ...] = (),
+              comments: list[str] | tuple[str, ...] = (), partition_by: str | None = None, rewrite: bool = False,
+              dry_run: bool = False, yes: bool = False):  # type: ignore[no-untyped-def]  # fmt: skip
+        """Evolve the schema (one commit per change) and/or the partitioning.
+
+        ``add_columns``: ``"c TYPE [NOT NULL] [COMMENT '...'] [AFTER x | FIRST]"``; ``rename_columns``:
+        ``"old=new"``; ``widen``: ``"c=BIGINT"``; ``comments``: ``"c=text"``. ``yes`` allows what the format must
+        enable first (Delta's column mapping for rename and drop). Returns an ``AlterResult``.
+
+        Example:
+            >>> t.alter(add_columns=["discount DECIMAL(5,2) AFTER amount"], rename_columns=["cust=customer_id"], yes=True)
+        """
+        from .evolution import alter, schema_changes
+
+        changes = schema_changes(add_columns=add_columns, rename_columns=rename_columns, drop_columns=drop_columns,
+                                 widen=widen, comments=comments)  # fmt: skip
+        return alter(self, changes=changes, partition_by=partition_by, rewrite=rewrite, dry_run=dry_run, yes=yes)
+
+    def tag(self, name: str, *, version: int | None = None, timestamp: str | None = None, retain: str | None = None):  # type: ignore[no-untyped-def]
+        """Name a version (default: the current one); ``retain`` (e.g. ``"30d"``) limits how long the tag lives.
+
+        Example:
+            >>> t.tag("eom-2026-01", retain="365d")
+        """
+        from .evolution import tag
+
+        return tag(self, name, version=version, timestamp=timestamp, retain=retain)
+
+    def untag(self, name: str):  # type: ignore[no-untyped-def]
+        """Remove a tag."""
+        from .evolution import untag
+
+        return untag(self, name)
+
+    def tags(self):  # type: ignore[no-untyped-def]
+        """The table's tags and branches."""
+        from .evolution import refs
+
+        return refs(self)
+
+    def branch(self, name: str, *, version: int | None = None):  # type: ignore[no-untyped-def]
+        """Create a branch (write-audit-publish) at ``version`` (default: the current one)."""
+        from .evolution import branch
+
+        return branch(self, name, version=version)
+
+    def publish(self, branch: str):  # type: ignore[no-untyped-def]
+        """Fast-forward the main line to ``branch``."""
+        from .evolution import publish
+
+        return publish(self, branch)
 
     def upsert(self, data, *, key: str | list[str] | tuple[str, ...], file_format: str | None = None,
-               delete_when: str | None = None):  # type: ignore[no-untyped-def]  # fmt: skip
+               delete_when: str | None = None, branch: str | None = None):  # type: ignore[no-untyped-def]  # fmt: skip
         """MERGE a Spark DataFrame or a path of json/csv/parquet files into this table by ``key``.
 
         Matched rows are updated, new keys inserted; rows for which ``delete_when`` (a SQL predicate over
-        the source's columns) holds delete their match instead. One commit; returns an ``UpsertReport``.
+        the source's columns) holds delete their match instead. One commit (on ``branch``, when given: an Iceberg
+        branch made with ``Table.branch``, published with ``Table.publish``); returns an ``UpsertReport``.
 
         Example:
             >>> t.upsert("/landing/fixes/", key=["id"], delete_when="op = 'D'").updated
         """
         from .cdc import upsert
 
-        return upsert(self, data, key=key, file_format=file_format, delete_when=delete_when)
+        target = self.on_branch(branch) if branch is not None else self
+        return upsert(target, data, key=key, file_format=file_format, delete_when=delete_when)
 
     # --- maintenance (lakecat/maintenance.py) ---------------------------------------------------
     def compact(self, *, strategy: str = "binpack", by: list[str] | tuple[str, ...] | str = (),

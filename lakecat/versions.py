@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from .engine import first_line, spark_errors
 from .errors import InvalidArgumentError, LakecatError, VersionNotFoundError
 from .records import spark_lookup
-from .results import HistoryEntry, HistoryResult, ReadResult, Result, RollbackResult
+from .results import HistoryEntry, HistoryResult, ReadResult, RefInfo, Result, RollbackResult
 from .units import from_millis, iso, parse_timestamp
 
 if TYPE_CHECKING:
@@ -98,6 +98,24 @@ def history(table: Table, *, limit: int | None = None) -> History:
         HistoryEntry(c.version, iso(from_millis(c.timestamp_ms)), c.operation, c.summary) for c in reversed(commits)
     ]
     return HistoryResult(table.name, table.format, v.current_version(), entries[:limit] if limit else entries)
+
+
+def find_ref(table: Table, name: str, kind: str | None = None) -> RefInfo:
+    """The tag (or branch) ``name`` of the table; VersionNotFoundError when there is none (light path)."""
+    table.adapter.require("tags", "--tag")
+    table.refresh()
+    for r in table.adapter.refs(table):
+        if r.name == name and (kind is None or r.kind == kind):
+            return r
+    raise VersionNotFoundError(f"{table.name} has no {kind or 'tag'} {name!r}; `lakecat tags {table.name}` lists them")
+
+
+def _tagged(table: Table, version: int | None, tag: str | None, what: str = "--version") -> int | None:
+    if tag is None:
+        return version
+    if version is not None:
+        raise InvalidArgumentError(f"give either {what} or a tag, not both")
+    return find_ref(table, tag).version
 
 
 @dataclass
@@ -192,9 +210,11 @@ class TableAsOf(Result):
         return ReadResult(count=len(rows), rows=rows, columns=df.columns, limit=limit, truncated=truncated, **base)  # type: ignore[arg-type]
 
 
-def as_of(table: Table, *, version: int | None = None, timestamp: str | datetime | None = None) -> TableAsOf:
-    """The table pinned to ``version`` or to the newest version at or before ``timestamp``."""
+def as_of(table: Table, *, version: int | None = None, timestamp: str | datetime | None = None,
+          tag: str | None = None) -> TableAsOf:  # fmt: skip
+    """The table pinned to ``version``, to the version tagged ``tag``, or to the newest version at or before ``timestamp``."""
     table.adapter.require("time_travel", "timetravel")
+    version = _tagged(table, version, tag)
     r = resolve_version(table, version=version, timestamp=timestamp)
     return TableAsOf(table.name, table.format, r.version, iso(from_millis(r.timestamp_ms)) if r.timestamp_ms else None,
                      r.as_of, table)  # fmt: skip
@@ -277,13 +297,18 @@ class TableChanges(Result):
         return ReadResult(count=len(rows), rows=rows, columns=df.columns, limit=limit, truncated=truncated, **base)  # type: ignore[arg-type]
 
 
-def changes(table: Table, *, since: int, until: int | None = None) -> TableChanges:
+def changes(table: Table, *, since: int | None = None, until: int | None = None, since_tag: str | None = None,
+            until_tag: str | None = None) -> TableChanges:  # fmt: skip
     """Changes committed after ``since`` (exclusive) up to ``until`` (inclusive; default: the current version).
 
     ``since=-1`` reads from the table's first commit. On Iceberg, versions are snapshot ids and ``since``
     must be an ancestor of ``until`` (changes are read along one line of history).
     """
     table.adapter.require("changes", "changes")
+    since = _tagged(table, since, since_tag, "--since")
+    until = _tagged(table, until, until_tag, "--until")
+    if since is None:
+        raise InvalidArgumentError("give --since VERSION or --since-tag NAME")
     since = _check_int(since, "--since version")
     v = table.adapter.versions(table)
     commits = {c.version: c for c in v.commits()}
@@ -314,7 +339,7 @@ def changes(table: Table, *, since: int, until: int | None = None) -> TableChang
 
 # --- rollback -----------------------------------------------------------------------------------
 def rollback(table: Table, *, version: int | None = None, timestamp: str | datetime | None = None,
-             force: bool = False) -> RollbackResult:  # fmt: skip
+             tag: str | None = None, force: bool = False) -> RollbackResult:  # fmt: skip
     """Make the table read as it did at ``version`` (or as of ``timestamp``).
 
     Iceberg moves the current-snapshot pointer (``rollback_to_snapshot``, or ``set_current_snapshot``
@@ -324,6 +349,7 @@ def rollback(table: Table, *, version: int | None = None, timestamp: str | datet
     checkpoint has moved past them and would not write them again, so their rows would silently be gone.
     """
     table.adapter.require("rollback", "rollback")
+    version = _tagged(table, version, tag)
     target = resolve_version(table, version=version, timestamp=timestamp)
     current = table.adapter.current_version(table)
     stamp = iso(from_millis(target.timestamp_ms)) if target.timestamp_ms else None

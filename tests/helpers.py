@@ -24,9 +24,19 @@ def read_arrow(catalog, name_or_table) -> Any:
     entry = catalog.entry(name_or_table if isinstance(name_or_table, str) else name_or_table.name)
     if entry.format == "iceberg":
         return _iceberg_table(catalog, entry).scan().to_arrow()
-    from deltalake import DeltaTable
+    return delta_arrow(entry.location)
 
-    return DeltaTable(entry.location).to_pyarrow_table()
+
+def delta_arrow(location: str, version: int | None = None) -> Any:
+    """A Delta table's rows read by delta-rs: its pyarrow reader, or its DataFusion reader for a table with column
+    mapping (which the pyarrow-dataset path refuses)."""
+    import pyarrow as pa
+    from deltalake import DeltaTable, QueryBuilder
+
+    dt = DeltaTable(location, version=version)
+    if dt.metadata().configuration.get("delta.columnMapping.mode", "none") == "none":
+        return dt.to_pyarrow_table()
+    return pa.table(QueryBuilder().register("t", dt).execute("SELECT * FROM t").read_all())
 
 
 def read_rows(catalog, name_or_table) -> list[dict]:

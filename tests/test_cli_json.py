@@ -50,6 +50,9 @@ HEALTH_TABLE_KEYS = {"name", "format", "verdict", "reason", "needs", "data_files
 ROLLBACK_KEYS = {"from_version", "to_version", "current_version", "changed"}
 DROP_KEYS = {"name", "format", "location", "purged"}
 ALTER_KEYS = {"table", "format", "properties"}
+ALTER_SCHEMA_KEYS = {"table", "format", "changes", "upgrades", "schema", "partitioning", "column_mapping", "dry_run"}
+TAG_KEYS = {"table", "format", "action", "name", "kind", "version"}
+REF_KEYS = {"name", "kind", "version", "retain", "expires"}
 CATALOG_KEYS = {"name", "source", "active"}
 KAFKA_STATUS_KEYS = {"running", "pid", "bootstrap", "data_dir", "version"}
 ERROR_KEYS = {"type", "message"}
@@ -128,6 +131,7 @@ def _scenario_commands() -> list[tuple[str, ...]]:
         ("catalogs",), ("create",), ("ingest",), ("list",), ("describe",), ("history",), ("timetravel",),
         ("changes",), ("alter",), ("compact",), ("expire",), ("clean-orphans",), ("maintain",), ("rollback",),
         ("drop",), ("local", "kafka", "status"), ("local", "kafka", "stop"), ("jars", "fetch"), ("jars", "list"), ("doctor",),
+        ("tag",), ("tags",), ("untag",), ("branch",), ("publish",),
     ]  # fmt: skip
     if ("health",) in app_commands():
         commands.append(("health",))
@@ -208,6 +212,24 @@ def test_every_command_with_json(lakecat, catalog, spark, ns, table_format, tmp_
     altered = ok("alter", name, "--property", "lakecat.compact.target-file-size=1MB")
     assert ALTER_KEYS <= set(altered) and altered["properties"]["lakecat.compact.target-file-size"] == "1MB"
 
+    evolved = ok("alter", name, "--add-column", "extra STRING COMMENT 'added'")
+    assert ALTER_SCHEMA_KEYS <= set(evolved) and evolved["schema"][-1]["name"] == "extra"
+
+    tagged = ok("tag", name, "first", "--version", ingested)
+    assert TAG_KEYS <= set(tagged) and tagged["version"] == ingested and tagged["action"] == "tagged"
+    refs = ok("tags", name)
+    assert [r["name"] for r in refs["tags"]] == ["first"] and all(REF_KEYS <= set(r) for r in refs["tags"])
+    assert ok("timetravel", name, "--tag", "first", "--count")["count"] == 4
+    assert ok("describe", name)["tags"][0]["name"] == "first"
+    if catalog.load_table(name).adapter.supports("branches"):
+        assert ok("branch", name, "audit")["kind"] == "branch"
+        assert ok("publish", name, "audit")["action"] == "published"
+    else:
+        for args in (("branch", name, "audit"), ("publish", name, "audit")):
+            check_error(lakecat, list(args), 3, "UnsupportedOperationError")
+            ran.add(args[:1])
+    assert ok("untag", name, "first")["action"] == "untagged"
+
     plan = ok("compact", name, "--dry-run")
     assert COMPACT_KEYS <= set(plan) and plan["dry_run"] is True and plan["files_rewritten"] >= 2
     done = ok("compact", name)
@@ -271,6 +293,10 @@ def _table_args(path: tuple[str, ...], tmp_path: Path) -> list[Any]:
         ("changes",): ["--since", "0"],
         ("rollback",): ["--version", "1", "--yes"],
         ("drop",): ["--yes"],
+        ("tag",): ["t1"],
+        ("untag",): ["t1"],
+        ("branch",): ["b1"],
+        ("publish",): ["b1"],
         ("ingest",): ["--files", tmp_path],
         ("upsert",): ["--from", source, "--key", "id", "--file-format", "json"],
     }.get(path, [])

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from ..identifiers import TableIdent
     from ..metastore import Metastore, TableEntry
     from ..partitioning import PartitionField
-    from ..results import DescribeResult, ExpireResult, MetadataResult
+    from ..results import DescribeResult, ExpireResult, MetadataResult, RefInfo
     from ..schema import Column
 
 
@@ -216,6 +216,14 @@ CAPABILITY_METHODS: dict[str, tuple[str, ...]] = {
     "ingest": ("append_batch", "committed_batch", "read_current"),
     "merge": ("merge_marker_conf", "committed_batch", "read_current"),
     "alter_properties": ("set_properties",),
+    "add_column": ("add_column",),
+    "rename_column": ("rename_column",),
+    "drop_column": ("drop_column",),
+    "widen_column": ("widen_column",),
+    "comment_column": ("set_column_comment",),
+    "partition_evolution": ("evolve_partitioning",),
+    "tags": ("create_tag", "drop_tag"),
+    "branches": ("create_branch", "publish"),
     "compact": ("compact", "data_files"),
     "expire": ("expire",),
     "clean_orphans": ("find_orphans", "delete_orphans"),
@@ -246,6 +254,10 @@ class TableFormat(ABC):
     default_orphan_window: ClassVar[timedelta] = timedelta(days=7)
     #: ``maintain`` runs metadata upkeep once the format's measure (manifests, commits) reaches this.
     metadata_upkeep_threshold: ClassVar[int] = 5
+    #: Whether ``evolve_partitioning`` changes the spec in place (old files keep their layout) or only by a rewrite.
+    partition_evolution_in_place: ClassVar[bool] = False
+    #: Why the format lacks a capability, for the exit-3 sentence (capability -> reason).
+    gap_reasons: ClassVar[dict[str, str]] = {}
 
     # --- capabilities -------------------------------------------------------------------------
     @property
@@ -271,7 +283,7 @@ class TableFormat(ABC):
     def require(self, capability: str, what: str | None = None, why: str = "") -> None:
         """Raise ``UnsupportedOperationError`` (exit 3) unless the format has ``capability``."""
         if not self.supports(capability):
-            raise self.unsupported(what or capability.replace("_", " "), why)
+            raise self.unsupported(what or capability.replace("_", " "), why or self.gap_reasons.get(capability, ""))
 
     # --- catalog entries (light path) ----------------------------------------------------------
     def prepare_metastore(self, metastore: Metastore) -> None:  # noqa: B027 - optional hook
@@ -384,6 +396,60 @@ class TableFormat(ABC):
     def record_key(self, table: TableHandle, keys: list[str]) -> list[str]:
         """Record a change-event key in the format's own terms; returns notes for the user."""
         return []
+
+    # --- evolution (schema and partitioning) ------------------------------------------------
+    def schema_upgrade(self, table: TableHandle, kind: str) -> str | None:
+        """What a schema change of ``kind`` needs the table to enable first (a protocol upgrade), in a sentence.
+
+        None: nothing. ``alter`` enables it (``apply_schema_upgrade``) only when the caller confirmed.
+        """
+        return None
+
+    def apply_schema_upgrade(self, table: TableHandle, kind: str) -> None:
+        """Enable what ``schema_upgrade`` described (one commit)."""
+        raise self.unsupported(f"{kind} column")
+
+    def add_column(self, table: TableHandle, column: Column, position: str | None) -> None:
+        """Add one column (``position``: None, ``"FIRST"`` or ``"AFTER x"``) in one commit."""
+        raise self.unsupported("adding a column")
+
+    def rename_column(self, table: TableHandle, old: str, new: str) -> None:
+        raise self.unsupported("renaming a column")
+
+    def drop_column(self, table: TableHandle, name: str) -> None:
+        raise self.unsupported("dropping a column")
+
+    def widen_column(self, table: TableHandle, name: str, new_type: str) -> None:
+        raise self.unsupported("widening a column type")
+
+    def set_column_comment(self, table: TableHandle, name: str, comment: str) -> None:
+        raise self.unsupported("setting a column comment")
+
+    def evolve_partitioning(self, table: TableHandle, fields: list[PartitionField], rewrite: bool, dry_run: bool) -> tuple[int, int]:
+        """Make ``fields`` the table's partitioning; returns (files to rewrite, their bytes) — (0, 0) in place."""
+        raise self.unsupported("partition evolution")
+
+    # --- named versions (tags, branches) ----------------------------------------------------
+    def refs(self, table: TableHandle) -> list[RefInfo]:
+        """The table's tags and branches (besides its main line), light path."""
+        return []
+
+    def create_tag(self, table: TableHandle, name: str, version: int, retain: timedelta | None) -> None:
+        raise self.unsupported("tags")
+
+    def drop_tag(self, table: TableHandle, name: str) -> None:
+        raise self.unsupported("tags")
+
+    def create_branch(self, table: TableHandle, name: str, version: int | None) -> None:
+        raise self.unsupported("branches")
+
+    def branch_spark_name(self, spark_name: str, branch: str) -> str:
+        """How Spark SQL names a branch of the table (reads and writes go to the branch)."""
+        raise self.unsupported("branches")
+
+    def publish(self, table: TableHandle, branch: str) -> int | None:
+        """Fast-forward the main line to ``branch``; returns the table's version afterwards."""
+        raise self.unsupported("branches")
 
     # --- versions (Spark path) --------------------------------------------------------------
     def rollback(self, table: TableHandle, target: int, current: int | None) -> int | None:

@@ -18,9 +18,11 @@ from ...results import ColumnInfo, DescribeResult
 from ...schema import schema_ddl
 from ...units import from_millis, iso
 from ..base import TableFormat
+from .evolution import COLUMN_MAPPING, DeltaEvolution
 from .health import DeltaHealth
 from .maintenance import DeltaMaintenance, spark_path
 from .partitioning import delta_generated_columns, describe_delta_partitioning
+from .tags import TagStore
 from .versions import DeltaVersions
 
 if TYPE_CHECKING:
@@ -72,7 +74,7 @@ def delta_type_sql(t: Any) -> str:
     return _PRIMITIVE_SQL.get(text, text.upper())
 
 
-class DeltaFormat(DeltaVersions, DeltaMaintenance, DeltaHealth, TableFormat):
+class DeltaFormat(DeltaVersions, DeltaMaintenance, DeltaHealth, DeltaEvolution, TableFormat):
     name = "delta"
     partition_transforms = frozenset({"identity", "years", "months", "days", "hours", "truncate"})
     hidden_partitioning = False
@@ -80,6 +82,11 @@ class DeltaFormat(DeltaVersions, DeltaMaintenance, DeltaHealth, TableFormat):
     safety_floor_reason = ("Delta's retentionDurationCheck: files younger than that may still be read by running queries "
                            "or belong to a commit in flight")  # fmt: skip
     metadata_upkeep_threshold = 5  # commits without a checkpoint
+    gap_reasons = {
+        "widen_column": "Delta widens a type in place only with the typeWidening table feature (reader version 3), "
+                        "which delta-rs and other readers cannot read yet; lakecat does not lock them out",
+        "branches": "Delta has no branches (one line of versions); use a tag, or a copy of the table, to stage writes",
+    }  # fmt: skip
 
     # --- catalog entries --------------------------------------------------------------------
     def _registry(self, metastore: Metastore) -> Registry:
@@ -87,6 +94,7 @@ class DeltaFormat(DeltaVersions, DeltaMaintenance, DeltaHealth, TableFormat):
 
     def prepare_metastore(self, metastore: Metastore) -> None:
         self._registry(metastore)
+        TagStore(metastore)
 
     def list_entries(self, ctx: CatalogContext, namespace: str | None = None) -> list[TableEntry]:
         return self._registry(ctx.metastore).list(namespace)
@@ -166,7 +174,8 @@ class DeltaFormat(DeltaVersions, DeltaMaintenance, DeltaHealth, TableFormat):
             partitioning=describe_delta_partitioning(list(meta.partition_columns), generation),
             properties=dict(meta.configuration), current_version=dt.version(), files=int(actions.num_rows),
             size_bytes=int(sum(sizes)), records=records, last_updated=iso(from_millis(last)) if last else None,
-            capabilities=self.capabilities,
+            capabilities=self.capabilities, tags=self.refs(table),
+            column_mapping=str(meta.configuration.get(COLUMN_MAPPING, "none")),
         )  # fmt: skip
 
     def properties(self, table: TableHandle) -> dict[str, str]:
@@ -174,6 +183,7 @@ class DeltaFormat(DeltaVersions, DeltaMaintenance, DeltaHealth, TableFormat):
 
     def drop(self, ctx: CatalogContext, entry: TableEntry) -> None:
         self._registry(ctx.metastore).unregister(entry.ident)
+        TagStore(ctx.metastore).remove(entry.ident)
 
     # --- reads ------------------------------------------------------------------------------
     def read_current(self, table: TableHandle) -> DataFrame:

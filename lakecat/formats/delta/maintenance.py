@@ -91,17 +91,24 @@ class DeltaMaintenance:
         recent = [v for v in available if times[v] >= cutoff_ms]
         oldest_kept = min([current - keep + 1, *(recent[:1] or [current])])
         oldest_kept = max(oldest_kept, available[0] if available else 0)
-        expired = [v for v in available if v < oldest_kept]
-        retained = [v for v in available if v >= oldest_kept]
+        # a tagged version keeps its data files and the log it is read from (lakecat's tags, in the metastore)
+        tagged = sorted(v for v in self.protected_versions(table) if v in available and v < oldest_kept)  # type: ignore[attr-defined]
+        expired = [v for v in available if v < oldest_kept and v not in tagged]
+        retained = [v for v in available if v >= oldest_kept or v in tagged]
         doomed: dict[str, int] = {}
         if expired:
             needed = {norm_path(u) for u in self.load(table, version=oldest_kept).file_uris()}  # type: ignore[attr-defined]
+            for v in tagged:
+                needed |= {norm_path(u) for u in self.load(table, version=v).file_uris()}  # type: ignore[attr-defined]
             later_adds, _ = log_actions(table.location, entries, oldest_kept + 1, current)
             needed |= later_adds
-            earliest = {norm_path(u) for u in self.load(table, version=expired[0]).file_uris()}  # type: ignore[attr-defined]
-            adds, removes = log_actions(table.location, entries, expired[0] + 1, oldest_kept)
+            earliest = {norm_path(u) for u in self.load(table, version=available[0]).file_uris()}  # type: ignore[attr-defined]
+            adds, removes = log_actions(table.location, entries, available[0] + 1, oldest_kept)
             # the change data files of expired commits: only a change read of those versions would open them
-            (change_files,) = log_actions(table.location, entries, expired[0], oldest_kept - 1, kinds=("cdc",))
+            change_files: set[str] = set()
+            for v in expired:
+                (written,) = log_actions(table.location, entries, v, v, kinds=("cdc",))
+                change_files |= written
             doomed = file_sizes(sorted((earliest | adds | removes | change_files) - needed))
         result = ExpireResult(
             table=table.name, format=self.name, expired_versions=expired, retained_versions=retained,  # type: ignore[attr-defined]
@@ -122,7 +129,7 @@ class DeltaMaintenance:
             with contextlib.suppress(OSError):
                 fs_.delete_file(f"{head}/.{name}.crc")  # Hadoop's checksum sidecar
         result.deleted_files, result.deleted_bytes = len(gone), sum(doomed[g] for g in gone)
-        result.log_truncated_before = self._truncate_log(table, oldest_kept)
+        result.log_truncated_before = self._truncate_log(table, min([oldest_kept, *tagged]))
         return result
 
     def _truncate_log(self, table: TableHandle, oldest_kept: int) -> int | None:
@@ -165,11 +172,29 @@ class DeltaMaintenance:
             return []
         return [r["path"] for r in rows if not is_local_dir(r["path"])]  # empty directories (e.g. _change_data/) are not files
 
+    def _tagged_files(self, table: TableHandle) -> set[str]:
+        out: set[str] = set()
+        for v in self.protected_versions(table):  # type: ignore[attr-defined]
+            try:
+                out |= {norm_path(u) for u in self.load(table, version=v).file_uris()}  # type: ignore[attr-defined]
+            except Exception:  # noqa: BLE001,S112 - a tagged version already gone from the log protects nothing
+                continue
+        return out
+
     def find_orphans(self, table: TableHandle, cutoff: datetime, window: timedelta) -> list[str]:
-        return self._vacuum(table, vacuum_hours(window), dry_run=True)
+        found = self._vacuum(table, vacuum_hours(window), dry_run=True)
+        tagged = self._tagged_files(table)
+        return [f for f in found if norm_path(f) not in tagged]
 
     def delete_orphans(self, table: TableHandle, cutoff: datetime, window: timedelta) -> None:
-        self._vacuum(table, vacuum_hours(window), dry_run=False)
+        if not self.protected_versions(table):  # type: ignore[attr-defined]
+            self._vacuum(table, vacuum_hours(window), dry_run=False)
+            return
+        # VACUUM would delete the files of tagged versions: delete what it found, minus those, ourselves
+        for path in self.find_orphans(table, cutoff, window):
+            fs_, p = fs_for(path)
+            with contextlib.suppress(FileNotFoundError):
+                fs_.delete_file(p)
 
     def rewrite_metadata(self, table: TableHandle, dry_run: bool, min_count: int) -> MetadataResult:
         """Write a checkpoint (and clean up expired log files) once ``min_count`` commits have none."""

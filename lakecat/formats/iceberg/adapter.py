@@ -18,11 +18,12 @@ from ...engine import first_line, spark_errors, tblproperties, with_retries
 from ...errors import CommitConflictError, LakecatError
 from ...identifiers import TableIdent, quote
 from ...metastore import TableEntry, normalize_location
-from ...results import ColumnInfo, DescribeResult
+from ...results import ColumnInfo, DescribeResult, PartitionSpecInfo
 from ...schema import schema_ddl
 from ...units import from_millis, iso
 from ..base import TableFormat
 from . import spark as spark_setup
+from .evolution import IcebergEvolution
 from .health import IcebergHealth
 from .maintenance import IcebergMaintenance
 from .markers import MARKER_BATCH, MARKER_PROPERTY_PREFIX, MARKER_QUERY, stream_markers
@@ -91,10 +92,11 @@ def _location(metadata_location: str | None) -> str:
     return normalize_location(metadata_location.rsplit("/metadata/", 1)[0])
 
 
-class IcebergFormat(IcebergVersions, IcebergMaintenance, IcebergHealth, TableFormat):
+class IcebergFormat(IcebergVersions, IcebergMaintenance, IcebergHealth, IcebergEvolution, TableFormat):
     name = "iceberg"
     partition_transforms = frozenset({"identity", "years", "months", "days", "hours", "bucket", "truncate"})
     hidden_partitioning = True
+    partition_evolution_in_place = True
     compact_strategies = ("binpack", "sort", "zorder")
     safety_floor = timedelta(hours=24)
     safety_floor_reason = ("Iceberg's orphan-file rule: files younger than that may belong to a commit still in flight, "
@@ -203,12 +205,19 @@ class IcebergFormat(IcebergVersions, IcebergMaintenance, IcebergHealth, TableFor
         columns = [ColumnInfo(f.name, iceberg_type_sql(f.field_type), not f.required, f.doc or None) for f in schema.fields]
         partitioning = [iceberg_transform_word(str(pf.transform), schema.find_column_name(pf.source_id) or "?")
                         for pf in spec.fields]  # fmt: skip
+        refs = self.ref_infos(tbl.metadata)
         return DescribeResult(
             name=table.name, format=self.name, location=tbl.metadata.location, schema=columns, partitioning=partitioning,
             properties=dict(tbl.properties), current_version=snapshot.snapshot_id if snapshot else None,
             files=int(summary.get("total-data-files", 0)), size_bytes=int(summary.get("total-files-size", 0)),
             records=int(summary["total-records"]) if "total-records" in summary else (0 if snapshot is None else None),
             last_updated=iso(from_millis(tbl.metadata.last_updated_ms)), capabilities=self.capabilities,
+            column_mapping="id", tags=[r for r in refs if r.kind == "tag"], branches=[r for r in refs if r.kind == "branch"],
+            partition_specs=[
+                PartitionSpecInfo(sid, [iceberg_transform_word(str(pf.transform), schema.find_column_name(pf.source_id) or "?")
+                                        for pf in s.fields], sid == spec.spec_id)
+                for sid, s in sorted(tbl.specs().items())
+            ],
         )  # fmt: skip
 
     def properties(self, table: TableHandle) -> dict[str, str]:
@@ -221,7 +230,7 @@ class IcebergFormat(IcebergVersions, IcebergMaintenance, IcebergHealth, TableFor
     def refreshed_session(self, table: TableHandle) -> Any:
         spark = table.catalog.session()
         # Spark's Iceberg catalog caches table metadata: another engine (pyiceberg) may have committed since.
-        spark.sql(f"REFRESH TABLE {table.spark_name}")
+        spark.sql(f"REFRESH TABLE {self.spark_name(table.catalog, table.entry)}")  # the table, not a branch of it
         return spark
 
     def read_current(self, table: TableHandle) -> DataFrame:

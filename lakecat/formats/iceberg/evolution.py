@@ -1,0 +1,209 @@
+"""Iceberg evolution: schema changes by field id, partition spec evolution and refs (tags, branches), through
+pyiceberg's own metadata commits (no JVM, no data rewritten); publishing a branch runs Iceberg's ``fast_forward``."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from ...engine import first_line, spark_errors, sql_string, with_retries
+from ...errors import CommitConflictError, InvalidArgumentError, LakecatError
+from ...identifiers import quote
+from ...results import RefInfo
+from ...units import format_duration, from_millis, iso
+
+if TYPE_CHECKING:
+    from ...partitioning import PartitionField
+    from ...schema import Column
+    from ..base import TableHandle
+
+_PRIMITIVES = {
+    "BOOLEAN": "BooleanType", "TINYINT": "IntegerType", "SMALLINT": "IntegerType", "INT": "IntegerType",
+    "BIGINT": "LongType", "FLOAT": "FloatType", "DOUBLE": "DoubleType", "STRING": "StringType",
+    "BINARY": "BinaryType", "DATE": "DateType", "TIMESTAMP": "TimestamptzType", "TIMESTAMP_NTZ": "TimestampType",
+}  # fmt: skip
+
+
+def iceberg_type(sql: str) -> Any:
+    """lakecat's normalised SQL type (``DECIMAL(12,2)``, ``ARRAY<STRING>``, ``STRUCT<`a`: INT>``) as a pyiceberg type.
+
+    Nested ids are placeholders: pyiceberg assigns fresh ids when the column is added.
+    """
+    from pyiceberg import types as it
+
+    counter = iter(range(1, 10_000))
+
+    def parse(text: str) -> Any:
+        text = text.strip()
+        upper = text.upper()
+        if upper in _PRIMITIVES:
+            return getattr(it, _PRIMITIVES[upper])()
+        m = re.fullmatch(r"DECIMAL\((\d+),\s*(\d+)\)", upper)
+        if m:
+            return it.DecimalType(int(m.group(1)), int(m.group(2)))
+        inner = text[text.index("<") + 1 : text.rindex(">")] if "<" in text else ""
+        if upper.startswith("ARRAY<"):
+            return it.ListType(next(counter), parse(inner), element_required=False)
+        if upper.startswith("MAP<"):
+            key, value = _split(inner)
+            return it.MapType(next(counter), parse(key), next(counter), parse(value), value_required=False)
+        if upper.startswith("STRUCT<"):
+            fields = []
+            for part in _split(inner):
+                name, _, ftype = part.partition(":")
+                fields.append(it.NestedField(next(counter), name.strip().strip("`"), parse(ftype), required=False))
+            return it.StructType(*fields)
+        raise InvalidArgumentError(f"type {text}: no Iceberg equivalent")
+
+    return parse(sql)
+
+
+def _split(text: str) -> list[str]:
+    parts, depth, cur = [], 0, ""
+    for ch in text:
+        depth += ch == "<"
+        depth -= ch == ">"
+        if ch == "," and depth == 0:
+            parts.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    return [*parts, cur]
+
+
+def _transform(field: PartitionField) -> Any:
+    from pyiceberg import transforms as tr
+
+    simple = {"identity": tr.IdentityTransform, "years": tr.YearTransform, "months": tr.MonthTransform,
+              "days": tr.DayTransform, "hours": tr.HourTransform}  # fmt: skip
+    if field.transform in simple:
+        return simple[field.transform]()
+    if field.transform == "bucket":
+        return tr.BucketTransform(int(field.param or 0))
+    return tr.TruncateTransform(int(field.param or 0))
+
+
+def _field_name(field: PartitionField) -> str:
+    """Spark's names for partition fields (``ts_day``, ``id_bucket_16``), so both engines agree."""
+    suffix = {"years": "year", "months": "month", "days": "day", "hours": "hour"}
+    if field.transform == "identity":
+        return field.column
+    if field.transform in suffix:
+        return f"{field.column}_{suffix[field.transform]}"
+    return f"{field.column}_{field.transform}_{field.param}"
+
+
+class IcebergEvolution:
+    """The evolution half of the Iceberg adapter (mixed into ``IcebergFormat``)."""
+
+    def _commit(self, table: TableHandle, what: str, fn: Callable[[Any], None]) -> None:
+        """One metadata commit through pyiceberg's catalog, retried on a conflict; pyiceberg's refusals are one line."""
+        from pyiceberg.exceptions import CommitFailedException
+
+        def commit() -> None:
+            tbl = self.sql_catalog(table.catalog).load_table((table.entry.ident.namespace, table.entry.ident.name))  # type: ignore[attr-defined]
+            try:
+                fn(tbl)
+            except CommitFailedException as e:
+                raise CommitConflictError(f"{what} {table.name}: commit conflict: {first_line(str(e))}") from e
+            except (ValueError, KeyError) as e:
+                raise InvalidArgumentError(f"{what} {table.name}: {first_line(str(e))}") from e
+
+        with_retries(commit, what=f"{what} {table.name}")
+
+    def _schema(self, table: TableHandle, what: str, change: Callable[[Any], None], *, incompatible: bool = False) -> None:
+        def fn(tbl: Any) -> None:
+            with tbl.update_schema(allow_incompatible_changes=incompatible) as update:
+                change(update)
+
+        self._commit(table, what, fn)
+
+    # --- schema ---------------------------------------------------------------------------------
+    def add_column(self, table: TableHandle, column: Column, position: str | None) -> None:
+        def change(u: Any) -> None:
+            u.add_column(column.name, iceberg_type(column.type), doc=column.comment, required=not column.nullable)
+            if position == "FIRST":
+                u.move_first(column.name)
+            elif position:
+                u.move_after(column.name, position.split(" ", 1)[1])
+
+        # a required column is only accepted on a table without rows (checked above the adapter)
+        self._schema(table, "alter --add-column", change, incompatible=not column.nullable)
+
+    def rename_column(self, table: TableHandle, old: str, new: str) -> None:
+        self._schema(table, "alter --rename-column", lambda u: u.rename_column(old, new))
+
+    def drop_column(self, table: TableHandle, name: str) -> None:
+        self._schema(table, "alter --drop-column", lambda u: u.delete_column(name))
+
+    def widen_column(self, table: TableHandle, name: str, new_type: str) -> None:
+        self._schema(table, "alter --widen", lambda u: u.update_column(name, field_type=iceberg_type(new_type)))
+
+    def set_column_comment(self, table: TableHandle, name: str, comment: str) -> None:
+        self._schema(table, "alter --set-comment", lambda u: u.update_column(name, doc=comment))
+
+    # --- partitioning ---------------------------------------------------------------------------
+    def evolve_partitioning(self, table: TableHandle, fields: list[PartitionField], rewrite: bool, dry_run: bool) -> tuple[int, int]:
+        """A new spec for new data; files written before keep their spec (no rewrite: ``rewrite`` is not needed)."""
+        if dry_run:
+            return 0, 0
+
+        def fn(tbl: Any) -> None:
+            schema = tbl.schema()
+            current = {(pf.source_id, str(pf.transform)): pf.name for pf in tbl.spec().fields}
+            wanted = {(schema.find_field(f.column).field_id, str(_transform(f))): f for f in fields}
+            with tbl.update_spec() as update:
+                for key, name in current.items():
+                    if key not in wanted:
+                        update.remove_field(name)
+                for key, f in wanted.items():
+                    if key not in current:
+                        update.add_field(f.column, _transform(f), _field_name(f))
+
+        self._commit(table, "alter --partition-by", fn)
+        return 0, 0
+
+    # --- refs -----------------------------------------------------------------------------------
+    def ref_infos(self, meta: Any) -> list[RefInfo]:
+        by_id = {s.snapshot_id: s for s in meta.snapshots}
+        out = []
+        for name, ref in sorted((meta.refs or {}).items()):
+            kind = str(getattr(ref.snapshot_ref_type, "value", ref.snapshot_ref_type)).lower()
+            if name == "main" and kind == "branch":
+                continue
+            age = ref.max_ref_age_ms
+            snap = by_id.get(ref.snapshot_id)
+            expires = iso(from_millis(snap.timestamp_ms + age)) if age and snap is not None else None
+            out.append(RefInfo(name, kind, ref.snapshot_id, format_duration(timedelta(milliseconds=age)) if age else None, expires))
+        return out
+
+    def refs(self, table: TableHandle) -> list[RefInfo]:
+        return self.ref_infos(self.load(table).metadata)  # type: ignore[attr-defined]
+
+    def create_tag(self, table: TableHandle, name: str, version: int, retain: timedelta | None) -> None:
+        age = int(retain.total_seconds() * 1000) if retain is not None else None
+        self._commit(table, "tag", lambda tbl: tbl.manage_snapshots().create_tag(version, name, max_ref_age_ms=age).commit())
+
+    def drop_tag(self, table: TableHandle, name: str) -> None:
+        self._commit(table, "untag", lambda tbl: tbl.manage_snapshots().remove_tag(name).commit())
+
+    def create_branch(self, table: TableHandle, name: str, version: int | None) -> None:
+        def fn(tbl: Any) -> None:
+            snap = version if version is not None else tbl.metadata.current_snapshot_id
+            if snap is None:
+                raise LakecatError(f"branch {table.name}: the table has no snapshot to branch from yet")
+            tbl.manage_snapshots().create_branch(snap, name).commit()
+
+        self._commit(table, "branch", fn)
+
+    def branch_spark_name(self, spark_name: str, branch: str) -> str:
+        return f"{spark_name}.{quote('branch_' + branch)}"
+
+    def publish(self, table: TableHandle, branch: str) -> int | None:
+        spark = table.catalog.session()
+        with spark_errors("publish", table.entry.ident):
+            spark.sql(f"CALL {quote(table.catalog.name)}.system.fast_forward(table => {sql_string(table.entry.ident.quoted)}, "
+                      f"branch => 'main', to => {sql_string(branch)})").collect()  # fmt: skip
+        return self.current_version(table)  # type: ignore[attr-defined, no-any-return]

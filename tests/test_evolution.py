@@ -1,0 +1,294 @@
+"""Tables that change shape, on both formats: schema evolution, partition evolution, tags and branches.
+
+Every evolved table is read back by an independent reader (pyiceberg; delta-rs) and a format's gap is a strict
+xfail derived from its capabilities.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from helpers import delta_arrow, pyiceberg_catalog, read_rows
+
+from lakecat.errors import UnsupportedOperationError
+
+pytestmark = pytest.mark.spark
+
+SCHEMA = "id BIGINT NOT NULL, n INT, f FLOAT, amount DECIMAL(5,2), region STRING, v STRING"
+
+
+def run_json(cli, *args):
+    code, out, err = cli(*args, "--json")
+    return code, json.loads(out), err
+
+
+def metadata_commits(catalog, t) -> int:
+    """Commits of the table's metadata, counted by the independent reader (Iceberg metadata files; Delta versions)."""
+    entry = catalog.entry(t.name)
+    if entry.format == "iceberg":
+        tbl = pyiceberg_catalog(catalog).load_table((entry.ident.namespace, entry.ident.name))
+        return len(tbl.metadata.metadata_log) + 1
+    from deltalake import DeltaTable
+
+    return DeltaTable(entry.location).version()
+
+
+def independent_schema(catalog, t) -> dict[str, str]:
+    """column -> type as the independent reader sees it."""
+    entry = catalog.entry(t.name)
+    if entry.format == "iceberg":
+        tbl = pyiceberg_catalog(catalog).load_table((entry.ident.namespace, entry.ident.name))
+        return {f.name: str(f.field_type) for f in tbl.schema().fields}
+    from deltalake import DeltaTable
+
+    return {f.name: str(f.type.type) for f in DeltaTable(entry.location).schema().fields}
+
+
+def land(tmp_path, name, rows):
+    d = tmp_path / name
+    d.mkdir()
+    (d / "0.json").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    return d
+
+
+def make(catalog, spark, ns, table_format, name="e"):
+    t = catalog.create_table(f"{ns}.{name}", schema=SCHEMA, format=table_format, partition_by="region")
+    spark.sql(f"INSERT INTO {t.spark_name} VALUES (1, 10, 1.5, 1.25, 'eu', 'a'), (2, 20, 2.5, 2.5, 'us', 'b')")
+    return t
+
+
+# --- schema evolution ----------------------------------------------------------------------------
+def test_schema_evolution_one_commit_each_ingest_and_upsert_around_a_rename(cli, catalog, spark, ns, table_format, tmp_path):
+    t = make(catalog, spark, ns, table_format)
+    code, doc, err = run_json(cli, "ingest", t.name, "--files", land(tmp_path, "before", [
+        {"id": 3, "n": 30, "f": 3.5, "amount": 3.75, "region": "eu", "v": "c"}]), "--file-format", "json", "--no-dlq")  # fmt: skip
+    assert code == 0 and doc["rows_written"] == 1, err
+
+    before = metadata_commits(catalog, t)
+    code, doc, err = run_json(cli, "alter", t.name, "--add-column", "note STRING COMMENT 'free text' AFTER id",
+                              "--add-column", "score DOUBLE", "--set-comment", "n=a count")  # fmt: skip
+    assert code == 0, err
+    assert metadata_commits(catalog, t) == before + 3  # one commit per change
+    names = [c["name"] for c in doc["schema"]]
+    assert names[:2] == ["id", "note"] and names[-1] == "score"
+    by_name = {c["name"]: c for c in doc["schema"]}
+    assert by_name["note"]["comment"] == "free text" and by_name["n"]["comment"] == "a count"
+    assert {"note", "score"} <= set(independent_schema(catalog, t))
+
+    # rename and drop: Delta must enable column mapping first, only when asked
+    upgrade = t.adapter.schema_upgrade(t, "rename")
+    before = metadata_commits(catalog, t)
+    if upgrade:
+        code, doc, err = run_json(cli, "alter", t.name, "--rename-column", "v=label")
+        assert code == 2 and "column mapping" in doc["error"]["message"] and "--yes" in doc["error"]["message"], doc
+        assert len(err.strip().splitlines()) == 1
+        assert metadata_commits(catalog, t) == before  # nothing changed
+    code, doc, err = run_json(cli, "alter", t.name, "--rename-column", "v=label", "--drop-column", "score", "--yes")
+    assert code == 0, err
+    ops = [e.operation for e in t.history()][: metadata_commits(catalog, t) - before]  # newest first
+    if upgrade:  # the protocol upgrade is its own commit(s), before the changes
+        assert ops[:2] == ["alter_schema", "alter_schema"] and set(ops[2:]) == {"set_properties"}, ops
+    else:
+        assert metadata_commits(catalog, t) == before + 2
+    assert doc["upgrades"] == ([upgrade] if upgrade else [])
+    assert doc["column_mapping"] in ("id", "name")
+    schema = independent_schema(catalog, t)
+    assert "label" in schema and "v" not in schema and "score" not in schema
+
+    # the independent reader reads the renamed column, old rows included (no rewrite)
+    rows = sorted((r["id"], r["label"]) for r in read_rows(catalog, t))
+    assert rows == [(1, "a"), (2, "b"), (3, "c")]
+
+    # ingest after the rename (new name), then an upsert on the evolved table
+    code, doc, err = run_json(cli, "ingest", t.name, "--files", land(tmp_path, "after", [
+        {"id": 4, "note": "x", "n": 40, "f": 4.5, "amount": 4.5, "region": "us", "label": "d"}]), "--file-format", "json", "--no-dlq")  # fmt: skip
+    assert code == 0 and doc["rows_written"] == 1, err
+    fix = tmp_path / "fix.json"
+    fix.write_text(json.dumps({"id": 1, "note": "fixed", "n": 11, "f": 1.5, "amount": 1.25, "region": "eu", "label": "A"}) + "\n")
+    code, doc, err = run_json(cli, "upsert", t.name, "--from", fix, "--key", "id", "--file-format", "json")
+    assert code == 0 and doc["updated"] == 1, err
+    rows = sorted((r["id"], r["label"], r["note"]) for r in read_rows(catalog, t))
+    assert rows == [(1, "A", "fixed"), (2, "b", None), (3, "c", None), (4, "d", "x")]
+
+    code, doc, err = run_json(cli, "describe", t.name)
+    assert code == 0 and doc["column_mapping"] in ("id", "name"), err
+
+
+@pytest.mark.notimpl("widen_column")
+def test_widen_types(catalog, spark, ns, table_format):
+    t = make(catalog, spark, ns, table_format, "w")
+    res = t.alter(widen=["n=BIGINT", "f=DOUBLE", "amount=DECIMAL(10,2)"])
+    types = {c.name: c.type for c in res.schema}
+    assert (types["n"], types["f"], types["amount"]) == ("BIGINT", "DOUBLE", "DECIMAL(10,2)")
+    schema = independent_schema(catalog, t)
+    assert (schema["n"], schema["f"], schema["amount"]) == ("long", "double", "decimal(10, 2)")
+    spark.sql(f"INSERT INTO {t.spark_name} (id, n, f, amount, region, v) VALUES (3, 30000000000, 3.5, 12345678.5, 'eu', 'c')")
+    rows = {r["id"]: r for r in read_rows(catalog, t)}
+    assert rows[3]["n"] == 30000000000 and rows[1]["n"] == 10
+
+
+def test_bad_input_changes_nothing(cli, catalog, spark, ns, table_format):
+    t = make(catalog, spark, ns, table_format, "b")
+    before = metadata_commits(catalog, t)
+    described = t.describe().to_dict()
+    widens = t.adapter.supports("widen_column")  # a format without it refuses every widening first (exit 3)
+    bad = [
+        (["--widen", "n=SMALLINT"], 2 if widens else 3, "not a widening" if widens else "not supported"),
+        (["--widen", "amount=DECIMAL(4,2)"], 2 if widens else 3, "not a widening" if widens else "not supported"),
+        (["--widen", "v=BIGINT"], 2 if widens else 3, "not a widening" if widens else "not supported"),
+        (["--rename-column", "v=n"], 2, "has a column n already"),
+        (["--drop-column", "region"], 2, "partitioned by it"),
+        (["--drop-column", "nosuch"], 2, "no column 'nosuch'"),
+        (["--add-column", "n BIGINT"], 2, "has a column n already"),
+        (["--add-column", "z INT NOT NULL"], 2, "has rows"),
+        (["--add-column", "z INT AFTER nosuch"], 2, "no column 'nosuch'"),
+        (["--add-column", "z WHATEVER"], 2, "unknown type"),
+        (["--rename-column", "v"], 2, "old=new"),
+        (["--partition-by", "nosuch"], 2, "no column"),
+        (["--property", "a=b", "--add-column", "z INT"], 2, "not both"),
+    ]
+    for args, code, msg in bad:
+        rc, doc, err = run_json(cli, "alter", t.name, *args, "--yes")
+        assert rc == code, (args, doc, err)
+        assert msg in doc["error"]["message"], (args, doc)
+        assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    assert metadata_commits(catalog, t) == before
+    assert t.describe().to_dict()["schema"] == described["schema"]
+
+    current = t.describe().current_version
+    code, doc, err = run_json(cli, "tag", t.name, "v1")
+    assert code == 0 and doc["version"] == current, err
+    for args, code, msg in [
+        (["tag", t.name, "v1"], 1, "already"),
+        (["tag", t.name, "v2", "--version", "987654321"], 1, "does not exist"),
+        (["tag", t.name, "bad name!"], 2, "invalid tag name"),
+        (["tag", t.name, "v3", "--retain", "soon"], 2, "invalid duration"),
+        (["untag", t.name, "nosuch"], 1, "no tag 'nosuch'"),
+        (["timetravel", t.name, "--tag", "nosuch"], 1, "no tag 'nosuch'"),
+        (["timetravel", t.name, "--tag", "v1", "--version", str(current)], 2, "not both"),
+    ]:
+        rc, doc, err = run_json(cli, *args)
+        assert rc == code, (args, doc, err)
+        assert msg in doc["error"]["message"], (args, doc)
+    assert [r["name"] for r in run_json(cli, "tags", t.name)[1]["tags"]] == ["v1"]
+
+
+# --- named versions ------------------------------------------------------------------------------
+def test_tags_timetravel_changes_rollback(cli, catalog, spark, ns, table_format):
+    t = catalog.create_table(f"{ns}.tg", schema="id BIGINT NOT NULL, v STRING", format=table_format)
+    for i in range(3):
+        spark.sql(f"INSERT INTO {t.spark_name} VALUES ({i}, 'v{i}')")
+    versions = [e.version for e in reversed(t.history().entries) if e.operation == "append"]
+
+    code, doc, err = run_json(cli, "tag", t.name, "first", "--version", versions[0], "--retain", "30d")
+    assert code == 0 and doc["version"] == versions[0] and doc["retain"] == "30d", err
+    code, doc, err = run_json(cli, "tag", t.name, "second", "--version", versions[1])
+    assert code == 0, err
+    code, doc, err = run_json(cli, "tags", t.name)
+    assert code == 0, err
+    assert [(r["name"], r["version"], r["retain"]) for r in doc["tags"]] == [("first", versions[0], "30d"), ("second", versions[1], None)]
+    if table_format == "iceberg":  # the tag is Iceberg's own ref, as pyiceberg (an independent reader) sees it
+        refs = pyiceberg_catalog(catalog).load_table((t.entry.ident.namespace, t.entry.ident.name)).metadata.refs
+        assert refs["first"].snapshot_id == versions[0] and refs["first"].max_ref_age_ms == 30 * 86400 * 1000
+    described = run_json(cli, "describe", t.name)[1]
+    assert [r["name"] for r in described["tags"]] == ["first", "second"]
+
+    code, doc, err = run_json(cli, "timetravel", t.name, "--tag", "first", "--count")
+    assert code == 0 and doc["count"] == 1 and doc["version"] == versions[0], err
+    code, doc, err = run_json(cli, "changes", t.name, "--since-tag", "first", "--tag", "second")
+    assert code == 0, err
+    assert [(r["id"], r["_change_type"]) for r in doc["rows"]] == [(1, "insert")]
+    code, doc, err = run_json(cli, "rollback", t.name, "--tag", "second", "--yes")
+    assert code == 0 and doc["to_version"] == versions[1], err
+    assert sorted(r["id"] for r in read_rows(catalog, t)) == [0, 1]
+
+    code, doc, err = run_json(cli, "untag", t.name, "first")
+    assert code == 0 and doc["version"] == versions[0], err
+    assert [r["name"] for r in run_json(cli, "tags", t.name)[1]["tags"]] == ["second"]
+
+
+def test_a_tagged_version_survives_expiry_and_orphan_cleanup(cli, catalog, spark, ns, table_format):
+    t = catalog.create_table(f"{ns}.keep", schema="id BIGINT NOT NULL, v STRING", format=table_format)
+    for i in range(3):
+        spark.sql(f"INSERT INTO {t.spark_name} VALUES ({i}, 'v{i}')")
+    tagged = t.history().entries[0].version  # the third append
+    code, _, err = run_json(cli, "tag", t.name, "keep", "--version", tagged)
+    assert code == 0, err
+    spark.sql(f"DELETE FROM {t.spark_name} WHERE id < 2")  # the tagged version's files leave the current one
+    spark.sql(f"INSERT INTO {t.spark_name} VALUES (9, 'v9')")
+
+    code, doc, err = run_json(cli, "expire", t.name, "--older-than", "0s", "--retain-last", "1", "--force")
+    assert code == 0, err
+    assert tagged in doc["retained_versions"] and tagged not in doc["expired_versions"] and doc["expired_versions"]
+    code, doc, err = run_json(cli, "clean-orphans", t.name, "--older-than", "0s", "--force")
+    assert code == 0, err
+
+    code, doc, err = run_json(cli, "timetravel", t.name, "--tag", "keep")
+    assert code == 0, err
+    assert sorted(r["id"] for r in doc["rows"]) == [0, 1, 2]
+    if table_format == "delta":  # delta-rs reads the tagged version too
+        assert sorted(r["id"] for r in delta_arrow(t.location, tagged).to_pylist()) == [0, 1, 2]
+    assert sorted(r["id"] for r in read_rows(catalog, t)) == [2, 9]
+
+
+@pytest.mark.notimpl("branches")
+def test_branch_write_audit_publish(catalog, spark, ns, table_format):
+    t = catalog.create_table(f"{ns}.wap", schema="id BIGINT NOT NULL, v STRING", format=table_format)
+    spark.sql(f"INSERT INTO {t.spark_name} VALUES (1, 'a')")
+    res = t.branch("audit")
+    assert res.version == t.describe().current_version
+    staged = t.upsert(spark.createDataFrame([(1, "A"), (2, "b")], "id BIGINT, v STRING"), key="id", branch="audit")
+    assert (staged.inserted, staged.updated) == (1, 1) and staged.version != res.version
+    assert sorted((r["id"], r["v"]) for r in read_rows(catalog, t)) == [(1, "a")]  # main is untouched while audited
+    assert t.on_branch("audit").to_spark().count() == 2
+    assert [b.name for b in t.tags().branches] == ["audit"]
+    published = t.publish("audit")
+    assert published.current_version == t.describe().current_version
+    assert sorted((r["id"], r["v"]) for r in read_rows(catalog, t)) == [(1, "A"), (2, "b")]
+
+
+def test_branches_answer_exit_3_where_the_format_has_none(cli, catalog, spark, ns, table_format):
+    t = catalog.create_table(f"{ns}.nb", schema="id BIGINT NOT NULL", format=table_format)
+    if t.adapter.supports("branches"):
+        pytest.skip(f"{table_format} has branches")
+    for args in (["branch", t.name, "audit"], ["publish", t.name, "audit"]):
+        code, doc, err = run_json(cli, *args)
+        assert code == 3 and f"not supported for {table_format} tables" in doc["error"]["message"], doc
+        assert "branches" in doc["error"]["message"]
+
+
+# --- partition evolution -------------------------------------------------------------------------
+def test_partition_evolution(cli, catalog, spark, ns, table_format):
+    t = catalog.create_table(f"{ns}.p", schema="id BIGINT NOT NULL, ts TIMESTAMP, region STRING, kind STRING",
+                             format=table_format, partition_by="region")  # fmt: skip
+    for i in range(3):
+        spark.sql(f"INSERT INTO {t.spark_name} VALUES ({i}, TIMESTAMP'2026-01-0{i + 1} 10:00:00', 'eu', 'k{i % 2}')")
+    if not t.adapter.partition_evolution_in_place:
+        code, doc, err = run_json(cli, "alter", t.name, "--partition-by", "kind")
+        assert code == 3 and "--rewrite" in doc["error"]["message"], doc
+    code, doc, err = run_json(cli, "alter", t.name, "--partition-by", "kind", "--rewrite", "--dry-run")
+    assert code == 0 and doc["dry_run"] is True and doc["partitioning"] == ["region"], err
+    if not t.adapter.partition_evolution_in_place:
+        assert doc["rewrite_files"] == 3 and doc["rewrite_bytes"] > 0
+    code, doc, err = run_json(cli, "alter", t.name, "--partition-by", "kind", "--rewrite")
+    assert code == 0 and doc["partitioning"] == ["kind"], err
+    spark.sql(f"INSERT INTO {t.spark_name} VALUES (7, TIMESTAMP'2026-01-05 10:00:00', 'us', 'k1')")
+    assert sorted(r["id"] for r in read_rows(catalog, t)) == [0, 1, 2, 7]
+    d = run_json(cli, "describe", t.name)[1]
+    if t.adapter.partition_evolution_in_place:  # the old layout stays for old files: the spec history shows both
+        assert [s["fields"] for s in d["partition_specs"]] == [["region"], ["kind"]]
+    res = t.compact(target_file_size="1MB")  # compaction works per spec
+    assert res.files_after <= res.files_before
+    assert sorted(r["id"] for r in read_rows(catalog, t)) == [0, 1, 2, 7]
+
+
+def test_unsupported_parts_are_refused_before_any_change(catalog, spark, ns, table_format):
+    t = make(catalog, spark, ns, table_format, "u")
+    missing = [cap for cap in ("widen_column",) if not t.adapter.supports(cap)]
+    if not missing:
+        pytest.skip(f"{table_format} widens types")
+    before = t.describe().to_dict()
+    with pytest.raises(UnsupportedOperationError, match="alter --widen: not supported"):
+        t.alter(add_columns=["z INT"], widen=["n=BIGINT"])
+    assert t.describe().to_dict()["schema"] == before["schema"]
