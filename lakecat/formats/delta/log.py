@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from ...errors import LakecatError
 from ...files import fs_for, norm_path
@@ -54,11 +56,8 @@ def commit_times(entries: list[LogEntry]) -> dict[int, int]:
     return times
 
 
-def log_actions(location: str, entries: list[LogEntry], first: int, last: int, kinds: tuple[str, ...] = ("add", "remove")) -> tuple[set[str], ...]:
-    """Normalized paths of the ``kinds`` of file actions (``add``, ``remove``, ``cdc``) of the commits
-    ``first..last`` (inclusive) still in the log, one set per kind."""
-    base = location.rstrip("/")
-    found: dict[str, set[str]] = {kind: set() for kind in kinds}
+def commit_actions(location: str, entries: list[LogEntry], first: int, last: int, kinds: tuple[str, ...]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(kind, action) of every action of the ``kinds`` in the commits ``first..last`` (inclusive) still in the log."""
     filesystem, _ = fs_for(location)
     for e in entries:
         if not first <= e.version <= last or e.name != f"{e.version:020d}.json":
@@ -69,26 +68,24 @@ def log_actions(location: str, entries: list[LogEntry], first: int, last: int, k
                     continue
                 action = json.loads(line)
                 for kind in kinds:
-                    if kind in action:
-                        path = action[kind]["path"]
-                        found[kind].add(norm_path(path if "://" in path else f"{base}/{path}"))
+                    if isinstance(action.get(kind), dict):
+                        yield kind, action[kind]
+
+
+def log_actions(location: str, entries: list[LogEntry], first: int, last: int, kinds: tuple[str, ...] = ("add", "remove")) -> tuple[set[str], ...]:
+    """Normalized paths of the ``kinds`` of file actions (``add``, ``remove``, ``cdc``) of the commits
+    ``first..last`` (inclusive) still in the log, one set per kind."""
+    base = location.rstrip("/")
+    found: dict[str, set[str]] = {kind: set() for kind in kinds}
+    for kind, action in commit_actions(location, entries, first, last, kinds):
+        path = action["path"]
+        found[kind].add(norm_path(path if "://" in path else f"{base}/{path}"))
     return tuple(found[kind] for kind in kinds)
 
 
 def log_transactions(location: str, entries: list[LogEntry], first: int, last: int) -> list[str]:
     """The application ids of the transactions (``txn`` actions: ingest batches) of the commits ``first..last``."""
-    apps: set[str] = set()
-    filesystem, _ = fs_for(location)
-    for e in entries:
-        if not first <= e.version <= last or e.name != f"{e.version:020d}.json":
-            continue
-        with filesystem.open_input_stream(e.path) as fh:
-            for line in fh.read().decode("utf-8").splitlines():
-                if '"txn"' in line:
-                    txn = json.loads(line).get("txn")
-                    if txn and txn.get("appId"):
-                        apps.add(str(txn["appId"]))
-    return sorted(apps)
+    return sorted({str(txn["appId"]) for _, txn in commit_actions(location, entries, first, last, ("txn",)) if txn.get("appId")})
 
 
 def last_checkpoint(location: str) -> int | None:
