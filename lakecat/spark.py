@@ -25,6 +25,13 @@ if TYPE_CHECKING:
 
 # The coordinates live with the resolver (lakecat.jars); named here too for callers of earlier releases.
 
+# The coordinates live with the resolver (lakecat.jars); named here too for callers of earlier releases.
+from .jars import HADOOP_AWS as HADOOP_AWS  # noqa: E402
+from .jars import KAFKA_SQL as KAFKA_SQL  # noqa: E402
+from .jars import POSTGRES_JDBC as POSTGRES_JDBC  # noqa: E402
+from .jars import S3_EXCLUDES as S3_EXCLUDES  # noqa: E402
+from .jars import SQLITE_JDBC as SQLITE_JDBC  # noqa: E402
+
 _lock = threading.RLock()
 _session: SparkSession | None = None
 _catalogs: dict[str, dict[str, str]] = {}
