@@ -86,6 +86,19 @@ class Metastore:
         return t
 
 
+def table_key_columns() -> list[sa.Column]:
+    """The primary-key columns that name a table of a catalog (fresh objects: one set per SQL table)."""
+    return [sa.Column("catalog_name", sa.String(255), primary_key=True),
+            sa.Column("table_namespace", sa.String(255), primary_key=True),
+            sa.Column("table_name", sa.String(255), primary_key=True)]  # fmt: skip
+
+
+def where_table(metastore: Metastore, t: sa.Table, ident: TableIdent) -> list[Any]:
+    """Conditions selecting ``ident`` of ``metastore``'s catalog in a table keyed by ``table_key_columns``."""
+    c = t.c
+    return [c.catalog_name == metastore.catalog_name, c.table_namespace == ident.namespace, c.table_name == ident.name]
+
+
 class Registry:
     """A name -> location registry of one format's tables, in the metastore (lakecat's own catalog)."""
 
@@ -94,9 +107,7 @@ class Registry:
         self.format = format_name
         self.t = metastore.table(
             table_name,
-            sa.Column("catalog_name", sa.String(255), primary_key=True),
-            sa.Column("table_namespace", sa.String(255), primary_key=True),
-            sa.Column("table_name", sa.String(255), primary_key=True),
+            *table_key_columns(),
             sa.Column("location", sa.String(1000), nullable=False),
             sa.Column("created_at", sa.String(64), nullable=False),
             sa.Column("properties", sa.Text, nullable=False, default="{}"),
@@ -107,8 +118,7 @@ class Registry:
                           properties=json.loads(row.properties or "{}"))  # fmt: skip
 
     def _where(self, ident: TableIdent) -> list[Any]:
-        c = self.t.c
-        return [c.catalog_name == self.metastore.catalog_name, c.table_namespace == ident.namespace, c.table_name == ident.name]
+        return where_table(self.metastore, self.t, ident)
 
     def list(self, namespace: str | None = None) -> list[TableEntry]:
         q = sa.select(self.t).where(self.t.c.catalog_name == self.metastore.catalog_name)

@@ -57,7 +57,7 @@ def plain_cdc(spark, table, bootstrap: str, topic: str, batch: int, checkpoint: 
 
     schema = ("before STRUCT<id: BIGINT>, after STRUCT<id: BIGINT, name: STRING, amt: DECIMAL(10,2), ts: TIMESTAMP, "
               "region: STRING>, op STRING")
-    target = table.spark_name if table.format == "iceberg" else f"delta.`{table.location}`"
+    target = table.spark_name
     cols = ["id", "name", "amt", "ts", "region"]
 
     def apply(df, batch_id: int) -> None:  # type: ignore[no-untyped-def]

@@ -12,7 +12,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from ...identifiers import TableIdent
-from ...metastore import Metastore
+from ...metastore import Metastore, table_key_columns, where_table
 from ...results import RefInfo
 from ...units import format_duration, iso
 
@@ -26,9 +26,7 @@ class TagStore:
         self.metastore = metastore
         self.t = metastore.table(
             TAGS_TABLE,
-            sa.Column("catalog_name", sa.String(255), primary_key=True),
-            sa.Column("table_namespace", sa.String(255), primary_key=True),
-            sa.Column("table_name", sa.String(255), primary_key=True),
+            *table_key_columns(),
             sa.Column("tag_name", sa.String(255), primary_key=True),
             sa.Column("version", sa.BigInteger, nullable=False),
             sa.Column("created_ms", sa.BigInteger, nullable=False),
@@ -36,8 +34,7 @@ class TagStore:
         )
 
     def _where(self, ident: TableIdent) -> list[Any]:
-        c = self.t.c
-        return [c.catalog_name == self.metastore.catalog_name, c.table_namespace == ident.namespace, c.table_name == ident.name]
+        return where_table(self.metastore, self.t, ident)
 
     def tags(self, ident: TableIdent) -> list[RefInfo]:
         with self.metastore.engine.connect() as con:

@@ -17,7 +17,7 @@ from ...config import pyiceberg_io_properties
 from ...engine import first_line, spark_errors, tblproperties, with_retries
 from ...errors import CommitConflictError, LakecatError
 from ...identifiers import TableIdent, quote
-from ...metastore import TableEntry, normalize_location
+from ...metastore import TableEntry, normalize_location, table_key_columns, where_table
 from ...results import ColumnInfo, DescribeResult, PartitionSpecInfo
 from ...schema import schema_ddl
 from ...units import from_millis, iso
@@ -112,9 +112,7 @@ class IcebergFormat(IcebergVersions, IcebergMaintenance, IcebergHealth, IcebergE
         # Spark's JdbcCatalog and pyiceberg's SqlCatalog share it.
         metastore.table(
             "iceberg_tables",
-            sa.Column("catalog_name", sa.String(255), primary_key=True),
-            sa.Column("table_namespace", sa.String(255), primary_key=True),
-            sa.Column("table_name", sa.String(255), primary_key=True),
+            *table_key_columns(),
             sa.Column("metadata_location", sa.String(1000)),
             sa.Column("previous_metadata_location", sa.String(1000)),
         )
@@ -141,10 +139,7 @@ class IcebergFormat(IcebergVersions, IcebergMaintenance, IcebergHealth, IcebergE
     def get_entry(self, ctx: CatalogContext, ident: TableIdent) -> TableEntry | None:
         t = ctx.metastore.meta.tables["iceberg_tables"]
         with ctx.metastore.engine.connect() as con:
-            row = con.execute(sa.select(t).where(
-                t.c.catalog_name == ctx.metastore.catalog_name, t.c.table_namespace == ident.namespace,
-                t.c.table_name == ident.name,
-            )).first()  # fmt: skip
+            row = con.execute(sa.select(t).where(*where_table(ctx.metastore, t, ident))).first()
         return self._entry(row) if row is not None else None
 
     def sql_catalog(self, ctx: CatalogContext) -> Any:
