@@ -71,6 +71,10 @@ def ingest(
         str | None, typer.Option("--cdc", help="Events are change events: debezium (applied with MERGE by --key).")
     ] = None,
     key: Annotated[str | None, typer.Option("--key", help="With --cdc: the column(s) identifying a row, e.g. id.")] = None,
+    branch: Annotated[
+        str | None,
+        typer.Option("--branch", help="Write to this branch (Iceberg write-audit-publish; see `lakecat branch` / `lakecat publish`)."),
+    ] = None,
     unknown_fields: Annotated[
         str,
         typer.Option("--unknown-fields", help="Check events for fields the table lacks: sample (1 record in 16), all, or off."),
@@ -113,7 +117,7 @@ def ingest(
                     merge_schema=merge_schema, dedupe_key=dedupe_key, watermark=watermark, event_time=event_time,
                     max_records_per_batch=max_records_per_batch, max_files_per_batch=max_files_per_batch,
                     metrics_file=metrics_file, metrics_port=metrics_port, on_progress=display.update, stop_event=stop,
-                    cdc=cdc, key=key, count_unknown_fields=unknown_fields,
+                    cdc=cdc, key=key, count_unknown_fields=unknown_fields, branch=branch,
                 )  # fmt: skip
         finally:
             display.close()
@@ -121,7 +125,9 @@ def ingest(
     def human(console, r):  # type: ignore[no-untyped-def]
         what = "change events applied" if r.cdc else "rows written"
         console.print(
-            f"{thousands(r.rows_written)} {what} to {r.table} ({r.format}), {thousands(r.rows_dead_lettered)} dead-lettered"
+            f"{thousands(r.rows_written)} {what} to {r.table}"
+            + (f" branch {r.branch}" if r.branch else "")
+            + f" ({r.format}), {thousands(r.rows_dead_lettered)} dead-lettered"
             + (f" to {r.dlq_table}" if r.dlq_table else "")
             + f", {r.batches} batches in {human_duration(r.duration_s)}"
             + (f" ({r.batches_skipped} already committed)" if r.batches_skipped else "")

@@ -237,6 +237,7 @@ class Catalog:
         count_unknown_fields: bool | str = "sample",
         cdc: str | None = None,
         key: str | list[str] | None = None,
+        branch: str | None = None,
         on_progress: Callable[..., None] | None = None,
         stop_event: threading.Event | None = None,
     ) -> IngestResult: ...
@@ -261,6 +262,7 @@ class Catalog:
         count_unknown_fields: bool | str = "sample",
         cdc: str | None = None,
         key: str | list[str] | None = None,
+        branch: str | None = None,
         on_progress: Callable[..., None] | None = None,
         stop_event: threading.Event | None = None,
     ) -> IngestHandle: ...
@@ -285,6 +287,7 @@ class Catalog:
         count_unknown_fields: bool | str = "sample",
         cdc: str | None = None,
         key: str | list[str] | None = None,
+        branch: str | None = None,
         on_progress: Callable[..., None] | None = None,
         stop_event: threading.Event | None = None,
     ) -> IngestResult | IngestHandle:
@@ -305,6 +308,8 @@ class Catalog:
             count_unknown_fields: check records for fields the table lacks: ``sample`` (1 in 16), ``all``, ``off``.
             cdc: ``"debezium"`` with ``key=[...]`` applies Debezium change events with MERGE (upserts and
                 deletes, last event per key per batch, exactly once).
+            branch: write to this branch of the table (Iceberg; made with ``Table.branch``, published with
+                ``Table.publish``): write-audit-publish for streams. The dead letters go to the dead-letter table's main line.
             on_progress: called with ``(handle, progress)`` per finished batch (not with ``background``).
             stop_event: a ``threading.Event`` that stops the stream after the batch in flight when set.
 
@@ -320,7 +325,7 @@ class Catalog:
             trigger=trigger, checkpoint=checkpoint, dlq=dlq, merge_schema=merge_schema, dedupe_key=dedupe_key,
             watermark=watermark, event_time=event_time, max_records_per_batch=max_records_per_batch,
             max_files_per_batch=max_files_per_batch, metrics_file=metrics_file,
-            count_unknown_fields=count_unknown_fields, cdc=cdc, key=key,
+            count_unknown_fields=count_unknown_fields, cdc=cdc, key=key, branch=branch,
         )  # fmt: skip
         if background:
             if metrics_port is not None:

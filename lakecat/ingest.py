@@ -580,9 +580,11 @@ def _own_error(text: str) -> LakecatError | None:
     return None
 
 
-def default_checkpoint(catalog: Catalog, ident: TableIdent, source: Source) -> str:
-    """``<warehouse>/_lakecat/checkpoints/<ns>.<table>/<source fingerprint>``."""
-    return f"{catalog.config.warehouse_uri.rstrip('/')}/_lakecat/checkpoints/{ident}/{source.fingerprint()}"
+def default_checkpoint(catalog: Catalog, ident: TableIdent, source: Source, branch: str | None = None) -> str:
+    """``<warehouse>/_lakecat/checkpoints/<ns>.<table>/<source fingerprint>`` (``…/<ns>.<table>@<branch>/…`` for a
+    stream into a branch: another stream, with its own offsets)."""
+    target = f"{ident}@{branch}" if branch else str(ident)
+    return f"{catalog.config.warehouse_uri.rstrip('/')}/_lakecat/checkpoints/{target}/{source.fingerprint()}"
 
 
 def start_ingest(
@@ -603,12 +605,17 @@ def start_ingest(
     count_unknown_fields: bool | str = "sample",
     cdc: str | None = None,
     key: str | list[str] | None = None,
+    branch: str | None = None,
 ) -> IngestHandle:
     """Validate everything, then start the stream; returns at once with a handle (see ``Catalog.ingest``)."""
     if not isinstance(source, Source):
         raise InvalidArgumentError("source must be a lakecat source, e.g. lakecat.KafkaSource or lakecat.FileSource")
     source.validate()
     tbl = catalog.load_table(table)  # TableNotFoundError before anything starts
+    if branch is not None:
+        from .evolution import validate_ref_name
+
+        tbl = tbl.on_branch(validate_ref_name(branch, "branch"))  # exit 3 where the format has no branches; VersionNotFoundError for an unknown one
     ident = tbl.entry.ident
     trig = Trigger.parse(trigger)
     keys = parse_columns(dedupe_key) if dedupe_key else None
@@ -648,7 +655,7 @@ def start_ingest(
         if dlq_name == str(ident):
             raise InvalidArgumentError("the dead-letter table must not be the table itself")
     source.check_reachable()
-    ckpt = checkpoint or default_checkpoint(catalog, ident, source)
+    ckpt = checkpoint or default_checkpoint(catalog, ident, source, branch)
     if "://" not in ckpt:
         ckpt = Path(ckpt).expanduser().resolve().as_uri()
     metrics = Path(metrics_file).expanduser() if metrics_file else None
@@ -701,7 +708,7 @@ def start_ingest(
             log.info("dead-letter table %s is %s, the table is %s", dlq_name, dlq_table.format, tbl.format)
     report = IngestResult(table=str(ident), format=tbl.format, source=source.describe(), dlq_table=dlq_name,
                           checkpoint=ckpt, trigger=str(trig), started_at=iso(datetime.now(UTC)),
-                          cdc=opts.cdc, key=opts.cdc_key)  # fmt: skip
+                          cdc=opts.cdc, key=opts.cdc_key, branch=branch)  # fmt: skip
     pipeline = _Pipeline(catalog, tbl, source, opts, report, dlq_table, with_metadata, fields)
     pipeline.prefetch()
     query = pipeline.start()

@@ -471,6 +471,7 @@ class IngestResult(Result):
     lag: int | None = None
     cdc: str | None = None
     key: list[str] | None = None
+    branch: str | None = None
 
 
 @dataclass

@@ -27,6 +27,14 @@ def read_arrow(catalog, name_or_table) -> Any:
     return delta_arrow(entry.location)
 
 
+def read_branch_ids(catalog, name: str, branch: str) -> list[int]:
+    """The ``id`` column at the head of a branch, read by pyiceberg (only Iceberg has branches), sorted."""
+    entry = catalog.entry(name)
+    tbl = _iceberg_table(catalog, entry)
+    head = tbl.metadata.refs[branch].snapshot_id
+    return sorted(tbl.scan(snapshot_id=head).to_arrow().column("id").to_pylist())
+
+
 def delta_arrow(location: str, version: int | None = None) -> Any:
     """A Delta table's rows read by delta-rs: its pyarrow reader, or its DataFusion reader for a table with column
     mapping (which the pyarrow-dataset path refuses)."""

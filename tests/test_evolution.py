@@ -7,9 +7,10 @@ xfail derived from its capabilities.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
-from helpers import delta_arrow, pyiceberg_catalog, read_rows
+from helpers import delta_arrow, pyiceberg_catalog, read_branch_ids, read_rows
 
 from lakecat.errors import UnsupportedOperationError
 
@@ -246,6 +247,49 @@ def test_branch_write_audit_publish(catalog, spark, ns, table_format):
     published = t.publish("audit")
     assert published.current_version == t.describe().current_version
     assert sorted((r["id"], r["v"]) for r in read_rows(catalog, t)) == [(1, "A"), (2, "b")]
+
+
+@pytest.mark.notimpl("branches")
+def test_ingest_into_a_branch_then_publish(cli, catalog, spark, ns, table_format, tmp_path):
+    """Write-audit-publish for streams: `ingest --branch` stages the events on the branch (main untouched, bad
+    records dead-lettered), exactly once on the branch's lineage — also when the stream crashed before its
+    checkpoint commit and an expiry removed the branch snapshot that carried its marker — and `publish` brings
+    the audited rows to main."""
+    t = catalog.create_table(f"{ns}.wapi", schema="id BIGINT NOT NULL, v STRING", format=table_format)
+    spark.sql(f"INSERT INTO {t.spark_name} VALUES (0, 'main')")
+    t.branch("audit")
+    landing = tmp_path / "landing"
+    landing.mkdir()
+    for f in range(3):
+        rows = [json.dumps({"id": f * 10 + i, "v": f"e{i}"}) for i in range(1, 4)]
+        (landing / f"part-{f}.json").write_text("\n".join(rows + (["not json"] if f == 0 else [])) + "\n")
+    code, doc, err = run_json(cli, "ingest", t.name, "--files", str(landing), "--branch", "audit",
+                              "--max-files-per-batch", "1")  # fmt: skip
+    assert code == 0 and (doc["rows_written"], doc["rows_dead_lettered"], doc["branch"]) == (9, 1, "audit"), err
+    staged = [0, 1, 2, 3, 11, 12, 13, 21, 22, 23]
+    assert [r["id"] for r in read_rows(catalog, t)] == [0]  # main is untouched while the batches are audited
+    assert read_branch_ids(catalog, t.name, "audit") == staged
+    # the crash after the last table commit (its checkpoint lost the record of batch 2), then an auditor's write
+    checkpoint = Path(doc["checkpoint"].removeprefix("file://"))
+    for done in (checkpoint / "commits").glob("*2*"):
+        done.unlink()
+    spark.sql(f"INSERT INTO {t.on_branch('audit').spark_name} VALUES (99, 'auditor')")
+    staged.append(99)
+    # an expiry keeping one version must not cut the unpublished branch off from main
+    code, exp, err = run_json(cli, "expire", t.name, "--retain-last", "1", "--older-than", "0s", "--force")
+    assert code == 0 and exp["expired_versions"] == [], exp
+    assert read_branch_ids(catalog, t.name, "audit") == staged
+    code, doc, err = run_json(cli, "publish", t.name, "audit")
+    assert code == 0, err
+    assert sorted(r["id"] for r in read_rows(catalog, t)) == staged
+    # published: now the expiry removes the snapshot that carried the stream's marker; the restart finds it saved
+    code, exp, err = run_json(cli, "expire", t.name, "--retain-last", "1", "--older-than", "0s", "--force")
+    assert code == 0 and len(exp["expired_versions"]) == 4, exp
+    code, doc, err = run_json(cli, "ingest", t.name, "--files", str(landing), "--branch", "audit")
+    assert code == 0 and doc["rows_written"] == 0 and doc["batches_skipped"] == 1, doc  # replayed, not doubled
+    assert read_branch_ids(catalog, t.name, "audit") == staged
+    code, doc, err = run_json(cli, "ingest", t.name, "--files", str(landing), "--branch", "nope")
+    assert code == 1 and "no branch 'nope'" in doc["error"]["message"], doc  # nothing started
 
 
 def test_branches_answer_exit_3_where_the_format_has_none(cli, catalog, spark, ns, table_format):

@@ -67,6 +67,11 @@ class TableHandle(Protocol):
     @property
     def spark_name(self) -> str: ...
 
+    @property
+    def branch_name(self) -> str | None:
+        """The branch reads and writes go to (None: the main line)."""
+        ...
+
     def refresh(self) -> TableEntry: ...
 
 

@@ -233,10 +233,11 @@ class IcebergFormat(IcebergVersions, IcebergMaintenance, IcebergHealth, IcebergE
 
     # --- writes -----------------------------------------------------------------------------
     def committed_batch(self, table: TableHandle, app_id: str) -> int:
-        """The marker of the newest snapshot of ``app_id`` along the current lineage; when expiry has cut the
-        lineage before it, the marker lakecat's expiry saved in the table properties (``markers_to_keep``)."""
+        """The marker of the newest snapshot of ``app_id`` along the lineage the stream writes (the main line, or
+        the table's branch); when expiry has cut the lineage before it, the marker lakecat's expiry saved in the
+        table properties (``_save_stream_markers``)."""
         tbl = self.load(table)
-        found = stream_markers(tbl.metadata).get(app_id)
+        found = stream_markers(tbl.metadata, table.branch_name).get(app_id)
         if found is not None:
             return found
         saved = tbl.properties.get(f"{MARKER_PROPERTY_PREFIX}{app_id}")
@@ -254,7 +255,8 @@ class IcebergFormat(IcebergVersions, IcebergMaintenance, IcebergHealth, IcebergE
     def add_columns(self, table: TableHandle, columns: list[tuple[str, str]]) -> None:
         cols = ", ".join(f"{quote(name)} {ddl}" for name, ddl in columns)
         with spark_errors("add columns to", table.entry.ident):
-            table.catalog.session().sql(f"ALTER TABLE {table.spark_name} ADD COLUMNS ({cols})")
+            # the schema belongs to the table, not to a branch of it
+            table.catalog.session().sql(f"ALTER TABLE {self.spark_name(table.catalog, table.entry)} ADD COLUMNS ({cols})")
 
     def set_properties(self, table: TableHandle, properties: dict[str, str], removed: list[str]) -> None:
         from pyiceberg.exceptions import CommitFailedException
@@ -284,5 +286,5 @@ class IcebergFormat(IcebergVersions, IcebergMaintenance, IcebergHealth, IcebergE
             return [f"identifier fields not set: key column(s) {', '.join(optional)} are nullable "
                     f"(create the table with {', '.join(optional)} NOT NULL)"]  # fmt: skip
         with spark_errors("set identifier fields of", table.entry.ident):
-            table.catalog.session().sql(f"ALTER TABLE {table.spark_name} SET IDENTIFIER FIELDS {', '.join(quote(k) for k in keys)}")
+            table.catalog.session().sql(f"ALTER TABLE {self.spark_name(table.catalog, table.entry)} SET IDENTIFIER FIELDS {', '.join(quote(k) for k in keys)}")
         return []

@@ -11,7 +11,7 @@ from ...files import DataFile, norm_path
 from ...identifiers import quote
 from ...results import ExpireResult, MetadataResult
 from ...units import format_duration, iso
-from .markers import MARKER_PROPERTY_PREFIX, stream_markers
+from .markers import MARKER_PROPERTY_PREFIX, all_stream_markers, unpublished
 
 if TYPE_CHECKING:
     from ..base import TableHandle
@@ -122,7 +122,9 @@ class IcebergMaintenance:
             ancestors.append(sid)
             sid = by_id[sid].parent_snapshot_id
         refs = {ref.snapshot_id for ref in (meta.refs or {}).values()}
+        pending = unpublished(meta)  # a branch's history not yet on main: publish (fast-forward) needs all of it
         kept_ids = set(ancestors) | refs | {s.snapshot_id for s in meta.snapshots if s.timestamp_ms >= cutoff_ms}
+        kept_ids |= {sid for lineage in pending.values() for sid in lineage}
         expired = [s for s in sorted(meta.snapshots, key=lambda s: s.timestamp_ms) if s.snapshot_id not in kept_ids]
         retained = [s for s in sorted(meta.snapshots, key=lambda s: s.timestamp_ms) if s.snapshot_id in kept_ids]
         gone_files: dict[str, int] = {}
@@ -143,10 +145,21 @@ class IcebergMaintenance:
         if dry_run or not expired:
             return result
         self._save_stream_markers(table, meta, {s.snapshot_id for s in expired})
+        # Iceberg's expiry keeps a branch's ``min-snapshots-to-keep`` (else ``retain_last``): for the run, raise it
+        # to the branch's unpublished history and the snapshot it forked from, so an expiry never cuts a branch off
+        # from the main line it waits to be published to (fast-forward); restored afterwards.
+        raised = {name: len(lineage) + 1 for name, lineage in pending.items()
+                  if (meta.refs[name].min_snapshots_to_keep or 0) < len(lineage) + 1}  # fmt: skip
+        if raised:
+            self._branch_retention(table, dict(raised))
         spark = table.catalog.session()
         args = [f"table => {_ident_arg(table)}", f"older_than => {sql_timestamp(cutoff)}", f"retain_last => {int(keep)}"]
-        with spark_errors("expire", table.entry.ident):
-            row = spark.sql(f"CALL {_procedure(table, 'expire_snapshots')}({', '.join(args)})").first()
+        try:
+            with spark_errors("expire", table.entry.ident):
+                row = spark.sql(f"CALL {_procedure(table, 'expire_snapshots')}({', '.join(args)})").first()
+        finally:
+            if raised:
+                self._branch_retention(table, {name: meta.refs[name].min_snapshots_to_keep for name in raised})
         if row is not None:
             result.deleted_files = sum(int(v or 0) for v in row.asDict().values())
         after = self.load(table).metadata  # type: ignore[attr-defined]
@@ -160,13 +173,26 @@ class IcebergMaintenance:
         to its newest snapshot; expiry may cut that walk short (a crashed stream's last batch, then a compaction,
         then ``--retain-last 1``) and a restart would append the batch again. So before expiring, every stream
         marker on the lineage is saved in the table's properties, where ``committed_batch`` finds it."""
-        markers = stream_markers(meta)
+        markers = all_stream_markers(meta)
         if not markers or not expiring:
             return
         props = {f"{MARKER_PROPERTY_PREFIX}{app}": str(batch) for app, batch in markers.items()
                  if meta.properties.get(f"{MARKER_PROPERTY_PREFIX}{app}") != str(batch)}  # fmt: skip
         if props:
             self.set_properties(table, props, [])  # type: ignore[attr-defined]
+
+    def _branch_retention(self, table: TableHandle, keep: dict[str, int | None]) -> None:
+        """Set ``min-snapshots-to-keep`` of branches (None: the table's default), leaving the rest of each ref."""
+
+        def fn(tbl: Any) -> None:
+            manage = tbl.manage_snapshots()
+            for name, n in keep.items():
+                ref = tbl.metadata.refs[name]
+                manage = manage.create_branch(ref.snapshot_id, name, max_ref_age_ms=ref.max_ref_age_ms,
+                                              max_snapshot_age_ms=ref.max_snapshot_age_ms, min_snapshots_to_keep=n)  # fmt: skip
+            manage.commit()
+
+        self._commit(table, "expire (branch retention)", fn)  # type: ignore[attr-defined]
 
     def find_orphans(self, table: TableHandle, cutoff: datetime, window: timedelta) -> list[str]:
         return self._orphans(table, cutoff, dry_run=True)
