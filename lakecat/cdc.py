@@ -189,12 +189,54 @@ def _convert_time(c: Column, t: Any) -> Column:
     return ts.cast("timestamp_ntz") if isinstance(t, T.TimestampNTZType) else ts
 
 
-def parse_debezium(raw: DataFrame, fields: list[StructField], keys: list[str]) -> DataFrame:
+#: the names of an event's ``after`` columns the table lacks (``parse_debezium(..., allow_new=True)``)
+NEW_COLUMNS = "_lakecat_new_columns"
+#: the event's raw value, kept for a second parse once new columns were added
+VALUE = "_lakecat_value"
+
+# Kafka Connect schema types (and Debezium's logical types) -> the Spark column a new field becomes
+_CONNECT_TYPES = {"int8": "TINYINT", "int16": "SMALLINT", "int32": "INT", "int64": "BIGINT", "float32": "FLOAT",
+                  "float64": "DOUBLE", "boolean": "BOOLEAN", "string": "STRING", "bytes": "BINARY"}  # fmt: skip
+_LOGICAL_TYPES = {"io.debezium.time.Date": "DATE", "org.apache.kafka.connect.data.Date": "DATE",
+                  "io.debezium.time.Timestamp": "TIMESTAMP", "io.debezium.time.MicroTimestamp": "TIMESTAMP",
+                  "io.debezium.time.NanoTimestamp": "TIMESTAMP", "io.debezium.time.ZonedTimestamp": "TIMESTAMP",
+                  "org.apache.kafka.connect.data.Timestamp": "TIMESTAMP", "io.debezium.time.Time": "STRING",
+                  "io.debezium.time.MicroTime": "STRING", "io.debezium.time.NanoTime": "STRING",
+                  "io.debezium.time.ZonedTime": "STRING", "io.debezium.data.VariableScaleDecimal": "DECIMAL(38,10)"}  # fmt: skip
+
+
+def new_column_type(spec: dict[str, Any] | None, sample: Any) -> str | None:
+    """The Spark type of a column an event carries and the table lacks: from the field's declaration in the
+    envelope's schema block when there is one (its logical type first: a Decimal with its precision and scale, a
+    MicroTimestamp as TIMESTAMP), else from a sample value (None: no value to tell from yet)."""
+    if spec:
+        name, params = spec.get("name"), spec.get("parameters") or {}
+        if name == "org.apache.kafka.connect.data.Decimal":
+            scale = int(params.get("scale", 0))
+            precision = min(38, max(int(params.get("connect.decimal.precision", 38)), scale, 1))
+            return f"DECIMAL({precision},{scale})"
+        if name in _LOGICAL_TYPES:
+            return _LOGICAL_TYPES[name]
+        return _CONNECT_TYPES.get(str(spec.get("type")), "STRING")
+    if sample is None:
+        return None
+    if isinstance(sample, bool):
+        return "BOOLEAN"
+    if isinstance(sample, int):
+        return "BIGINT"
+    if isinstance(sample, float):
+        return "DOUBLE"
+    return "STRING"
+
+
+def parse_debezium(raw: DataFrame, fields: list[StructField], keys: list[str], *, allow_new: bool = False) -> DataFrame:
     """One row per change event: ``OP``, the row image (the table's input columns), its position, and errors.
 
     ``raw`` has ``value`` (BINARY) and the ``_lakecat_*`` provenance columns of :mod:`lakecat.ingest`.
     Columns out: the input columns, ``OP``, ``CDC_TS``, and ERROR / DETAIL / RAW / META like a
-    plain parse, so the dead-letter path is shared.
+    plain parse, so the dead-letter path is shared. An upsert whose ``after`` has a column the table lacks (by the
+    schema block when the envelope has one, else by the JSON object's keys) is a ``schema_mismatch`` — unless
+    ``allow_new``: then ``NEW_COLUMNS`` names them and ``VALUE`` keeps the event for a second parse.
     """
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
@@ -257,6 +299,13 @@ def parse_debezium(raw: DataFrame, fields: list[StructField], keys: list[str]) -
     time_errors = F.concat_ws(", ", *[F.when(after[f.name].isNotNull() & values[f.name].isNull(),
                                              F.lit(f"{f.name} (expected {f.dataType.simpleString()})"))
                                       for f in decoded]) if decoded else F.lit("")  # fmt: skip
+    known = [f.name.lower() for f in fields]
+    after_text = F.coalesce(F.get_json_object(text, "$.payload.after"), F.get_json_object(text, "$.after"))
+    after_names = F.when(row_schema.isNotNull(), F.transform(row_schema, lambda s: s["field"])).otherwise(
+        F.json_object_keys(after_text))
+    new_columns = F.when(op.isin(*UPSERT_OPS) & after.isNotNull(),
+                         F.filter(after_names, lambda n: ~F.lower(n).isin(*known)))  # fmt: skip
+    unknown_columns = F.array_join(new_columns, ", ")
     missing_key = F.concat_ws(", ", *[F.when(values[n].isNull(), F.lit(n)) for n in keys])
     required = [f.name for f in fields if not f.nullable and f.name not in keys]
     missing = F.concat_ws(", ", *[F.when(values[n].isNull(), F.lit(n)) for n in required]) if required else F.lit("")
@@ -270,6 +319,7 @@ def parse_debezium(raw: DataFrame, fields: list[StructField], keys: list[str]) -
               .otherwise(F.lit("invalid_json")))
         .when(op.isNull() | ~op.isin(*UPSERT_OPS, "d"), F.lit("invalid_cdc_event"))
         .when(op.isin(*UPSERT_OPS) & after.isNull(), F.lit("invalid_cdc_event"))
+        .when(F.lit(not allow_new) & (F.size(new_columns) > 0), F.lit("schema_mismatch"))
         .when(time_errors != "", F.lit("type_mismatch"))
         .when(missing_key != "", F.lit("missing_key"))
         .when(op.isin(*UPSERT_OPS) & (missing != ""), F.lit("missing_required"))
@@ -284,6 +334,8 @@ def parse_debezium(raw: DataFrame, fields: list[StructField], keys: list[str]) -
         .when(op.isNull(), F.lit("no op field: not a Debezium change event"))
         .when(~op.isin(*UPSERT_OPS, "d"), F.concat(F.lit("op "), op, F.lit(" is not applied (only c, r, u, d)")))
         .when(F.col(ERROR) == "invalid_cdc_event", F.concat(F.lit("op "), op, F.lit(" without an after image")))
+        .when(F.col(ERROR) == "schema_mismatch", F.concat(F.lit("the table lacks the column(s) "), unknown_columns,
+                                                          F.lit(" (ingest --merge-schema adds them)")))
         .when(F.col(ERROR) == "missing_key", F.concat(F.lit("key column is null: "), missing_key))
         .when(F.col(ERROR) == "missing_required", F.concat(F.lit("missing required field: "), missing))
     )  # fmt: skip
@@ -296,6 +348,7 @@ def parse_debezium(raw: DataFrame, fields: list[StructField], keys: list[str]) -
         *META,
         F.when(F.col(ERROR).isNotNull(), detail).alias(DETAIL),
         F.when(F.col(ERROR).isNotNull(), F.col("value")).alias(RAW),
+        *([new_columns.alias(NEW_COLUMNS), F.col("value").alias(VALUE)] if allow_new else []),
     )
 
 

@@ -298,7 +298,8 @@ class _Pipeline:
         elif self.opts.cdc:
             from .cdc import parse_debezium
 
-            df = parse_debezium(self.source.open_raw(self.spark, self.opts.stream), self.fields, self.opts.cdc_key or [])
+            df = parse_debezium(self.source.open_raw(self.spark, self.opts.stream), self.fields, self.opts.cdc_key or [],
+                                allow_new=self.opts.merge_schema)  # fmt: skip
         else:
             raw = self.source.open_raw(self.spark, self.opts.stream)
             df = _parse_json(raw, self.fields, keep_value=self.opts.merge_schema, count_unknown=self.opts.count_unknown)
@@ -399,7 +400,9 @@ class _Pipeline:
         from .cdc import CDC_TS, OP, last_per_key, merge
 
         keys = self.opts.cdc_key or []
-        base = df.persist()
+        parsed = base = df.persist()
+        if self.opts.merge_schema:
+            base = self._evolve_changes(parsed, keys)
         try:
             if self.dlq is None:
                 self._refuse_bad(base)
@@ -424,7 +427,52 @@ class _Pipeline:
                 stats.rows_dead_lettered = bad
         finally:
             base.unpersist()
+            parsed.unpersist()
         return stats
+
+    def _evolve_changes(self, df: DataFrame, keys: list[str]) -> DataFrame:
+        """CDC with merge_schema: add the columns the batch's ``after`` images carry and the table lacks (typed by
+        the envelope's schema block, else by their values), then parse the batch again with them."""
+        from pyspark.sql import functions as F
+
+        from .cdc import NEW_COLUMNS, VALUE, new_column_type, parse_debezium
+
+        known = {f.name.lower() for f in self.fields}
+        new_names = {n for row in df.select(F.explode(F.col(NEW_COLUMNS))).distinct().collect() for n in row
+                     if n and n.lower() not in known}  # fmt: skip
+        if new_names:
+            samples = (df.where(F.size(F.col(NEW_COLUMNS)) > 0).select(F.col(VALUE).cast("string").alias("v"))
+                       .limit(200).collect())  # fmt: skip
+            types: dict[str, str] = {}
+            for row in samples:
+                try:
+                    event = json.loads(row["v"])
+                except (TypeError, ValueError):
+                    continue
+                after = (event.get("payload") or event).get("after") or {}
+                sections = ((event.get("schema") or {}).get("fields")) or []
+                specs = next((s.get("fields") or [] for s in sections if s.get("field") == "after"), [])
+                by_name = {f.get("field"): f for f in specs}
+                for name in new_names - types.keys():
+                    ddl = new_column_type(by_name.get(name), after.get(name))
+                    if ddl is not None:
+                        types[name] = ddl
+            added: list[tuple[str, str]] = []
+            for name in sorted(new_names):
+                try:
+                    validate_part(name, what="column name")
+                except InvalidArgumentError:
+                    continue  # a name lakecat cannot quote safely into every engine: its events stay dead letters
+                added.append((name, types.get(name, "STRING")))
+            _add_columns(self.table, added)
+            if added:
+                self.fields = list(self.table.writable_fields())
+                with self.state.lock:
+                    self.state.report.added_columns.extend(name for name, _ in added)
+        if [f.name for f in self.fields] == [f.name for f in self.stream_fields]:
+            return df
+        raw = df.select(F.col(VALUE).alias("value"), *META)
+        return parse_debezium(raw, self.fields, keys, allow_new=True).persist()
 
     def _refuse_bad(self, df: DataFrame) -> None:
         """--no-dlq: the first bad record fails the batch before anything is written."""
@@ -632,9 +680,9 @@ def start_ingest(
 
     cdc = check_cdc(cdc)
     if cdc:
-        if merge_schema or keys or with_metadata:
+        if keys or with_metadata:
             raise InvalidArgumentError("--cdc applies change events by --key; it does not combine with "
-                                       "--merge-schema, --dedupe-key or --with-kafka-metadata")  # fmt: skip
+                                       "--dedupe-key or --with-kafka-metadata")  # fmt: skip
         if not source.parses_json:
             raise InvalidArgumentError("--cdc reads Debezium JSON events: from Kafka or json files")
     elif key:

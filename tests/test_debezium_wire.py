@@ -168,3 +168,36 @@ def test_default_debezium_output_is_decoded_not_dead_lettered(cli, catalog, ns, 
     want = sorted(_normal(r) for r in state.values())
     assert len(got) == len(want)
     assert got == want
+
+
+def test_after_with_columns_the_table_lacks(cli, catalog, ns, kafka_bootstrap, table_format):
+    """A source table gained columns (`price`, `day`) the lakehouse table lacks: without --merge-schema every
+    upsert is a `schema_mismatch` dead letter naming them (nothing half-applied); with it the columns are added —
+    typed by the envelope's schema block (VariableScaleDecimal, io.debezium.time.Date) — and then applied."""
+    from lakecat.kafka_local import produce
+
+    messages, state = debezium_stream(60, 10, seed=5)
+    topic = new_topic(kafka_bootstrap)
+    produce(kafka_bootstrap, topic, messages)
+    upserts = sum(1 for _, v in messages if v is not None and json.loads(v)["payload"]["op"] != "d")
+    narrow = "id BIGINT NOT NULL, name STRING, amt DECIMAL(10,2), ts TIMESTAMP, zts TIMESTAMP, at STRING"
+    strict, evolving = f"{ns}.strict", f"{ns}.evolving"
+    for name in (strict, evolving):
+        catalog.create_table(name, schema=narrow, format=table_format)
+    base = ("--kafka", kafka_bootstrap, "--topic", topic, "--cdc", "debezium", "--key", "id", "--json")
+
+    code, out, err = cli("ingest", strict, *base)
+    assert code == 0, err
+    assert json.loads(out)["rows_dead_lettered"] == upserts
+    dead = read_rows(catalog, f"{strict}_dlq")
+    assert {d["error"] for d in dead} == {"schema_mismatch"}
+    assert all("price, day" in d["error_detail"] and "--merge-schema" in d["error_detail"] for d in dead)
+    assert read_rows(catalog, strict) == []  # the deletes found nothing; no upsert was applied without its columns
+
+    code, out, err = cli("ingest", evolving, *base, "--merge-schema")
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["rows_dead_lettered"] == 0 and sorted(report["added_columns"]) == ["day", "price"], report
+    rows = read_rows(catalog, evolving)  # the independent reader
+    assert sorted(_normal(r) for r in rows) == sorted(_normal(r) for r in state.values())
+    assert {k: type(v).__name__ for k, v in rows[0].items() if k in ("day", "price")} == {"day": "date", "price": "Decimal"}
