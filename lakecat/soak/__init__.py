@@ -1,0 +1,1 @@
+"""The chaos soak, ``python -m lakecat.soak`` (a harness outside the core; see ``run.py``)."""
