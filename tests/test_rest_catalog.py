@@ -281,3 +281,5 @@ def test_local_rest_commands(cli, served, rest_server, rest_home, tmp_path):
     assert code == 2 and "already" in _one_line(err)
     code, out, _ = cli("local", "rest", "stop", "--data-dir", tmp_path / "other")
     assert code == 0 and "not running" in out
+    code, out, _ = cli("local", "rest", "stop", "--data-dir", tmp_path / "other", "--json")
+    assert code == 0 and json.loads(out)["stopped"] is False
