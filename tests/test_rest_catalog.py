@@ -73,15 +73,17 @@ def rc(rc_conf):
 
 
 class _GuardedProxy(http.server.BaseHTTPRequestHandler):
-    """Forwards to the REST server only requests that carry ``Authorization: Bearer sesame``; others get a 401."""
+    """Forwards to the REST server only requests that carry ``Authorization: Bearer sesame``; ``Bearer nobody`` gets a
+    403, any other request a 401."""
 
     upstream = ""
 
     def _forward(self) -> None:
         if self.headers.get("Authorization") != f"Bearer {TOKEN}":
-            body = json.dumps({"error": {"message": "Not authorized: bad token", "type": "NotAuthorizedException",
-                                         "code": 401}}).encode()  # fmt: skip
-            self.send_response(401)
+            code = 403 if self.headers.get("Authorization") == "Bearer nobody" else 401
+            kind = "ForbiddenException" if code == 403 else "NotAuthorizedException"
+            body = json.dumps({"error": {"message": f"{kind}: no", "type": kind, "code": code}}).encode()
+            self.send_response(code)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
@@ -219,7 +221,7 @@ def test_spark_path_through_rest(cli, rc, rc_conf, served, spark, ns, tmp_path):
 
 
 # --- errors: 401, unreachable, bad config ---------------------------------------------------------------
-def test_token_from_the_environment_and_401(cli, rest_home, guarded_uri, monkeypatch):
+def test_token_from_the_environment_401_and_403(cli, rest_home, guarded_uri, monkeypatch):
     conf = _rest_conf(rest_home / "guarded.toml", guarded_uri, name="guarded", extra='token = "${LAKECAT_TEST_REST_TOKEN}"\n')
     monkeypatch.setenv("LAKECAT_TEST_REST_TOKEN", TOKEN)
     code, _, err = cli("list", "--catalog", conf, "--json")
@@ -231,6 +233,9 @@ def test_token_from_the_environment_and_401(cli, rest_home, guarded_uri, monkeyp
     assert json.loads(out)["error"]["type"] == "LakecatError"
     code, _, err = cli("describe", "x.y", "--catalog", conf)
     assert code == 1 and "401" in _one_line(err)
+    monkeypatch.setenv("LAKECAT_TEST_REST_TOKEN", "nobody")
+    code, _, err = cli("list", "--catalog", conf)
+    assert code == 1 and "403" in _one_line(err)
 
 
 def test_unreachable_endpoint_is_one_line(cli, tmp_path):
