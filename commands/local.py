@@ -1,4 +1,5 @@
-"""`lakecat local kafka start|stop|status`: a real single-node KRaft broker for development and tests."""
+"""`lakecat local kafka|rest start|stop|status`: a real Kafka broker and a real Iceberg REST catalog server, for
+development and tests."""
 
 from __future__ import annotations
 
@@ -9,10 +10,10 @@ import typer
 
 from lakecat.config import lakecat_home
 
-from ._options import JsonOpt, VerboseOpt
+from ._options import CatalogOpt, JsonOpt, VerboseOpt, connect
 from ._output import Output, run
 
-app = typer.Typer(help="Local development services (a Kafka broker).", no_args_is_help=True)
+app = typer.Typer(help="Local development services (a Kafka broker, an Iceberg REST catalog server).", no_args_is_help=True)
 kafka = typer.Typer(help="A single-node KRaft Kafka broker from Maven Central jars (no Maven, no Docker).", no_args_is_help=True)
 app.add_typer(kafka, name="kafka")
 
@@ -67,6 +68,68 @@ def status(port: PortOpt = 9092, data_dir: DataDirOpt = None, json_: JsonOpt = F
         out,
         lambda: _Status(_broker(port, data_dir).status()),
         lambda c, s: c.print(f"Kafka running on {s['bootstrap']} (pid {s['pid']})" if s["running"] else "Kafka is not running"),
+    )
+
+
+rest = typer.Typer(
+    help="Apache Iceberg's REST catalog server over this catalog's metastore, from Maven Central jars "
+    "(development only: no authentication).",
+    no_args_is_help=True,
+)
+app.add_typer(rest, name="rest")
+
+RestPortOpt = Annotated[int, typer.Option("--port", help="Port the REST catalog server listens on.")]
+RestDataDirOpt = Annotated[
+    Path | None, typer.Option("--data-dir", help="Server state and log (default: $LAKECAT_HOME/rest).")
+]
+
+
+def _rest_server(port: int, data_dir: Path | None, catalog: str | None = None, *, serve: bool = False):  # type: ignore[no-untyped-def]
+    from lakecat.formats.iceberg.rest_server import LocalRestCatalog
+
+    return LocalRestCatalog(data_dir=(data_dir or lakecat_home() / "rest").expanduser(), port=port,
+                            catalog=connect(catalog) if serve else None)  # fmt: skip
+
+
+@rest.command("start")
+def rest_start(port: RestPortOpt = 8181, data_dir: RestDataDirOpt = None, catalog: CatalogOpt = None,
+               json_: JsonOpt = False, verbose: VerboseOpt = False) -> None:  # fmt: skip
+    """Start the REST catalog server over the catalog's metastore (or find it running) and wait until it answers."""
+    out = Output(json_, verbose)
+
+    def api() -> _Status:
+        server = _rest_server(port, data_dir, catalog, serve=True)
+        with out.status("starting the REST catalog server (a first start fetches its jars into lakecat's jar cache)"):
+            uri = server.start()
+        return _Status(server.status(), uri=uri)
+
+    run(out, api, lambda c, s: c.print(f"Iceberg REST catalog {s['version']} serving catalog {s['catalog']} on {s['uri']} "
+                                       f"(pid {s['pid']}, development only: no authentication)"))  # fmt: skip
+
+
+@rest.command("stop")
+def rest_stop(port: RestPortOpt = 8181, data_dir: RestDataDirOpt = None, json_: JsonOpt = False,
+              verbose: VerboseOpt = False) -> None:  # fmt: skip
+    """Stop the REST catalog server cleanly."""
+    out = Output(json_, verbose)
+
+    def api() -> _Status:
+        server = _rest_server(port, data_dir)
+        return _Status(stopped=server.stop(), **server.status())
+
+    run(out, api, lambda c, s: c.print("REST catalog server stopped" if s["stopped"] else "REST catalog server was not running"))
+
+
+@rest.command("status")
+def rest_status(port: RestPortOpt = 8181, data_dir: RestDataDirOpt = None, json_: JsonOpt = False,
+                verbose: VerboseOpt = False) -> None:  # fmt: skip
+    """Tell whether the REST catalog server runs, where, and which catalog it serves."""
+    out = Output(json_, verbose)
+    run(
+        out,
+        lambda: _Status(_rest_server(port, data_dir).status()),
+        lambda c, s: c.print(f"REST catalog server serving {s['catalog']} on {s['uri']} (pid {s['pid']})" if s["running"]
+                             else "REST catalog server is not running"),
     )
 
 

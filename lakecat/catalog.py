@@ -15,7 +15,7 @@ from .formats import all_formats, get_format
 from .identifiers import TableIdent
 from .metastore import Metastore, TableEntry
 from .partitioning import parse_partition_spec
-from .results import DropResult, ListResult, TableInfo
+from .results import CatalogInfo, DropResult, ListResult, TableInfo
 from .schema import parse_schema
 
 if TYPE_CHECKING:
@@ -39,11 +39,36 @@ def connect(catalog: str | Path | CatalogConfig | None = None) -> Catalog:
     return Catalog(resolve_config(catalog))
 
 
+def catalog_kinds(config: CatalogConfig) -> dict[str, str]:
+    """Where the config keeps each format's tables (format -> ``metastore``, ``rest``, ...)."""
+    return {adapter.name: adapter.catalog_kind(config) for adapter in all_formats()}
+
+
+def list_catalogs(active: str) -> list[CatalogInfo]:
+    """Every catalog config lakecat finds by name, with the kind of catalog each format's tables live in."""
+    from .config import available_catalogs, load_config_file
+    from .errors import ConfigError
+
+    out = []
+    for name, path in available_catalogs():
+        try:
+            config = load_config_file(path)
+            for adapter in all_formats():
+                adapter.check_config(config)
+            kinds, metastore, problem = catalog_kinds(config), config.metastore.kind, None
+        except ConfigError as e:  # one unusable config (an unset variable) does not hide the others
+            kinds, metastore, problem = {}, None, str(e)
+        out.append(CatalogInfo(name, str(path), name == active or str(path) == active, kinds, metastore, problem))
+    return out
+
+
 class Catalog:
     """A lakecat catalog. Cheap to open: no JVM starts until a Spark-path operation needs one."""
 
     def __init__(self, config: CatalogConfig) -> None:
         self.config = config
+        for adapter in all_formats():  # a bad section of the config is exit 2 before anything connects
+            adapter.check_config(config)
         config.export_storage_env()  # delta-rs reads its object-store settings from AWS_* variables
         self._metastore: Metastore | None = None
 

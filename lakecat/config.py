@@ -167,6 +167,8 @@ class CatalogConfig:
     #: Per-format settings: every other top-level table of the file (``[iceberg]`` -> ``{"iceberg": {...}}``);
     #: each format's adapter reads its own.
     format_options: dict[str, dict[str, str]] = field(default_factory=dict)
+    #: The same sections as written (``${ENV}`` references unexpanded): an adapter checks that its secrets are references.
+    format_options_raw: dict[str, dict[str, str]] = field(default_factory=dict)
     spark_master: str = "local[2]"
     spark_conf: dict[str, str] = field(default_factory=dict)
     spark_packages: list[str] = field(default_factory=list)
@@ -303,6 +305,8 @@ def load_config_file(path: Path) -> CatalogConfig:
         source=str(path),
         format_options={str(section): {str(k): str(v) for k, v in body.items()}
                         for section, body in data.items() if isinstance(body, dict) and section not in _CORE_SECTIONS},
+        format_options_raw={str(section): {str(k): str(v) for k, v in body.items()}
+                            for section, body in raw.items() if isinstance(body, dict) and section not in _CORE_SECTIONS},
         spark_master=str(spark.get("master", "local[2]")),
         spark_conf={str(k): str(v) for k, v in spark.get("conf", {}).items()},
         spark_packages=[str(p) for p in spark.get("packages", [])],

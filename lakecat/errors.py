@@ -21,6 +21,13 @@ class ConfigError(LakecatError):
     """A catalog configuration is missing, unreadable or inconsistent."""
 
 
+class InvalidConfigError(ConfigError):
+    """A catalog config says something lakecat cannot use: an unknown kind, a missing key, a secret in the file
+    (exit code 2: a usage error, nothing was changed)."""
+
+    exit_code = 2
+
+
 class TableNotFoundError(LakecatError):
     """The named table is not in the catalog."""
 

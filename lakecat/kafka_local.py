@@ -103,7 +103,8 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int, marker: str = "kafka.Kafka") -> bool:
+    """Whether ``pid`` is a live process whose command line holds ``marker`` (not a zombie, not a reused pid)."""
     with contextlib.suppress(ChildProcessError):
         if os.waitpid(pid, os.WNOHANG)[0] == pid:  # our own child that exited: reap it
             return False
@@ -121,7 +122,7 @@ def _pid_alive(pid: int) -> bool:
                 with contextlib.suppress(ChildProcessError):
                     os.waitpid(pid, os.WNOHANG)
                 return False
-            return "kafka.Kafka" in cmdline.read_text()
+            return marker in cmdline.read_text()
         except (OSError, IndexError):
             return False
     return True
@@ -173,7 +174,7 @@ class LocalKafka:
 
     def _running_state(self) -> dict[str, Any] | None:
         state = self._read_state()
-        if state and isinstance(state.get("pid"), int) and _pid_alive(state["pid"]):
+        if state and isinstance(state.get("pid"), int) and pid_alive(state["pid"]):
             return state
         return None
 
@@ -274,7 +275,7 @@ class LocalKafka:
                 os.kill(pid, sig)
             deadline = time.monotonic() + wait
             while time.monotonic() < deadline:
-                if not _pid_alive(pid):
+                if not pid_alive(pid):
                     _LOG.info("stopped kafka (pid %d)", pid)
                     return True
                 time.sleep(0.2)

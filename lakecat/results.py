@@ -117,6 +117,12 @@ class CatalogInfo(Result):
     name: str
     source: str
     active: bool
+    #: format -> where its tables live: ``metastore`` (lakecat's database), ``rest``, ``hive``, ``glue``
+    kind: dict[str, str] = field(default_factory=dict)
+    #: the metastore's database kind (``sqlite``, ``postgresql``)
+    metastore: str | None = None
+    #: why the config cannot be used as it stands (an unset variable, a bad section), else None
+    problem: str | None = None
 
 
 @dataclass

@@ -8,8 +8,15 @@ from typing import Any
 
 
 def pyiceberg_catalog(catalog) -> Any:
-    """pyiceberg's own SqlCatalog over lakecat's metastore (same catalog name as Spark's JdbcCatalog)."""
+    """pyiceberg's own SqlCatalog over lakecat's metastore (same catalog name as Spark's JdbcCatalog), or its
+    RestCatalog when the config's Iceberg tables live behind a REST catalog."""
     from pyiceberg.catalog.sql import SqlCatalog
+
+    section = catalog.config.format_options.get("iceberg", {})
+    if section.get("type") == "rest":
+        from pyiceberg.catalog.rest import RestCatalog
+
+        return RestCatalog("independent", **{k: v for k, v in section.items() if k != "type" and v})
 
     return SqlCatalog(catalog.name, uri=catalog.config.metastore.sqlalchemy_url, warehouse=catalog.config.warehouse_uri,
                       **catalog.config.pyiceberg_properties())  # fmt: skip

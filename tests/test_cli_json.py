@@ -28,6 +28,9 @@ ROOT = Path(__file__).resolve().parent.parent
 COVERED_ELSEWHERE = {
     ("quickstart",): "tests/test_quickstart.py::test_quickstart_twice",
     ("local", "kafka", "start"): "tests/test_kafka_local.py::test_cli_local_kafka_start_status_stop",
+    ("local", "rest", "start"): "tests/test_rest_catalog.py::test_local_rest_commands",
+    ("local", "rest", "status"): "tests/test_rest_catalog.py::test_local_rest_commands",
+    ("local", "rest", "stop"): "tests/test_rest_catalog.py::test_local_rest_commands",
 }
 
 # The keys DESIGN.md promises (more are fine).

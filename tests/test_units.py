@@ -130,6 +130,34 @@ def test_bundled_example_configs_parse(monkeypatch):
         assert conf[f"spark.sql.catalog.{cfg.name}"] == "org.apache.iceberg.spark.SparkCatalog"
     rest = load_config_file(bundled_conf_dir() / "rest.toml")
     assert iceberg_catalog_conf(rest)["spark.sql.catalog.rest.type"] == "rest"
+    from lakecat.catalog import catalog_kinds
+    from lakecat.formats import all_formats
+
+    for path in files:  # every [iceberg] section passes the adapter's check
+        for adapter in all_formats():
+            adapter.check_config(load_config_file(path))
+    kinds = {p.stem: catalog_kinds(load_config_file(p))["iceberg"] for p in files}
+    assert kinds["rest"] == "rest" and kinds["hive"] == "hive" and kinds["glue"] == "glue" and kinds["local"] == "metastore"
+    hive = iceberg_catalog_conf(load_config_file(bundled_conf_dir() / "hive.toml"))
+    assert hive["spark.sql.catalog.hive.type"] == "hive" and hive["spark.sql.catalog.hive.uri"].startswith("thrift://")
+
+
+def test_rest_spark_settings(tmp_path, monkeypatch):
+    """The Spark catalog of a REST config: Iceberg's RESTCatalog with the section's keys; secrets from the environment,
+    an unset one left out; the REST catalog picks the warehouse unless [iceberg] names one."""
+    from lakecat.config import load_config_file
+    from lakecat.spark import catalog_spark_conf
+
+    monkeypatch.setenv("RC_CREDENTIAL", "id:secret")
+    monkeypatch.delenv("RC_TOKEN", raising=False)
+    path = tmp_path / "rc.toml"
+    path.write_text(f'name = "rc"\nwarehouse = "{tmp_path}/wh"\nmetastore = "sqlite:///{tmp_path}/m.db"\n[iceberg]\ntype = "rest"\n'
+                    'uri = "https://cat.example.com/api/catalog"\ncredential = "${RC_CREDENTIAL}"\ntoken = "${RC_TOKEN:-}"\n'
+                    'scope = "PRINCIPAL_ROLE:ALL"\n')  # fmt: skip
+    conf = {k.removeprefix("spark.sql.catalog.rc."): v for k, v in catalog_spark_conf(load_config_file(path)).items()
+            if k.startswith("spark.sql.catalog.rc.")}  # fmt: skip
+    assert conf == {"cache-enabled": "false", "type": "rest", "uri": "https://cat.example.com/api/catalog",
+                    "credential": "id:secret", "scope": "PRINCIPAL_ROLE:ALL"}  # fmt: skip
 
 
 def test_catalogs_lists_only_catalog_configs(cli):

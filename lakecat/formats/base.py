@@ -325,6 +325,14 @@ class TableFormat(ABC):
         """How Spark SQL names this table (quoted)."""
         raise self.unsupported("Spark SQL access")
 
+    # --- the catalog config ------------------------------------------------------------------
+    def check_config(self, config: CatalogConfig) -> None:  # noqa: B027 - optional hook
+        """Refuse (``InvalidConfigError``, exit 2) what the config's section for this format says wrongly."""
+
+    def catalog_kind(self, config: CatalogConfig) -> str:
+        """Where the config keeps this format's tables: ``metastore`` (lakecat's own database), ``rest``, ..."""
+        return "metastore"
+
     # --- the Spark session (lakecat.spark composes these for every registered format) -----------
     #: The format's Spark SQL session extension class (None: it needs none).
     spark_extension: ClassVar[str | None] = None

@@ -22,6 +22,7 @@ from ...results import ColumnInfo, DescribeResult, PartitionSpecInfo
 from ...schema import schema_ddl
 from ...units import from_millis, iso
 from ..base import TableFormat
+from . import rest
 from . import spark as spark_setup
 from .evolution import IcebergEvolution
 from .health import IcebergHealth
@@ -107,7 +108,15 @@ class IcebergFormat(IcebergVersions, IcebergMaintenance, IcebergHealth, IcebergE
     _sql_catalogs: ClassVar[dict[tuple[str, str], Any]] = {}
 
     # --- catalog entries --------------------------------------------------------------------
+    def check_config(self, config: CatalogConfig) -> None:
+        rest.check(config)
+
+    def catalog_kind(self, config: CatalogConfig) -> str:
+        return rest.kind(config) if rest.is_external(config) else super().catalog_kind(config)
+
     def prepare_metastore(self, metastore: Metastore) -> None:
+        if rest.is_external(metastore.config):  # the tables live in their own catalog (REST, Hive, Glue)
+            return
         # Iceberg's JdbcCatalog schema (v0), created here only when neither engine has created it yet, so that
         # Spark's JdbcCatalog and pyiceberg's SqlCatalog share it.
         metastore.table(
@@ -129,6 +138,8 @@ class IcebergFormat(IcebergVersions, IcebergMaintenance, IcebergHealth, IcebergE
                           metadata_location=row.metadata_location)  # fmt: skip
 
     def list_entries(self, ctx: CatalogContext, namespace: str | None = None) -> list[TableEntry]:
+        if rest.is_external(ctx.config):
+            return rest.list_entries(self.name, ctx.config, namespace)
         t = ctx.metastore.meta.tables["iceberg_tables"]
         q = sa.select(t).where(t.c.catalog_name == ctx.metastore.catalog_name)
         if namespace:
@@ -137,13 +148,18 @@ class IcebergFormat(IcebergVersions, IcebergMaintenance, IcebergHealth, IcebergE
             return [self._entry(row) for row in con.execute(q)]
 
     def get_entry(self, ctx: CatalogContext, ident: TableIdent) -> TableEntry | None:
+        if rest.is_external(ctx.config):
+            return rest.get_entry(self.name, ctx.config, ident)
         t = ctx.metastore.meta.tables["iceberg_tables"]
         with ctx.metastore.engine.connect() as con:
             row = con.execute(sa.select(t).where(*where_table(ctx.metastore, t, ident))).first()
         return self._entry(row) if row is not None else None
 
     def sql_catalog(self, ctx: CatalogContext) -> Any:
-        """pyiceberg's SqlCatalog over the same metastore, same catalog name as Spark's."""
+        """pyiceberg's catalog of the config's Iceberg tables: SqlCatalog over the same metastore, same catalog name
+        as Spark's, or the REST (Hive, Glue) catalog the config names."""
+        if rest.is_external(ctx.config):
+            return rest.catalog(ctx.config)
         key = (ctx.name, ctx.config.metastore.sqlalchemy_url)
         if key not in self._sql_catalogs:
             logging.getLogger("pyiceberg.catalog.sql").setLevel(logging.ERROR)
@@ -183,6 +199,8 @@ class IcebergFormat(IcebergVersions, IcebergMaintenance, IcebergHealth, IcebergE
         """The table's current metadata as a read-only pyiceberg table (no catalog round trip, no JVM)."""
         from pyiceberg.table import StaticTable
 
+        if rest.is_external(table.catalog.config):  # the catalog hands out the metadata (and may vend credentials)
+            return rest.load_table(table.catalog.config, table.entry.ident)
         entry = table.refresh()
         if not entry.metadata_location:
             raise LakecatError(f"table {entry.ident}: the catalog has no metadata location for it")
@@ -219,7 +237,8 @@ class IcebergFormat(IcebergVersions, IcebergMaintenance, IcebergHealth, IcebergE
         return dict(self.load(table).properties)
 
     def drop(self, ctx: CatalogContext, entry: TableEntry) -> None:
-        self.sql_catalog(ctx).drop_table((entry.ident.namespace, entry.ident.name))
+        with rest.rest_errors(ctx.config, f"drop {entry.ident}"):
+            self.sql_catalog(ctx).drop_table((entry.ident.namespace, entry.ident.name))
 
     # --- reads ------------------------------------------------------------------------------
     def refreshed_session(self, table: TableHandle) -> Any:

@@ -18,14 +18,23 @@ SECTION = "iceberg"
 
 
 def catalog_conf(config: CatalogConfig) -> dict[str, str]:
-    """Spark settings for the config's Iceberg catalog (named like the lakecat catalog)."""
+    """Spark settings for the config's Iceberg catalog (named like the lakecat catalog).
+
+    JDBC (the default): Iceberg's JdbcCatalog over lakecat's metastore. REST (``[iceberg] type = "rest"``):
+    Iceberg's RESTCatalog with the section's settings as they are (``uri``, ``warehouse``, ``token``,
+    ``credential``, ``scope``, ``oauth2-server-uri``, ...); the warehouse is then the REST catalog's to choose
+    unless ``[iceberg] warehouse`` names one.
+    """
     prefix = f"spark.sql.catalog.{config.name}"
+    options = {k: v for k, v in config.format_options.get(SECTION, {}).items() if v != ""}
+    rest = options.get("type", "jdbc").strip().lower() == "rest"
     conf = {
         prefix: "org.apache.iceberg.spark.SparkCatalog",
-        f"{prefix}.warehouse": config.warehouse_uri,
         # Other engines (pyiceberg, other lakecat processes) commit too: always read the current metadata.
         f"{prefix}.cache-enabled": "false",
     }
+    if not rest:
+        conf[f"{prefix}.warehouse"] = config.warehouse_uri
     s3 = config.s3()
     if s3 is not None:
         conf[f"{prefix}.io-impl"] = "org.apache.iceberg.aws.s3.S3FileIO"
@@ -33,13 +42,12 @@ def catalog_conf(config: CatalogConfig) -> dict[str, str]:
         conf[f"{prefix}.s3.path-style-access"] = str(s3.path_style).lower()
         if s3.endpoint:
             conf[f"{prefix}.s3.endpoint"] = s3.endpoint
-    options = config.format_options.get(SECTION, {})
-    if options.get("type", "jdbc") == "jdbc":
+    if not rest:
         uri, props = config.metastore.jdbc()
         conf[f"{prefix}.type"] = "jdbc"
         conf[f"{prefix}.uri"] = uri
         for k, v in props.items():
             conf[f"{prefix}.jdbc.{k}"] = v
     for k, v in options.items():
-        conf[f"{prefix}.{k}"] = v
+        conf[f"{prefix}.{k}"] = v.strip().lower() if k == "type" else v
     return conf

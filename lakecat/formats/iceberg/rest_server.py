@@ -1,0 +1,183 @@
+"""Apache Iceberg's own REST catalog server, run locally over a lakecat catalog's metastore (development only).
+
+``org.apache.iceberg.rest.RESTCatalogServer`` (the test fixtures of ``iceberg-open-api``, the server of the
+``apache/iceberg-rest-fixture`` image) is started from the jar set ``rest`` of lakecat's resolver — no Maven,
+no Docker. Backed by Iceberg's JdbcCatalog over the same SQLite file and catalog name as lakecat's embedded
+catalog, it serves that catalog's Iceberg tables to any engine that speaks the REST protocol (pyiceberg's
+RestCatalog, DuckDB, Trino, Spark's RESTCatalog), and tables created through it are lakecat's tables too.
+
+It has no authentication and listens on every interface: for development and tests. In production run a
+REST catalog with authentication (Apache Polaris, Lakekeeper).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import pathlib
+import shutil
+import signal
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from typing import TYPE_CHECKING, Any
+
+from ...errors import EnvironmentProblemError, InvalidConfigError, UnsupportedOperationError
+from ...jars import REST_ICEBERG_VERSION
+from ...kafka_local import pid_alive, port_free
+from . import rest
+
+if TYPE_CHECKING:
+    from ..base import CatalogContext
+
+_LOG = logging.getLogger(__name__)
+_STATE_FILE = "rest-state.json"
+_MAIN = "org.apache.iceberg.rest.RESTCatalogServer"
+DEFAULT_PORT = 8181
+
+
+class LocalRestError(EnvironmentProblemError, RuntimeError):
+    """The local REST catalog server cannot be resolved, started or stopped (exit 1)."""
+
+
+def _ready(port: int) -> bool:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/config", timeout=2) as resp:  # noqa: S310 - our own URL
+            return bool(resp.status == 200)
+    except (OSError, urllib.error.URLError):
+        return False
+
+
+class LocalRestCatalog:
+    """Iceberg's REST catalog server serving one lakecat catalog; its pid and port live in ``data_dir``.
+
+    Args:
+        data_dir: Where the state file and ``server.log`` live.
+        port: The port to listen on (the server binds every interface).
+        catalog: The lakecat catalog to serve (needed by ``start`` only): its Iceberg tables must live in its
+            own SQLite metastore (``[iceberg] type`` jdbc, the default).
+    """
+
+    def __init__(self, *, data_dir: pathlib.Path, port: int = DEFAULT_PORT, catalog: CatalogContext | None = None) -> None:
+        self.data_dir = pathlib.Path(data_dir).expanduser().resolve()
+        self.port = port
+        self.catalog = catalog
+        self.log_file = self.data_dir / "server.log"
+
+    def _read_state(self) -> dict[str, Any] | None:
+        try:
+            state = json.loads((self.data_dir / _STATE_FILE).read_text())
+        except (OSError, ValueError):
+            return None
+        return state if isinstance(state, dict) else None
+
+    def _running_state(self) -> dict[str, Any] | None:
+        state = self._read_state()
+        if state and isinstance(state.get("pid"), int) and pid_alive(state["pid"], _MAIN):
+            return state
+        return None
+
+    def _tail(self, lines: int = 20) -> str:
+        try:
+            text = "\n".join(self.log_file.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            text = "(missing)"
+        return f"end of {self.log_file}:\n{text}"
+
+    def _environment(self) -> dict[str, str]:
+        ctx = self.catalog
+        if ctx is None:  # pragma: no cover - the command always passes one
+            raise InvalidConfigError("which catalog should the REST server serve? (pass --catalog)")
+        config = ctx.config
+        if rest.is_external(config):
+            raise InvalidConfigError(f"catalog {config.name!r} keeps its Iceberg tables in a {rest.kind(config)} catalog "
+                                     "already: serve a catalog whose Iceberg tables live in lakecat's metastore")  # fmt: skip
+        path = config.metastore.sqlite_path
+        if path is None:
+            raise UnsupportedOperationError(f"local rest: serves SQLite metastores only; catalog {config.name!r} uses "
+                                            f"{config.metastore.kind}")  # fmt: skip
+        ctx.metastore  # noqa: B018 - the JDBC catalog tables exist (V0 schema, WAL mode) before the server opens them
+        # The server reads CATALOG_<property> ('_' a dot, '__' a dash); none of the caller's may leak in.
+        env = {k: v for k, v in os.environ.items() if not k.startswith("CATALOG_")}
+        env.update({
+            "CATALOG_URI": f"jdbc:sqlite:{path}",
+            "CATALOG_WAREHOUSE": config.warehouse_uri,
+            "CATALOG_CATALOG_NAME": ctx.metastore.catalog_name,  # the catalog_name of the rows it serves
+            "CATALOG_JDBC_SCHEMA__VERSION": "V0",  # serve lakecat's tables as they are: never alter them
+            "CATALOG_REST_PORT": str(self.port),
+        })  # fmt: skip
+        return env
+
+    def start(self, *, timeout: float = 60.0) -> str:
+        """Start the server unless the one recorded in ``data_dir`` runs already; returns its URI.
+
+        Raises:
+            LocalRestError: Java or the jars are missing, the port is taken, or the server does not come up.
+        """
+        state = self._running_state()
+        if state:
+            return f"http://127.0.0.1:{state['port']}"
+        if not port_free(self.port):
+            raise LocalRestError(f"port {self.port} is already in use; pass --port")
+        java = shutil.which("java")
+        if java is None:
+            raise LocalRestError("'java' not found on PATH; install a JDK (17+), e.g. apt-get install openjdk-17-jre-headless")
+        env = self._environment()
+        from ...jars import JarResolutionError, jar_paths, rest_set
+
+        try:
+            jars = jar_paths(rest_set())
+        except JarResolutionError as e:
+            raise LocalRestError(str(e)) from e
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        cmd = [java, "-Xms64m", "-Xmx384m", "-Djava.awt.headless=true", "-cp", os.pathsep.join(map(str, jars)), _MAIN]
+        with open(self.log_file, "ab") as log:
+            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
+                                    cwd=self.data_dir, start_new_session=True)  # fmt: skip
+        assert self.catalog is not None
+        config = self.catalog.config
+        (self.data_dir / _STATE_FILE).write_text(json.dumps({
+            "pid": proc.pid, "port": self.port, "catalog": config.name, "warehouse": config.warehouse_uri,
+            "metastore": str(config.metastore.sqlite_path), "version": REST_ICEBERG_VERSION,
+        }))  # fmt: skip
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                raise LocalRestError(f"the REST catalog server exited with code {proc.returncode}; {self._tail()}")
+            if _ready(self.port):
+                _LOG.info("started the Iceberg REST catalog server (pid %d) on port %d", proc.pid, self.port)
+                return f"http://127.0.0.1:{self.port}"
+            time.sleep(0.3)
+        self.stop()
+        raise LocalRestError(f"the REST catalog server did not answer within {timeout:.0f}s; {self._tail()}")
+
+    def stop(self, *, timeout: float = 20.0) -> bool:
+        """Stop the server: SIGTERM, then SIGKILL after ``timeout`` seconds. Returns whether one was running."""
+        state = self._running_state()
+        old = self._read_state()
+        if old is not None:
+            (self.data_dir / _STATE_FILE).write_text(json.dumps({**old, "pid": None}))
+        if state is None:
+            return False
+        pid = state["pid"]
+        for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 10.0)):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, sig)
+            deadline = time.monotonic() + wait
+            while time.monotonic() < deadline:
+                if not pid_alive(pid, _MAIN):
+                    return True
+                time.sleep(0.2)
+        raise LocalRestError(f"could not stop the REST catalog server (pid {pid}); kill it manually")
+
+    def status(self) -> dict[str, Any]:
+        """``{"running", "pid", "uri", "catalog", "warehouse", "metastore", "data_dir", "version"}``."""
+        state = self._running_state()
+        old = state or {}
+        return {"running": state is not None, "pid": old.get("pid"),
+                "uri": f"http://127.0.0.1:{old['port']}" if state else None, "catalog": old.get("catalog"),
+                "warehouse": old.get("warehouse"), "metastore": old.get("metastore"), "data_dir": str(self.data_dir),
+                "version": REST_ICEBERG_VERSION}  # fmt: skip
