@@ -85,7 +85,9 @@ def test_register_delta_rs_table_and_run_every_command(cli, light_cli, catalog, 
     before = _outside_versions(table_format, location)
     name = f"{ns}.orders"
 
-    reg = _ok(cli, "register", name, "--location", location)  # format detected
+    code, out, err = cli("register", name, "--location", location, "--json")  # format detected
+    assert code == 0, err
+    reg = json.loads(out)
     assert (reg["name"], reg["format"], reg["records"]) == (name, table_format, 20)
     assert catalog.entry(name).format == table_format
     if table_format == "iceberg":  # a table directory: which metadata file was taken is said
@@ -262,7 +264,9 @@ def test_convert_parquet_directory(cli, light_cli, catalog, spark, ns, table_for
     assert [(c["name"], c["type"]) for c in plan["schema"]] == [("id", "BIGINT"), ("amount", "DOUBLE"), ("region", "STRING")]
     assert _files_under(source) == files_before and not catalog.table_exists(name)
 
-    done = _ok(cli, "convert", name, "--from", source, "--format", table_format)
+    code, out, err = cli("convert", name, "--from", source, "--format", table_format, "--json")
+    assert code == 0, err
+    done = json.loads(out)
     assert done["dry_run"] is False and done["rows"] == 15
     after = read_arrow(catalog, name)  # pyiceberg / delta-rs
     assert after.num_rows == before.num_rows == 15
