@@ -8,7 +8,21 @@ import sys
 import click
 import typer
 
-from . import catalogs, doctor, health, ingest, jars, local, maintenance, quickstart, tables, tags, upsert, versions
+from . import (
+    adopt,
+    catalogs,
+    doctor,
+    health,
+    ingest,
+    jars,
+    local,
+    maintenance,
+    quickstart,
+    tables,
+    tags,
+    upsert,
+    versions,
+)
 from ._output import dumps
 
 app = typer.Typer(
@@ -19,7 +33,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-for module in (quickstart, catalogs, tables, versions, tags, ingest, upsert, maintenance, health, local, jars, doctor):
+for module in (quickstart, catalogs, tables, adopt, versions, tags, ingest, upsert, maintenance, health, local, jars, doctor):
     module.register(app)
 
 

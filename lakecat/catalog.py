@@ -15,7 +15,7 @@ from .formats import all_formats, get_format
 from .identifiers import TableIdent
 from .metastore import Metastore, TableEntry
 from .partitioning import parse_partition_spec
-from .results import CatalogInfo, DropResult, ListResult, TableInfo
+from .results import CatalogInfo, ConvertResult, DropResult, ListResult, RegisterResult, TableInfo
 from .schema import parse_schema
 
 if TYPE_CHECKING:
@@ -211,6 +211,44 @@ class Catalog:
             raise
         return Table(self, entry)
 
+    def register_table(self, name: str | TableIdent, *, location: str, format: str | None = None) -> RegisterResult:
+        """Add an existing table to the catalog by its location, without touching its files.
+
+        Args:
+            name: ``namespace.table``.
+            location: a Delta table's directory; an Iceberg table's directory (its newest
+                ``metadata/*.metadata.json`` is taken) or one ``metadata.json`` file. A local path or a URI.
+            format: the table's format; detected from the location when not given.
+
+        Raises:
+            InvalidArgumentError: no table at the location, an unreadable one, or an ambiguous Iceberg directory.
+            TableAlreadyExistsError: the name is taken, or the location is registered under another name.
+
+        Example:
+            >>> cat.register_table("sales.orders", location="/lake/orders").metadata_location
+        """
+        from .adopt import register_table
+
+        return register_table(self, name, location=location, format=format)
+
+    def convert_table(self, name: str | TableIdent, *, source: str, format: str,
+                      partition_by: str | list[str] | None = None, dry_run: bool = False) -> ConvertResult:  # fmt: skip
+        """Make a directory of Parquet files (Hive-style ``k=v/`` partitions allowed) a table in place: no data is copied.
+
+        With ``dry_run``, only report the files, partitions, row count and inferred schema.
+
+        Raises:
+            InvalidArgumentError: no Parquet files, files that disagree on the schema (two of them are named),
+                a layout other than ``partition_by``, a directory that is a table already.
+            TableAlreadyExistsError: the name is taken, or the directory is registered already.
+
+        Example:
+            >>> cat.convert_table("raw.events", source="/landing/events", format="delta", dry_run=True).rows
+        """
+        from .adopt import convert_directory
+
+        return convert_directory(self, name, source=source, format=format, partition_by=partition_by, dry_run=dry_run)
+
     def drop_table(self, name: str | TableIdent, *, purge: bool = False) -> DropResult:
         """Remove a table from the catalog; with ``purge`` also delete its data and metadata files."""
         entry = self.entry(name)
@@ -224,6 +262,8 @@ class Catalog:
 
     def _check_purge_location(self, entry: TableEntry) -> None:
         tail = f"/{entry.ident.namespace}/{entry.ident.name}"
+        if get_format(entry.format).owns_location(entry.location):  # a registered table's own directory
+            return
         if not entry.location.rstrip("/").endswith(tail):
             raise InvalidArgumentError(
                 f"refusing to purge {entry.ident}: its location {entry.location} is not a table directory "

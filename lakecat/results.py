@@ -113,6 +113,46 @@ class DropResult(Result):
 
 
 @dataclass
+class RegisterResult(Result):
+    """What ``register`` recorded: an existing table, its files untouched."""
+
+    name: str
+    format: str
+    location: str
+    metadata_location: str | None
+    notes: list[str]
+    current_version: int | None
+    files: int
+    records: int | None
+
+
+@dataclass
+class ParquetFileInfo(Result):
+    """One Parquet file ``convert`` found: its path under the directory, size, rows (footer) and partition values."""
+
+    path: str
+    size: int
+    rows: int
+    partition: dict[str, str | None]
+
+
+@dataclass
+class ConvertResult(Result):
+    """What ``convert`` did (or, with ``dry_run``, would do): the files, partitions, rows and inferred schema."""
+
+    name: str
+    format: str
+    location: str
+    files: list[str]
+    partitions: list[str]
+    partition_columns: list[str]
+    rows: int
+    size_bytes: int
+    schema: list[ColumnInfo]
+    dry_run: bool
+
+
+@dataclass
 class CatalogInfo(Result):
     name: str
     source: str

@@ -333,6 +333,7 @@ def changes(table: Table, *, since: int | None = None, until: int | None = None,
     if missing:
         raise VersionNotFoundError(f"changes {table.name}: version {missing[0]} in the range has been expired")
     in_range = {x: commits[x] for x in reversed(span)}  # oldest first
+    table.adapter.check_changes(table, since, until)
     return TableChanges(table.name, table.format, since, until, iso(from_millis(commits[until].timestamp_ms)),
                         table, in_range)  # fmt: skip
 

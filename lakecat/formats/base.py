@@ -14,7 +14,7 @@ Adapters get what they need passed in — a ``CatalogContext`` (Spark session, m
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
@@ -114,6 +114,17 @@ def unified_summary(metrics: dict[str, Any]) -> dict[str, Any]:
                 out[key] = value
                 break
     return out
+
+
+@dataclass
+class FoundTable:
+    """An existing table an adapter recognised at a location (``register``), before anything is recorded."""
+
+    location: str
+    #: The metadata file that names the table's current state, when the format has one (Iceberg's metadata.json).
+    metadata_location: str | None = None
+    #: What the adapter chose on the caller's behalf (which metadata file it took), for the user.
+    notes: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -234,6 +245,8 @@ CAPABILITY_METHODS: dict[str, tuple[str, ...]] = {
     "clean_orphans": ("find_orphans", "delete_orphans"),
     "rewrite_metadata": ("rewrite_metadata",),
     "health": ("health_facts",),
+    "register": ("find_table", "register"),
+    "convert": ("convert",),
 }
 _COMPACT_STRATEGIES = ("binpack", "sort", "zorder")
 
@@ -320,6 +333,29 @@ class TableFormat(ABC):
     @abstractmethod
     def drop(self, ctx: CatalogContext, entry: TableEntry) -> None:
         """Remove the table from the catalog (light path); data files are left in place."""
+
+    # --- existing tables (register, convert) ---------------------------------------------------
+    def owns_location(self, location: str) -> bool:
+        """Whether ``location`` holds a table of this format (a cheap look at its files, no JVM)."""
+        return False
+
+    def find_table(self, location: str) -> FoundTable:
+        """The table at ``location``, checked readable (no JVM); ``InvalidArgumentError`` (exit 2) when there is none."""
+        raise self.unsupported("register")
+
+    def register(self, ctx: CatalogContext, ident: TableIdent, found: FoundTable) -> TableEntry:
+        """Record an existing table in the catalog as ``ident``; its files are not touched."""
+        raise self.unsupported("register")
+
+    def convert(self, ctx: CatalogContext, ident: TableIdent, directory: str, columns: list[Column],
+                partition_columns: list[Column], partitions: dict[str, dict[str, str | None]]) -> TableEntry:  # fmt: skip
+        """Make the Parquet files under ``directory`` (Hive-style ``k=v/`` partitions: ``partition_columns``) a table
+        in place, without copying them, and record it as ``ident``. ``partitions``: each partition directory (relative to
+        ``directory``) and its values (None: Hive's default partition)."""
+        raise self.unsupported("convert")
+
+    def check_changes(self, table: TableHandle, since: int, until: int) -> None:  # noqa: B027 - optional hook
+        """Refuse (exit 3, with how to enable it) a change read the table's settings do not allow."""
 
     def spark_name(self, ctx: CatalogContext, entry: TableEntry) -> str:
         """How Spark SQL names this table (quoted)."""

@@ -9,15 +9,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ...engine import spark_errors, sql_string, tblproperties, with_retries
-from ...errors import LakecatError, TableAlreadyExistsError
+from ...engine import first_line, spark_errors, sql_string, tblproperties, with_retries
+from ...errors import InvalidArgumentError, LakecatError, TableAlreadyExistsError
+from ...files import exists
 from ...identifiers import quote
 from ...metastore import Registry, TableEntry
 from ...records import GENERATED_KEY
 from ...results import ColumnInfo, DescribeResult
 from ...schema import schema_ddl
 from ...units import from_millis, iso
-from ..base import TableFormat
+from ..base import FoundTable, TableFormat
 from .evolution import COLUMN_MAPPING, DeltaEvolution
 from .health import DeltaHealth
 from .maintenance import DeltaMaintenance, spark_path
@@ -36,6 +37,8 @@ if TYPE_CHECKING:
     from ..base import CatalogContext, TableHandle
 
 REGISTRY_TABLE = "lakecat_delta_tables"
+LOG_DIR = "_delta_log"
+CDF_PROPERTY = "delta.enableChangeDataFeed"
 _coordinate: str | None = None
 
 
@@ -120,6 +123,43 @@ class DeltaFormat(DeltaVersions, DeltaMaintenance, DeltaHealth, DeltaEvolution, 
         return [f"CREATE NAMESPACE IF NOT EXISTS spark_catalog.{quote(entry.ident.namespace)}",
                 f"CREATE TABLE IF NOT EXISTS spark_catalog.{entry.ident.quoted} USING delta LOCATION {sql_string(entry.location)}"]  # fmt: skip
 
+    # --- existing tables (register, convert) ---------------------------------------------------
+    def owns_location(self, location: str) -> bool:
+        return not location.endswith(".json") and exists(f"{location.rstrip('/')}/{LOG_DIR}")
+
+    def find_table(self, location: str) -> FoundTable:
+        from deltalake import DeltaTable
+
+        if not self.owns_location(location):
+            raise InvalidArgumentError(f"{location} has no {LOG_DIR} directory: not a Delta table "
+                                       "(a directory of Parquet files? use `lakecat convert`)")  # fmt: skip
+        try:
+            DeltaTable(location).version()
+        except Exception as e:  # noqa: BLE001 - delta-rs raises several kinds for a log it cannot read
+            raise InvalidArgumentError(f"{location}: its Delta log cannot be read ({first_line(str(e))})") from e
+        return FoundTable(location.rstrip("/"))
+
+    def register(self, ctx: CatalogContext, ident: TableIdent, found: FoundTable) -> TableEntry:
+        return self._registry(ctx.metastore).register(ident, found.location, {"registered": True})
+
+    def convert(self, ctx: CatalogContext, ident: TableIdent, directory: str, columns: list[Column],
+                partition_columns: list[Column], partitions: dict[str, dict[str, str | None]]) -> TableEntry:  # fmt: skip
+        source = "parquet.`" + directory.replace("`", "``") + "`"
+        parts = f" PARTITIONED BY ({schema_ddl(partition_columns)})" if partition_columns else ""
+        spark = ctx.session()
+        with spark_errors("convert", ident):
+            spark.sql(f"CONVERT TO DELTA {source}{parts}")
+            # as on the tables lakecat creates: `changes` reads from here on
+            spark.sql(f"ALTER TABLE {spark_path(directory)} SET TBLPROPERTIES ('delta.enableChangeDataFeed' = 'true')")
+        return self._registry(ctx.metastore).register(
+            ident, directory, {"partitioning": [c.name for c in partition_columns], "converted": True})
+
+    def check_changes(self, table: TableHandle, since: int, until: int) -> None:
+        if str(self.properties(table).get(CDF_PROPERTY, "false")).lower() != "true":
+            raise self.unsupported(
+                f"changes of {table.name}", f"its change data feed is off; turn it on with `lakecat alter {table.name} "
+                f"--property {CDF_PROPERTY}=true` (changes are recorded from the next commit on)")  # fmt: skip
+
     # --- create / describe / drop -------------------------------------------------------------
     def check_partitioning(self, fields: list[PartitionField], columns: list[Column]) -> None:
         delta_generated_columns(fields, columns)  # refuses bucket (and name clashes) before Spark starts
@@ -134,7 +174,7 @@ class DeltaFormat(DeltaVersions, DeltaMaintenance, DeltaHealth, DeltaEvolution, 
                 f"create {ident}: its location {location} is not empty (data of a dropped table?); "
                 "remove it or drop the old table with --purge"
             )
-        props = {"delta.enableChangeDataFeed": "true", "delta.checkpoint.writeStatsAsStruct": "true", **properties}
+        props = {CDF_PROPERTY: "true", "delta.checkpoint.writeStatsAsStruct": "true", **properties}
         cols = ", ".join([schema_ddl(columns), *extra])
         parts = f" PARTITIONED BY ({', '.join(quote(c) for c in part_cols)})" if part_cols else ""
         spark = ctx.session()

@@ -8,20 +8,22 @@ from __future__ import annotations
 
 import logging
 import re
+import uuid
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import sqlalchemy as sa
 
 from ...config import pyiceberg_io_properties
-from ...engine import first_line, spark_errors, tblproperties, with_retries
-from ...errors import CommitConflictError, LakecatError
+from ...engine import first_line, spark_errors, sql_string, tblproperties, with_retries
+from ...errors import CommitConflictError, InvalidArgumentError, LakecatError
+from ...files import fs_for
 from ...identifiers import TableIdent, quote
 from ...metastore import TableEntry, normalize_location, table_key_columns, where_table
 from ...results import ColumnInfo, DescribeResult, PartitionSpecInfo
 from ...schema import schema_ddl
 from ...units import from_millis, iso
-from ..base import TableFormat
+from ..base import FoundTable, TableFormat
 from . import rest
 from . import spark as spark_setup
 from .evolution import IcebergEvolution
@@ -85,6 +87,57 @@ def partition_sql(field: PartitionField) -> str:
     if field.param is not None:
         return f"{field.transform}({field.param}, {col})"
     return f"{field.transform}({col})"
+
+
+METADATA_SUFFIX = ".metadata.json"
+# 00042-<uuid>.metadata.json (catalogs), v42.metadata.json (Hadoop tables), optionally compressed (.gz.metadata.json)
+_METADATA_VERSION = re.compile(r"^(?:v(\d+)|(\d+)-[^.]*)(?:\.[a-z0-9]+)?\.metadata\.json$")
+
+
+def _children(directory: str) -> list[str]:
+    """Names of the files directly in ``directory`` (empty when it does not exist)."""
+    from pyarrow import fs
+
+    filesystem, path = fs_for(directory)
+    try:
+        infos = filesystem.get_file_info(fs.FileSelector(path, allow_not_found=True))
+    except (OSError, ValueError):
+        return []
+    return [i.base_name for i in infos if i.type == fs.FileType.File]
+
+
+def newest_metadata(location: str) -> tuple[str, list[str]]:
+    """The current metadata file of the table directory ``location`` and a note saying how it was chosen.
+
+    Hadoop tables name it in ``metadata/version-hint.text``; otherwise the highest version number wins, and two
+    files with that number (two writers, or a copied directory) are ambiguous: exit 2 with the candidates.
+    """
+    meta_dir = f"{location.rstrip('/')}/metadata"
+    names = _children(meta_dir)
+    candidates = sorted(n for n in names if n.endswith(METADATA_SUFFIX))
+    if not candidates:
+        raise InvalidArgumentError(f"{location} has no metadata/*{METADATA_SUFFIX}: not an Iceberg table directory")
+    if "version-hint.text" in names:
+        filesystem, hint_path = fs_for(f"{meta_dir}/version-hint.text")
+        with filesystem.open_input_stream(hint_path) as f:
+            hint = f.read().decode().strip()
+        hinted = f"v{hint}{METADATA_SUFFIX}"
+        if hinted in candidates:
+            return f"{meta_dir}/{hinted}", [f"took metadata/{hinted} (named by metadata/version-hint.text)"]
+    versions: dict[int, list[str]] = {}
+    for n in candidates:
+        m = _METADATA_VERSION.match(n)
+        versions.setdefault(int(m.group(1) or m.group(2)) if m else -1, []).append(n)
+    top = max(versions)
+    if len(versions[top]) > 1:
+        raise InvalidArgumentError(
+            f"{location} is ambiguous: {len(versions[top])} metadata files share the newest version "
+            f"({', '.join('metadata/' + n for n in versions[top])}); register one of them by its path"
+        )
+    chosen = versions[top][0]
+    others = len(candidates) - 1
+    return f"{meta_dir}/{chosen}", [f"took metadata/{chosen}, the newest of {len(candidates)} metadata files"
+                                    if others else f"took metadata/{chosen}"]  # fmt: skip
 
 
 def _location(metadata_location: str | None) -> str:
@@ -179,6 +232,79 @@ class IcebergFormat(IcebergVersions, IcebergMaintenance, IcebergHealth, IcebergE
 
     def spark_catalog_conf(self, config: CatalogConfig) -> dict[str, str]:
         return spark_setup.catalog_conf(config)
+
+    # --- existing tables (register, convert) ---------------------------------------------------
+    def owns_location(self, location: str) -> bool:
+        if location.endswith(METADATA_SUFFIX):
+            from ...files import exists
+
+            return exists(location)
+        return any(n.endswith(METADATA_SUFFIX) for n in _children(f"{location.rstrip('/')}/metadata"))
+
+    def find_table(self, location: str) -> FoundTable:
+        from pyiceberg.table import StaticTable
+
+        if location.endswith(METADATA_SUFFIX):
+            metadata, notes = location, list[str]()
+        else:
+            metadata, notes = newest_metadata(location)
+        try:
+            tbl = StaticTable.from_metadata(metadata, properties=pyiceberg_io_properties(metadata))
+        except FileNotFoundError as e:
+            raise InvalidArgumentError(f"no such file: {metadata}") from e
+        except Exception as e:  # noqa: BLE001 - a file that is not JSON, or not Iceberg's metadata
+            raise InvalidArgumentError(f"{metadata} is not a readable Iceberg metadata file: "
+                                       f"{first_line(str(e)) or type(e).__name__}") from e  # fmt: skip
+        return FoundTable(normalize_location(tbl.metadata.location), metadata, notes)
+
+    def register(self, ctx: CatalogContext, ident: TableIdent, found: FoundTable) -> TableEntry:
+        from pyiceberg.exceptions import TableAlreadyExistsError as PyIcebergExists
+
+        from ...errors import TableAlreadyExistsError
+
+        catalog = self.sql_catalog(ctx)
+        catalog.create_namespace_if_not_exists(ident.namespace)
+        try:
+            catalog.register_table((ident.namespace, ident.name), found.metadata_location)
+        except PyIcebergExists as e:
+            raise TableAlreadyExistsError(f"table {ident} already exists") from e
+        entry = self.get_entry(ctx, ident)
+        if entry is None:  # pragma: no cover - pyiceberg said yes but the catalog row is missing
+            raise LakecatError(f"register {ident}: pyiceberg reported success but the table is not in the catalog")
+        return entry
+
+    def convert(self, ctx: CatalogContext, ident: TableIdent, directory: str, columns: list[Column],
+                partition_columns: list[Column], partitions: dict[str, dict[str, str | None]]) -> TableEntry:  # fmt: skip
+        spark = ctx.session()
+        name = f"{quote(ctx.name)}.{ident.quoted}"
+        props = {"format-version": "2", "write.parquet.compression-codec": "zstd"}
+        parts = f" PARTITIONED BY ({', '.join(quote(c.name) for c in partition_columns)})" if partition_columns else ""
+        # add_files from a path would list the whole directory, where the new table's metadata/ now sits beside the
+        # k=v/ partitions (Spark's partition discovery then fails): instead a transient external Parquet table in the
+        # session catalog names each partition's own directory, and add_files reads the files from there.
+        staging = f"spark_catalog.default.{quote('lakecat_convert_' + uuid.uuid4().hex[:12])}"
+        with spark_errors("convert", ident):
+            spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {quote(ctx.name)}.{quote(ident.namespace)}")
+            spark.sql(f"CREATE TABLE {staging} ({schema_ddl([*columns, *partition_columns])}) USING parquet{parts} "
+                      f"LOCATION {sql_string(directory)}")  # fmt: skip
+            try:
+                for sub, values in sorted(partitions.items()):
+                    spec = ", ".join(f"{quote(k)} = {'NULL' if v is None else sql_string(v)}" for k, v in values.items())
+                    spark.sql(f"ALTER TABLE {staging} ADD PARTITION ({spec}) LOCATION {sql_string(directory.rstrip('/') + '/' + sub)}")
+                spark.sql(f"CREATE TABLE {name} ({schema_ddl([*columns, *partition_columns])}) USING iceberg{parts} "
+                          f"LOCATION {sql_string(directory)}{tblproperties(props)}")  # fmt: skip
+                try:
+                    spark.sql(f"CALL {quote(ctx.name)}.system.add_files(table => {sql_string(ident.quoted)}, "
+                              f"source_table => {sql_string(staging)})").collect()  # fmt: skip
+                except Exception:
+                    self.sql_catalog(ctx).drop_table((ident.namespace, ident.name))  # nothing half-made stays behind
+                    raise
+            finally:
+                spark.sql(f"DROP TABLE IF EXISTS {staging}")  # external: its files stay
+        entry = self.get_entry(ctx, ident)
+        if entry is None:  # pragma: no cover
+            raise LakecatError(f"convert {ident}: Iceberg reported success but the table is not in the catalog")
+        return entry
 
     # --- create / describe / drop -------------------------------------------------------------
     def create(self, ctx: CatalogContext, ident: TableIdent, columns: list[Column], partitioning: list[PartitionField],
