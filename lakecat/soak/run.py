@@ -55,6 +55,10 @@ expire.older-than = "1m"
 expire.retain-last = 2
 orphans.older-than = "{orphans}"
 force = true
+
+[[tables]]
+match = "soak.*_dlq"                # the dead-letter tables are checked, not maintained
+maintain.enabled = false
 """
 
 
@@ -130,16 +134,19 @@ class Stream:
 
 
 class Soak:
-    def __init__(self, work: Path, minutes: float, kills: int, seed: int, formats: list[str], rate: int) -> None:
+    def __init__(self, work: Path, minutes: float, kills: int, seed: int, formats: list[str], rate: int, *, cdc: bool = True) -> None:
         self.work, self.seconds, self.kills_per_format, self.formats, self.rate = work, minutes * 60, kills, formats, rate
+        self.cdc = cdc
         self.rnd = random.Random(seed)
         self.seed = seed
-        self.env = {**os.environ, "LAKECAT_HOME": str(work / "home"), "PYSPARK_PYTHON": sys.executable, "NO_COLOR": "1"}
+        # one core per JVM: two cores carry the streams, maintain and upsert side by side
+        self.env = {**os.environ, "LAKECAT_HOME": str(work / "home"), "PYSPARK_PYTHON": sys.executable, "NO_COLOR": "1",
+                    "LAKECAT_SPARK_MASTER": os.environ.get("LAKECAT_SOAK_SPARK_MASTER", "local[1]")}
         self.env.pop("LAKECAT_CATALOG", None)
         self.stop_producing = threading.Event()
         self.stop_chaos = threading.Event()
         self.lock = threading.Lock()
-        self.figures: dict[str, Any] = {"seed": seed, "formats": formats, "events": 0, "malformed": 0, "change_events": 0,
+        self.figures: dict[str, Any] = {"seed": seed, "formats": formats, "cdc": cdc, "minutes": minutes, "events": 0, "malformed": 0, "change_events": 0,
                                         "tombstones": 0, "kills": {f: 0 for f in formats}, "restarts_after_failure": 0,
                                         "broker_restarts": 0, "maintenance_runs": 0, "maintenance_failed": 0,
                                         "upserts": 0, "conflicts_retried": 0}  # fmt: skip
@@ -239,7 +246,16 @@ class Soak:
                     self.notes.append(f"maintain exit {code}: {_last_line(out or err)}")
             self._count_retries(out)
             self._count_retries(err)
-            self.stop_chaos.wait(self.rnd.uniform(2, 10))
+            self.stop_chaos.wait(self.rnd.uniform(5, 15))
+
+    def upserts(self, t_run: float) -> None:
+        """A concurrent upsert into each events table at 30 % and at 70 % of the run."""
+        for round_, at in enumerate((0.3, 0.7)):
+            while time.monotonic() - t_run < self.seconds * at:
+                if self.stop_chaos.wait(0.5):
+                    return
+            for fmt in self.formats:
+                self.upsert(fmt, round_)
 
     def upsert(self, fmt: str, round_: int) -> None:
         """A concurrent MERGE into the events table: rows the topic never carries (negative ids)."""
@@ -281,7 +297,7 @@ class Soak:
                                     "ts": f"2026-01-01T00:{(seq // 60) % 60:02d}:{seq % 60:02d}"}).encode()  # fmt: skip
                 self.figures["events"] += 1
             _send(producer, events_topic, str(seq).encode(), value, delivered)
-            if seq % 4 == 0:  # a change event for every four events
+            if self.cdc and seq % 4 == 0:  # a change event for every four events
                 n += 1
                 i = rnd.randrange(500)
                 us = 1_767_225_600_000_000 + n * 1000
@@ -330,6 +346,8 @@ class Soak:
             common = ["--kafka", self.bootstrap, "--max-records-per-batch", "2000"]
             self.streams.append(Stream(f"events-{fmt}", fmt, f"soak.events_{fmt}",
                                        ["ingest", f"soak.events_{fmt}", "--topic", events_topic, *common], self.work / f"events-{fmt}.log"))
+            if not self.cdc:
+                continue
             self.streams.append(Stream(f"cdc-{fmt}", fmt, f"soak.cdc_{fmt}",
                                        ["ingest", f"soak.cdc_{fmt}", "--topic", cdc_topic, "--cdc", "debezium", "--key", "id", *common],
                                        self.work / f"cdc-{fmt}.log"))  # fmt: skip
@@ -344,17 +362,14 @@ class Soak:
         workers.append(threading.Thread(target=self.maintain, args=(plan,), name="maintain"))
         for w in workers:
             w.start()
-        rounds = 0
+        upserts = threading.Thread(target=self.upserts, args=(t_run,), name="upserts")
+        upserts.start()
         while time.monotonic() - t_run < self.seconds:
             time.sleep(1)
-            if time.monotonic() - t_run > self.seconds * (0.3 + 0.4 * rounds) and rounds < 2:  # an upsert at 30 % and 70 %
-                for fmt in self.formats:
-                    self.upsert(fmt, rounds)
-                rounds += 1
         self.stop_producing.set()
         producer.join()
         self.stop_chaos.set()
-        for w in workers:
+        for w in [*workers, upserts]:
             w.join()
         for s in self.streams:  # stop the continuous streams (SIGTERM: after the batch in flight)
             if s.proc is not None and s.proc.poll() is None:
@@ -395,7 +410,7 @@ class Soak:
             dead = _read(self, f"soak.events_{fmt}_dlq", fmt)
             dead_at = [(int(r["kafka_partition"]), int(r["kafka_offset"])) for r in dead if r.get("kafka_topic") == events_topic]
             dlq_lost, dlq_doubled = len(malformed - set(dead_at)), len(dead_at) - len(set(dead_at))
-            cdc_rows = _read(self, f"soak.cdc_{fmt}", fmt)
+            cdc_rows = _read(self, f"soak.cdc_{fmt}", fmt) if self.cdc else []
             got = {int(r["id"]): (r["name"], Decimal(str(r["amt"])).quantize(Decimal("0.01"))) for r in cdc_rows}
             cdc_wrong = sum(1 for k, v in final.items() if got.get(k) != v) + sum(1 for k in got if k not in final)
             cdc_doubled = len(cdc_rows) - len(got)
@@ -522,13 +537,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--rate", type=int, default=50, help="events per second (default 50)")
     ap.add_argument("--formats", default=",".join(format_names(builtin_only=True)))
+    ap.add_argument("--no-cdc", action="store_true", help="only the plain event streams (the short form CI runs)")
     ap.add_argument("--work", default=None, help="keep the run's catalog, broker and logs here (default: a temporary dir, removed)")
     args = ap.parse_args(argv)
     seed = args.seed if args.seed is not None else random.randrange(1 << 30)
     kills = args.kills if args.kills is not None else max(2, int(args.minutes / 2))
     work = Path(args.work).resolve() if args.work else Path(tempfile.mkdtemp(prefix="lakecat-soak-"))
     os.environ["LAKECAT_HOME"] = str(work / "home")  # a private catalog: the run never touches the user's
-    soak = Soak(work, args.minutes, kills, seed, [f.strip() for f in args.formats.split(",") if f.strip()], args.rate)
+    soak = Soak(work, args.minutes, kills, seed, [f.strip() for f in args.formats.split(",") if f.strip()], args.rate,
+                cdc=not args.no_cdc)
     try:
         figures = soak.run()
     finally:
