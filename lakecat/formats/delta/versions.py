@@ -167,7 +167,7 @@ class DeltaVersions:
                 if str((meta.get("configuration") or {}).get("delta.enableChangeDataFeed", "false")).lower() != "true":
                     raise NotExactError("the change data feed was switched off within the range (Spark says where)")
         # Delta on Spark reads a range's changes in the table's current schema (a column added later: null before)
-        current = self._light_table(table, self.current_version(table))  # type: ignore[attr-defined]
+        current = self._light_table(table, self.current_version(table) or until)  # type: ignore[attr-defined]
         data = pa.schema(current.schema().to_arrow())
         schema = pa.schema([*data, pa.field("_change_type", pa.string()), pa.field("_commit_version", pa.int64())])
         if since >= until:
