@@ -23,9 +23,10 @@ _DELTA = {
     "timetravel_count": "from deltalake import DeltaTable; print(DeltaTable({loc!r}, version={version}).to_pyarrow_dataset().count_rows())",
     "changes_count": ("import pyarrow as pa; from deltalake import DeltaTable; "
                       "print(pa.RecordBatchReader.from_stream(DeltaTable({loc!r}).load_cdf({start}, {until})).read_all().num_rows)"),
-    "where_limit": ("import pyarrow.dataset as ds; from deltalake import DeltaTable; "
+    "where_limit": ("import pyarrow as pa, pyarrow.dataset as ds; from decimal import Decimal; from deltalake import DeltaTable; "
                     "d = DeltaTable({loc!r}, version={version}).to_pyarrow_dataset(); "
-                    "print(d.head(10, filter=(ds.field('region') == 'eu') & (ds.field('amt') > 10)).num_rows)"),
+                    "ten = pa.scalar(Decimal('10.00'), pa.decimal128(10, 2)); "
+                    "print(d.head(10, filter=(ds.field('region') == 'eu') & (ds.field('amt') > ten)).num_rows)"),
 }  # fmt: skip
 _ICEBERG_TABLE = ("from pyiceberg.catalog.sql import SqlCatalog; "
                   "t = SqlCatalog({catalog!r}, uri={uri!r}, warehouse={warehouse!r}).load_table({ident!r}); ")  # fmt: skip
