@@ -24,6 +24,11 @@ AsOfOpt = Annotated[
 TagOpt = Annotated[str | None, typer.Option("--tag", help="The version a tag names (see `lakecat tags`).")]
 LimitOpt = Annotated[int | None, typer.Option("--limit", "-n", help="At most N rows (0: all). Default 100.")]
 CountOpt = Annotated[bool, typer.Option("--count", help="Print the number of rows instead of the rows.")]
+EngineOpt = Annotated[
+    str | None,
+    typer.Option("--engine", help="light (no JVM: pyiceberg / delta-rs + DuckDB) or spark; default: light where it "
+                 "gives exactly Spark's answer, else spark (--verbose says why)."),
+]  # fmt: skip
 
 
 def history(
@@ -81,6 +86,7 @@ def timetravel(
     ] = None,
     limit: LimitOpt = None,
     count: CountOpt = False,
+    engine: EngineOpt = None,
     catalog: CatalogOpt = None,
     json_: JsonOpt = False,
     verbose: VerboseOpt = False,
@@ -92,9 +98,9 @@ def timetravel(
     out = Output(json_, verbose)
 
     def api():  # type: ignore[no-untyped-def]
-        view = connect(catalog).load_table(name).as_of(version=version, timestamp=as_of, tag=tag)
+        view = connect(catalog).load_table(name).as_of(version=version, timestamp=as_of, tag=tag, engine=engine)
         with out.status(f"reading {name} at version {view.version}"):
-            return view.read(where=where, limit=100 if limit is None else limit, count=count)
+            return _said(out, view.read(where=where, limit=100 if limit is None else limit, count=count))
 
     run(out, api, _render_read)
 
@@ -112,6 +118,7 @@ def changes(
     tag: Annotated[str | None, typer.Option("--tag", help="Up to and including the version this tag names.")] = None,
     limit: LimitOpt = None,
     count: CountOpt = False,
+    engine: EngineOpt = None,
     catalog: CatalogOpt = None,
     json_: JsonOpt = False,
     verbose: VerboseOpt = False,
@@ -124,9 +131,10 @@ def changes(
     out = Output(json_, verbose)
 
     def api():  # type: ignore[no-untyped-def]
-        ch = connect(catalog).load_table(name).changes(since=since, until=until, since_tag=since_tag, until_tag=tag)
+        ch = connect(catalog).load_table(name).changes(since=since, until=until, since_tag=since_tag, until_tag=tag,
+                                                       engine=engine)  # fmt: skip
         with out.status(f"reading changes of {name} after version {ch.since_version}"):
-            return ch.read(limit=100 if limit is None else limit, count=count)
+            return _said(out, ch.read(limit=100 if limit is None else limit, count=count))
 
     run(out, api, _render_read)
 
@@ -179,6 +187,14 @@ def rollback(
                       f"{r.to_version} of {human_time(r.to_timestamp)} UTC{note}")  # fmt: skip
 
     run(out, api, human)
+
+
+def _said(out: Output, result: Any) -> Any:
+    """With --verbose, say which engine answered and, when Spark did, why the light path did not."""
+    if out.verbose:
+        why = f" ({result.engine_reason})" if result.engine == "spark" and result.engine_reason else ""
+        out.info(f"answered by {result.engine}{why}")
+    return result
 
 
 def _is_number(value: Any) -> bool:

@@ -62,6 +62,12 @@ class UnsupportedOperationError(LakecatError):
     exit_code = 3
 
 
+class NotExactError(UnsupportedOperationError):
+    """The light path (no JVM) cannot give exactly the answer Spark gives (a predicate outside its allow-list, a
+    table feature it does not read the same): the read goes to Spark, or, when the light path was asked for, fails
+    with exit code 3 and this reason."""
+
+
 class InvalidArgumentError(ValueError, LakecatError):
     """The caller passed something malformed: an identifier, a schema, a duration (exit code 2)."""
 

@@ -217,9 +217,14 @@ class ReadResult(Result):
     since_version: int | None = None
     until_version: int | None = None
     until_timestamp: str | None = None
+    #: Which engine answered: "light" (no JVM: pyiceberg / delta-rs + DuckDB) or "spark"; and, for Spark, why.
+    engine: str | None = None
+    engine_reason: str | None = None
 
     def to_dict(self) -> dict[str, Any]:  # type: ignore[override]
-        data: dict[str, Any] = {"name": self.name, "format": self.format}
+        data: dict[str, Any] = {"name": self.name, "format": self.format, "engine": self.engine}
+        if self.engine_reason:
+            data["engine_reason"] = self.engine_reason
         if self.since_version is not None:
             data.update(since_version=self.since_version, until_version=self.until_version,
                         until_timestamp=self.until_timestamp)  # fmt: skip

@@ -100,9 +100,10 @@ class Table:
 
         return history(self, limit=limit)
 
-    def as_of(self, *, version: int | None = None, timestamp: str | None = None, tag: str | None = None):  # type: ignore[no-untyped-def]
+    def as_of(self, *, version: int | None = None, timestamp: str | None = None, tag: str | None = None,
+              engine: str | None = None):  # type: ignore[no-untyped-def]  # fmt: skip
         """A read-only view pinned to ``version`` (or the version tagged ``tag``), or to the newest version at or
-        before ``timestamp``.
+        before ``timestamp``. ``engine``: "light" (no JVM), "spark", or None (light where it answers exactly).
 
         Example:
             >>> t.as_of(version=3).to_pandas()
@@ -110,15 +111,15 @@ class Table:
         """
         from .versions import as_of
 
-        return as_of(self, version=version, timestamp=timestamp, tag=tag)
+        return as_of(self, version=version, timestamp=timestamp, tag=tag, engine=engine)
 
     def changes(self, *, since: int | None = None, until: int | None = None, since_tag: str | None = None,
-                until_tag: str | None = None):  # type: ignore[no-untyped-def]  # fmt: skip
+                until_tag: str | None = None, engine: str | None = None):  # type: ignore[no-untyped-def]  # fmt: skip
         """Rows changed after ``since`` (or the version tagged ``since_tag``; exclusive) up to ``until``
-        (or ``until_tag``; inclusive, default current)."""
+        (or ``until_tag``; inclusive, default current); ``engine`` as for ``as_of``."""
         from .versions import changes
 
-        return changes(self, since=since, until=until, since_tag=since_tag, until_tag=until_tag)
+        return changes(self, since=since, until=until, since_tag=since_tag, until_tag=until_tag, engine=engine)
 
     def rollback(self, *, version: int | None = None, timestamp: str | None = None, tag: str | None = None,
                  force: bool = False):  # type: ignore[no-untyped-def]  # fmt: skip

@@ -19,7 +19,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from .engine import first_line, spark_errors
-from .errors import InvalidArgumentError, LakecatError, VersionNotFoundError
+from .errors import InvalidArgumentError, LakecatError, NotExactError, VersionNotFoundError
 from .records import spark_lookup
 from .results import HistoryEntry, HistoryResult, ReadResult, RefInfo, Result, RollbackResult
 from .units import from_millis, iso, parse_timestamp
@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 
 CHANGE_COLUMNS = ("_change_type", "_commit_version", "_commit_timestamp")
 DEFAULT_ROW_LIMIT = 100
+ENGINES = ("light", "spark")
 
 # Markers of a read that failed because the version's files are gone (expired / vacuumed).
 _MISSING_FILE_MARKERS = (
@@ -154,6 +155,125 @@ def resolve_version(table: Table, *, version: int | None = None, timestamp: str 
     return _Resolved(found, commits[found].timestamp_ms, iso(when))
 
 
+# --- the light path: the format's light library streams Arrow, DuckDB filters/counts/limits it -------------------
+def _check_engine(engine: str | None) -> str | None:
+    if engine is None:
+        return None
+    engine = str(engine).strip().lower()
+    if engine not in ENGINES:
+        raise InvalidArgumentError(f"invalid engine {engine!r}: choose light (no JVM) or spark")
+    return engine
+
+
+class _Answer:
+    """Which engine answered a read, and why the light path did not when it did not."""
+
+    def __init__(self, engine: str | None) -> None:
+        self.wanted = _check_engine(engine)
+        self.engine: str | None = None
+        self.reason: str | None = None
+
+    def light(self, table: Table, what: str, fn: Any) -> Any:
+        """``fn()`` on the light path; None when the read must go to Spark (not asked for light, or it cannot be exact)."""
+        if self.wanted == "spark":
+            self.reason = "asked for Spark (--engine spark)"
+            return None
+        try:
+            out = fn()
+        except NotExactError as e:
+            if self.wanted == "light":
+                raise NotExactError(f"{what} {table.name} without a JVM: {e}; use --engine spark") from None
+            self.reason = str(e)
+            return None
+        except LakecatError:
+            raise
+        except Exception as e:  # noqa: BLE001 - a light library failing: Spark answers (or, asked for light, we say why)
+            if self.wanted == "light":
+                if isinstance(e, FileNotFoundError) or "not found" in str(e).lower():
+                    raise VersionNotFoundError(f"{what} {table.name}: a file of the version is gone: {first_line(str(e))}") from e
+                raise LakecatError(f"{what} {table.name} without a JVM failed: {first_line(str(e))}") from e
+            self.reason = f"the light path failed ({type(e).__name__}: {first_line(str(e))})"
+            return None
+        self.engine = "light"
+        return out
+
+    def spark(self) -> None:
+        self.engine = "spark"
+
+    def fields(self) -> dict[str, Any]:
+        return {"engine": self.engine, "engine_reason": self.reason if self.engine == "spark" else None}
+
+
+def _duckdb() -> Any:
+    import duckdb
+
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")  # Spark's session time zone in lakecat: TIMESTAMP literals and year() agree
+    return con
+
+
+def _check_types(schema: pa.Schema) -> None:
+    """Only column types the differential test proves identical on both paths travel the light path."""
+    from .predicate import _kind_of
+
+    odd = [f"{f.name} ({f.type})" for f in schema if _kind_of(f.type) is None]
+    if odd:
+        raise NotExactError(f"column(s) {', '.join(odd)} are of a type lakecat returns through Spark")
+
+
+def _light_select(source: Any, *, where: str | None, limit: int | None, count: bool,
+                  order: pa.Table | None = None) -> Any:  # fmt: skip
+    """Run one query over ``source`` (a pyarrow Dataset / RecordBatchReader): a count, or rows as an Arrow table.
+
+    DuckDB streams the source: a count keeps no rows, a limit stops the scan early; only the predicate's
+    DuckDB rendering (``lakecat.predicate``) and quoted column names reach the SQL.
+    """
+    from .predicate import quote_ident, to_duckdb
+
+    schema = source.schema
+    predicate = to_duckdb(where, schema) if where is not None and str(where).strip() else None
+    if not count:
+        _check_types(schema)
+    con = _duckdb()
+    try:
+        con.register("lakecat_source", source)
+        clause = f" WHERE {predicate}" if predicate else ""
+        if count:
+            return int(con.execute(f"SELECT count(*) FROM lakecat_source{clause}").fetchone()[0])  # type: ignore[index]
+        cols = [f"d.{quote_ident(n)}" for n in schema.names]
+        if order is None:
+            sql = f"SELECT {', '.join(cols)} FROM lakecat_source AS d{clause}"
+        else:
+            con.register("lakecat_commits", order)
+            cols = [c for c in cols if c != 'd."_commit_timestamp"']
+            sql = (f"SELECT {', '.join(cols)}, c.ts AS _commit_timestamp FROM lakecat_source AS d "
+                   "JOIN lakecat_commits AS c ON d._commit_version = c.version"
+                   f"{clause} ORDER BY c.ord, d._commit_version, CASE d._change_type WHEN 'delete' THEN 0 "
+                   "WHEN 'update_preimage' THEN 1 WHEN 'update_postimage' THEN 2 ELSE 3 END")  # fmt: skip
+        if limit:
+            sql += f" LIMIT {int(limit)}"
+        return con.sql(sql).to_arrow_table()
+    finally:
+        con.close()
+
+
+def _commit_order(commits: dict[int, Commit]) -> pa.Table:
+    import pyarrow as pa
+
+    versions = list(commits)
+    return pa.table({
+        "version": pa.array(versions, pa.int64()),
+        "ord": pa.array(range(len(versions)), pa.int64()),
+        "ts": pa.array([commits[v].timestamp_ms * 1000 for v in versions], pa.timestamp("us", tz="UTC")),
+    })  # fmt: skip
+
+
+def _rows(tbl: pa.Table, limit: int | None) -> tuple[list[dict[str, Any]], bool]:
+    rows = tbl.to_pylist()
+    truncated = bool(limit) and len(rows) > (limit or 0)
+    return (rows[:limit] if limit else rows), truncated
+
+
 # --- time travel --------------------------------------------------------------------------------
 @dataclass
 class TableAsOf(Result):
@@ -171,6 +291,8 @@ class TableAsOf(Result):
     as_of: str | None
     table: Table = field(repr=False, compare=False)
 
+    engine: str | None = None
+
     def to_dict(self) -> dict[str, Any]:  # type: ignore[override]
         return {"name": self.name, "format": self.format, "version": self.version,
                 "version_timestamp": self.version_timestamp, "as_of": self.as_of}  # fmt: skip
@@ -181,16 +303,35 @@ class TableAsOf(Result):
             df = self.table.adapter.read_version(self.table, self.version)
         return _where(df, where)
 
-    def count(self, *, where: str | None = None) -> int:
+    def _light(self, answer: _Answer, **query: Any) -> Any:
+        return answer.light(self.table, "timetravel", lambda: _light_select(
+            self.table.adapter.scan_version_light(self.table, self.version), **query))  # fmt: skip
+
+    def _count(self, where: str | None, answer: _Answer) -> int:
+        n = self._light(answer, where=where, limit=None, count=True)
+        if n is not None:
+            return int(n)
+        answer.spark()
         df = self.to_spark(where=where)
         with _engine_errors("timetravel", self.table, self.version):
             return int(df.count())
 
-    def to_arrow(self, *, where: str | None = None, limit: int | None = None) -> pa.Table:
+    def count(self, *, where: str | None = None) -> int:
+        """The number of rows (matching ``where``): on the light path when it answers exactly, else on Spark."""
+        return self._count(where, _Answer(self.engine))
+
+    def _arrow(self, where: str | None, limit: int | None, answer: _Answer) -> pa.Table:
+        tbl = self._light(answer, where=where, limit=limit, count=False)
+        if tbl is not None:
+            return tbl
+        answer.spark()
         df = self.to_spark(where=where)
-        limit = _check_limit(limit)
         with _engine_errors("timetravel", self.table, self.version):
             return (df.limit(limit) if limit else df).toArrow()
+
+    def to_arrow(self, *, where: str | None = None, limit: int | None = None) -> pa.Table:
+        """The rows (matching ``where``, at most ``limit``) as Arrow: light path when exact, else Spark."""
+        return self._arrow(where, _check_limit(limit), _Answer(self.engine))
 
     def to_pandas(self, *, where: str | None = None, limit: int | None = None) -> pd.DataFrame:
         return self.to_arrow(where=where, limit=limit).to_pandas()
@@ -199,25 +340,32 @@ class TableAsOf(Result):
         self, *, where: str | None = None, limit: int | None = DEFAULT_ROW_LIMIT, count: bool = False
     ) -> ReadResult:
         """Rows (at most ``limit``; 0 or None: all) or, with ``count=True``, the number of rows."""
+        answer = _Answer(self.engine)
         base = dict(name=self.name, format=self.format, version=self.version,
                     version_timestamp=self.version_timestamp, as_of=self.as_of)  # fmt: skip
         if count:
-            return ReadResult(count=self.count(where=where), **base)  # type: ignore[arg-type]
+            n = self._count(where, answer)
+            return ReadResult(count=n, **base, **answer.fields())  # type: ignore[arg-type]
         limit = _check_limit(limit)
-        df = self.to_spark(where=where)
-        with _engine_errors("timetravel", self.table, self.version):
-            rows, truncated = _collect(df, limit)
-        return ReadResult(count=len(rows), rows=rows, columns=df.columns, limit=limit, truncated=truncated, **base)  # type: ignore[arg-type]
+        tbl = self._arrow(where, limit + 1 if limit else None, answer)
+        rows, truncated = _rows(tbl, limit)
+        return ReadResult(count=len(rows), rows=rows, columns=tbl.column_names, limit=limit, truncated=truncated,
+                          **base, **answer.fields())  # type: ignore[arg-type]  # fmt: skip
 
 
 def as_of(table: Table, *, version: int | None = None, timestamp: str | datetime | None = None,
-          tag: str | None = None) -> TableAsOf:  # fmt: skip
-    """The table pinned to ``version``, to the version tagged ``tag``, or to the newest version at or before ``timestamp``."""
+          tag: str | None = None, engine: str | None = None) -> TableAsOf:  # fmt: skip
+    """The table pinned to ``version``, to the version tagged ``tag``, or to the newest version at or before ``timestamp``.
+
+    ``engine``: ``"light"`` (no JVM: pyiceberg / delta-rs + DuckDB; exit 3 where it cannot answer exactly),
+    ``"spark"``, or None: the light path where it answers exactly, else Spark.
+    """
     table.adapter.require("time_travel", "timetravel")
+    engine = _check_engine(engine)
     version = _tagged(table, version, tag)
     r = resolve_version(table, version=version, timestamp=timestamp)
     return TableAsOf(table.name, table.format, r.version, iso(from_millis(r.timestamp_ms)) if r.timestamp_ms else None,
-                     r.as_of, table)  # fmt: skip
+                     r.as_of, table, engine)  # fmt: skip
 
 
 def _where(df: DataFrame, where: str | None) -> DataFrame:
@@ -227,12 +375,6 @@ def _where(df: DataFrame, where: str | None) -> DataFrame:
         return df.where(str(where))  # user text stays a predicate: Spark parses it as one expression
     except Exception as e:  # noqa: BLE001 - any failure to analyse the predicate is the caller's mistake
         raise InvalidArgumentError(f"invalid --where predicate {where!r}: {first_line(str(e))}") from None
-
-
-def _collect(df: DataFrame, limit: int | None) -> tuple[list[dict[str, Any]], bool]:
-    rows = (df.limit(limit + 1) if limit else df).toArrow().to_pylist()
-    truncated = bool(limit) and len(rows) > (limit or 0)
-    return (rows[:limit] if limit else rows), truncated
 
 
 # --- changes ------------------------------------------------------------------------------------
@@ -251,6 +393,7 @@ class TableChanges(Result):
     until_timestamp: str | None
     table: Table = field(repr=False, compare=False)
     _commits: dict[int, Commit] = field(repr=False, compare=False, default_factory=dict)
+    engine: str | None = None
 
     def to_dict(self) -> dict[str, Any]:  # type: ignore[override]
         return {"name": self.name, "format": self.format, "since_version": self.since_version,
@@ -261,10 +404,24 @@ class TableChanges(Result):
         with _engine_errors("changes", self.table):
             return self.table.adapter.read_changes(self.table, self.since_version, self.until_version, self._commits)
 
-    def count(self) -> int:
+    def _light(self, answer: _Answer, **query: Any) -> Any:
+        def run() -> Any:
+            source = self.table.adapter.changes_light(self.table, self.since_version, self.until_version, self._commits)
+            return _light_select(source, where=None, order=None if query["count"] else _commit_order(self._commits), **query)
+
+        return answer.light(self.table, "changes", run)
+
+    def _count(self, answer: _Answer) -> int:
+        n = self._light(answer, limit=None, count=True)
+        if n is not None:
+            return int(n)
+        answer.spark()
         df = self.to_spark()
         with _engine_errors("changes", self.table):
             return int(df.count())
+
+    def count(self) -> int:
+        return self._count(_Answer(self.engine))
 
     def _ordered(self) -> DataFrame:
         from pyspark.sql import functions as F
@@ -275,36 +432,46 @@ class TableChanges(Result):
                 .when(F.col("_change_type") == "update_postimage", 2).otherwise(3))  # fmt: skip
         return df.orderBy(spark_lookup(order, F.col("_commit_version"), "int"), F.col("_commit_version"), kind)
 
-    def to_arrow(self, *, limit: int | None = None) -> pa.Table:
-        """The change rows in commit order (deletes and pre-images before inserts and post-images)."""
-        limit = _check_limit(limit)
+    def _arrow(self, limit: int | None, answer: _Answer) -> pa.Table:
+        tbl = self._light(answer, limit=limit, count=False)
+        if tbl is not None:
+            return tbl
+        answer.spark()
         df = self._ordered()
         with _engine_errors("changes", self.table):
             return (df.limit(limit) if limit else df).toArrow()
+
+    def to_arrow(self, *, limit: int | None = None) -> pa.Table:
+        """The change rows in commit order (deletes and pre-images before inserts and post-images)."""
+        return self._arrow(_check_limit(limit), _Answer(self.engine))
 
     def to_pandas(self, *, limit: int | None = None) -> pd.DataFrame:
         return self.to_arrow(limit=limit).to_pandas()
 
     def read(self, *, limit: int | None = DEFAULT_ROW_LIMIT, count: bool = False) -> ReadResult:
+        answer = _Answer(self.engine)
         base = dict(name=self.name, format=self.format, since_version=self.since_version,
                     until_version=self.until_version, until_timestamp=self.until_timestamp)  # fmt: skip
         if count:
-            return ReadResult(count=self.count(), **base)  # type: ignore[arg-type]
+            return ReadResult(count=self._count(answer), **base, **answer.fields())  # type: ignore[arg-type]
         limit = _check_limit(limit)
-        df = self._ordered()
-        with _engine_errors("changes", self.table):
-            rows, truncated = _collect(df, limit)
-        return ReadResult(count=len(rows), rows=rows, columns=df.columns, limit=limit, truncated=truncated, **base)  # type: ignore[arg-type]
+        tbl = self._arrow(limit + 1 if limit else None, answer)
+        rows, truncated = _rows(tbl, limit)
+        return ReadResult(count=len(rows), rows=rows, columns=tbl.column_names, limit=limit, truncated=truncated,
+                          **base, **answer.fields())  # type: ignore[arg-type]  # fmt: skip
 
 
 def changes(table: Table, *, since: int | None = None, until: int | None = None, since_tag: str | None = None,
-            until_tag: str | None = None) -> TableChanges:  # fmt: skip
+            until_tag: str | None = None, engine: str | None = None) -> TableChanges:  # fmt: skip
     """Changes committed after ``since`` (exclusive) up to ``until`` (inclusive; default: the current version).
+
+    ``engine``: ``"light"`` (no JVM), ``"spark"``, or None: the light path where it answers exactly, else Spark.
 
     ``since=-1`` reads from the table's first commit. On Iceberg, versions are snapshot ids and ``since``
     must be an ancestor of ``until`` (changes are read along one line of history).
     """
     table.adapter.require("changes", "changes")
+    engine = _check_engine(engine)
     since = _tagged(table, since, since_tag, "--since")
     until = _tagged(table, until, until_tag, "--until")
     if since is None:
@@ -335,7 +502,7 @@ def changes(table: Table, *, since: int | None = None, until: int | None = None,
     in_range = {x: commits[x] for x in reversed(span)}  # oldest first
     table.adapter.check_changes(table, since, until)
     return TableChanges(table.name, table.format, since, until, iso(from_millis(commits[until].timestamp_ms)),
-                        table, in_range)  # fmt: skip
+                        table, in_range, engine)  # fmt: skip
 
 
 # --- rollback -----------------------------------------------------------------------------------

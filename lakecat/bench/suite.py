@@ -52,7 +52,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-SECTIONS = ("ingest", "freshness", "cdc", "compact", "metadata", "start")
+from . import light
+
+SECTIONS = ("ingest", "freshness", "cdc", "compact", "metadata", "light", "start")
 SPARK_SECTIONS = ("ingest", "freshness", "compact")
 SCHEMA = "id BIGINT, ts TIMESTAMP, name STRING, amt DECIMAL(10,2)"  # nullable: the plain job cannot promise NOT NULL
 START_MARK = "<!-- bench:start -->"
@@ -66,6 +68,7 @@ FULL: dict[str, Any] = {
     "cdc_events": None,  # lakecat.bench.cdc's own default
     "compact_files": 2000, "compact_rows": 200_000, "compact_target": "64MB",
     "meta_commits": 20, "meta_repeat": 5, "spark_start_repeat": 2, "start_repeat": 5,
+    "light_rows": 2_500, "light_big_rows": 2_000_000, "light_big_files": 200, "light_repeat": 5,
 }  # fmt: skip
 QUICK: dict[str, Any] = {
     "events": 10_000, "batch": 5_000, "ingest_repeat": 1,
@@ -75,6 +78,7 @@ QUICK: dict[str, Any] = {
     "meta_commits": 3, "meta_repeat": 2,
     "spark_start_repeat": 0,  # 0: the suite's own Spark child's session start stands in for a separate bare start
     "start_repeat": 2,
+    "light_rows": 2_500, "light_big_rows": 100_000, "light_big_files": 20, "light_repeat": 2,
 }  # fmt: skip
 
 SPARK_ONLY = """
@@ -838,6 +842,8 @@ def run_spark_sections(params: dict[str, Any]) -> dict[str, Any]:
         out["session_start"] = usage
         jobs: list[tuple[str, Callable[[], Any]]] = [
             ("metadata", lambda: make_metadata_tables(cat, commits=sizes["meta_commits"], formats=formats)),
+            ("light", lambda: light.make_tables(cat, rows=sizes["light_rows"], big_rows=sizes["light_big_rows"],
+                                                big_files=sizes["light_big_files"], formats=formats)),
             ("ingest", lambda: ingest_throughput(cat, params["bootstrap"], events=sizes["events"], batch=sizes["batch"],
                                                  formats=formats, repeat=sizes["ingest_repeat"], home=home, sampler=sampler)),
             ("freshness", lambda: freshness(cat, params["bootstrap"], seconds=sizes["fresh_seconds"], rate=sizes["fresh_rate"],
@@ -849,8 +855,8 @@ def run_spark_sections(params: dict[str, Any]) -> dict[str, Any]:
         for name, job in jobs:
             if name not in sections:
                 continue
-            key = "metadata_tables" if name == "metadata" else name
-            _say(f"section {name}" + (" (its tables)" if name == "metadata" else ""))
+            key = f"{name}_tables" if name in ("metadata", "light") else name
+            _say(f"section {name}" + (" (its tables)" if name in ("metadata", "light") else ""))
             try:
                 out[key] = job()
             except Exception as e:  # noqa: BLE001 - one failing section must not lose the others' figures
@@ -899,6 +905,8 @@ def ratios(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
         add(f"compact.{fmt}.full_query_speedup", row.get("full_query_speedup"), "higher", "query s before / after")
     for name, value in (doc.get("metadata", {}).get("ratios") or {}).items():
         add(f"metadata.{name}", value, "lower", "lakecat process s / bare Spark session start s")
+    for name, row in ((doc.get("light") or {}).get("results") or {}).items():
+        add(f"light.{name}", row.get("ratio"), "lower", "lakecat process s / light-library one-liner process s")
     st = doc.get("start") or {}
     add("start.lakecat_vs_bare", st.get("ratio"), "lower", "lakecat session start s / bare getOrCreate s")
     return out
@@ -926,7 +934,7 @@ def run_suite(sizes: dict[str, Any], *, sections: list[str], formats: list[str],
                 doc["start"] = spark_start(home, repeat=sizes.get("start_repeat", 2))
             except Exception as e:  # noqa: BLE001
                 doc["start"] = {"error": f"{type(e).__name__}: {e}"[:2000]}
-        spark_sections = [s for s in sections if s in SPARK_SECTIONS or s == "metadata"]
+        spark_sections = [s for s in sections if s in SPARK_SECTIONS or s in ("metadata", "light")]
         child: dict[str, Any] = {}
         if spark_sections:
             params = {"home": str(home), "bootstrap": bootstrap, "sizes": sizes, "formats": formats, "sections": spark_sections}
@@ -966,6 +974,15 @@ def run_suite(sizes: dict[str, Any], *, sections: list[str], formats: list[str],
                                            child_start=child.get("session_start"))  # fmt: skip
             except Exception as e:  # noqa: BLE001
                 doc["metadata"] = {"error": f"{type(e).__name__}: {e}"[:2000]}
+        made_light = child.get("light_tables") if spark_sections else None
+        if "light" in sections and not (isinstance(made_light, dict) and "error" not in made_light):
+            doc["light"] = {"error": f"its tables were not made: {(made_light or child).get('error', '?')}"[:2000]}
+        elif "light" in sections:
+            _say("section light")
+            try:
+                doc["light"] = light.measure(home, made_light, repeat=sizes["light_repeat"], formats=formats)  # type: ignore[arg-type]
+            except Exception as e:  # noqa: BLE001
+                doc["light"] = {"error": f"{type(e).__name__}: {e}"[:2000]}
         if "cdc" in sections:
             _say("section cdc")
             try:
@@ -1103,6 +1120,7 @@ def render_markdown(doc: dict[str, Any]) -> str:
         what = ("lakecat's own Spark session start, to a first `count()`" if spark.get("source") == "the suite's Spark child"
                 else "a bare Spark session start with the same jars, to a first `count()` (what any Spark-based tool pays first)")
         lines.append(f"| {what} | {_s(spark.get('s'))} | {_n(spark.get('peak_mb'))} MB | 1.00× |")
+    lines += light.render(doc.get("light") or {}, doc.get("sizes") or {})
     st = doc.get("start") or {}
     if st.get("ratio") is not None:
         lines += ["", f"**Spark start** (median of {st.get('repeat')}, each in a fresh process, alternating; timed from the call "

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from ..engine import to_int
-from ..errors import UnsupportedOperationError, VersionNotFoundError
+from ..errors import NotExactError, UnsupportedOperationError, VersionNotFoundError
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -228,6 +228,8 @@ class VersionLog:
 CAPABILITY_METHODS: dict[str, tuple[str, ...]] = {
     "time_travel": ("read_version",),
     "changes": ("read_changes",),
+    "light_time_travel": ("scan_version_light",),
+    "light_changes": ("changes_light",),
     "rollback": ("rollback",),
     "ingest": ("append_batch", "committed_batch", "read_current"),
     "merge": ("merge_marker_conf", "committed_batch", "read_current"),
@@ -417,6 +419,23 @@ class TableFormat(ABC):
     def read_changes(self, table: TableHandle, since: int, until: int, commits: dict[int, Commit]) -> DataFrame:
         """Unified change rows (``_change_type``, ``_commit_version``, ``_commit_timestamp``) of the range."""
         raise self.unsupported("changes")
+
+    # --- reads (light path: no JVM) -------------------------------------------------------------
+    def scan_version_light(self, table: TableHandle, version: int) -> Any:
+        """The rows of ``version`` as a streaming Arrow source (a ``pyarrow.dataset.Dataset`` or a
+        ``RecordBatchReader``; its schema in the table's column order), read without a JVM.
+
+        Raises ``NotExactError`` when the light libraries would not read exactly what Spark reads (the caller
+        then goes to Spark).
+        """
+        raise NotExactError(f"time travel without a JVM is not implemented for {self.name} tables")
+
+    def changes_light(self, table: TableHandle, since: int, until: int, commits: dict[int, Commit]) -> Any:
+        """The change rows of the range ``since`` (exclusive) .. ``until`` as a streaming Arrow source: the data
+        columns, ``_change_type`` (unified words) and ``_commit_version`` (int64); the caller adds
+        ``_commit_timestamp`` from ``commits``. ``NotExactError`` when only Spark reads the range exactly.
+        """
+        raise NotExactError(f"change reads without a JVM are not implemented for {self.name} tables")
 
     def generated_columns(self, table: TableHandle) -> set[str]:
         """Columns the format computes itself (writers must not fill them)."""

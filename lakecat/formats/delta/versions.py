@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ...engine import to_int
-from ...errors import InvalidArgumentError, VersionNotFoundError
+from ...errors import InvalidArgumentError, NotExactError, VersionNotFoundError
 from ...files import local_path
 from ...records import spark_lookup
 from ..base import Commit, VersionLog, unified_summary
@@ -50,6 +50,10 @@ def _commit(h: dict[str, Any]) -> Commit | None:
     if engine_op == "RESTORE" and to_int(params.get("version")) is not None:
         summary["restored_version"] = to_int(params.get("version"))
     return Commit(version, int(h.get("timestamp") or 0), op, summary, version - 1 if version else None)
+
+
+# Delta reader features delta-rs reads exactly as Delta on Spark does (anything else: the read goes to Spark).
+_LIGHT_READER_FEATURES = frozenset({"timestampNtz"})
 
 
 class DeltaVersionLog(VersionLog):
@@ -122,6 +126,66 @@ class DeltaVersions:
             df = df.withColumn("_commit_timestamp", F.coalesce(
                 F.timestamp_millis(spark_lookup(stamps, F.col("_commit_version"), "bigint")), F.col("_commit_timestamp")))  # fmt: skip
         return df.where(F.lit(False)) if empty else df
+
+    # --- the light path (delta-rs, no JVM) ------------------------------------------------------
+    def _light_table(self, table: TableHandle, version: int) -> Any:
+        """delta-rs's table at ``version``, when delta-rs reads it exactly as Delta on Spark does."""
+        dt = self.load(table, version=version)  # type: ignore[attr-defined]
+        protocol = dt.protocol()
+        unknown = sorted(set(protocol.reader_features or ()) - _LIGHT_READER_FEATURES)
+        if unknown:
+            raise NotExactError(f"version {version} uses Delta reader feature(s) {', '.join(unknown)}, which lakecat "
+                                "reads through Spark")  # fmt: skip
+        if protocol.min_reader_version > 1 and not protocol.reader_features:
+            raise NotExactError(f"version {version} needs Delta reader version {protocol.min_reader_version} "
+                                "(column mapping), which lakecat reads through Spark")  # fmt: skip
+        if dt.metadata().configuration.get("delta.columnMapping.mode", "none") != "none":
+            raise NotExactError("the table uses column mapping, which lakecat reads through Spark")
+        return dt
+
+    def scan_version_light(self, table: TableHandle, version: int) -> Any:
+        dt = self._light_table(table, version)
+        try:
+            return dt.to_pyarrow_dataset()
+        except Exception as e:  # noqa: BLE001 - whatever delta-rs refuses, Spark reads
+            raise NotExactError(f"delta-rs does not read version {version}: {e}") from e
+
+    def changes_light(self, table: TableHandle, since: int, until: int, commits: dict[int, Commit]) -> Any:
+        import pyarrow as pa
+
+        dt = self._light_table(table, until)
+        start = max(since + 1, 0)
+        first = self._light_table(table, start) if start < until else dt
+        for at in (first, dt):
+            if at.metadata().configuration.get("delta.enableChangeDataFeed", "false").lower() != "true":
+                raise NotExactError("the change data feed is not on for the whole range (Spark says where)")
+        if start < until:
+            from .log import commit_actions, log_entries
+
+            for _, meta in commit_actions(table.location, log_entries(table.location, table.name), start, until,
+                                          ("metaData",)):  # fmt: skip
+                if str((meta.get("configuration") or {}).get("delta.enableChangeDataFeed", "false")).lower() != "true":
+                    raise NotExactError("the change data feed was switched off within the range (Spark says where)")
+        # Delta on Spark reads a range's changes in the table's current schema (a column added later: null before)
+        current = self._light_table(table, self.current_version(table) or until)  # type: ignore[attr-defined]
+        data = pa.schema(current.schema().to_arrow())
+        schema = pa.schema([*data, pa.field("_change_type", pa.string()), pa.field("_commit_version", pa.int64())])
+        if since >= until:
+            return pa.RecordBatchReader.from_batches(schema, iter(()))
+        try:
+            reader = pa.RecordBatchReader.from_stream(dt.load_cdf(starting_version=start, ending_version=until))
+        except Exception as e:  # noqa: BLE001 - whatever delta-rs refuses, Spark reads
+            raise NotExactError(f"delta-rs does not read the change data feed of versions {start}..{until}: {e}") from e
+
+        def batches() -> Any:
+            for b in reader:
+                have = set(b.schema.names)
+                yield pa.RecordBatch.from_arrays(
+                    [b.column(f.name).cast(f.type) if f.name in have else pa.nulls(b.num_rows, f.type) for f in schema],
+                    schema=schema,
+                )
+
+        return pa.RecordBatchReader.from_batches(schema, batches())
 
     def streams_undone_by(self, table: TableHandle, target: int, current: int | None) -> list[str]:
         from .log import log_entries, log_transactions

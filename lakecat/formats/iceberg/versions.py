@@ -6,6 +6,7 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from ...engine import sql_string, to_int
+from ...errors import NotExactError
 from ...identifiers import quote
 from ...records import CDC_KEY_PROPERTY, spark_lookup
 from ..base import Commit, VersionLog, unified_summary
@@ -172,6 +173,46 @@ class IcebergVersions:
                 ))  # fmt: skip
         return reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), parts)
 
+    # --- the light path (pyiceberg, no JVM) ----------------------------------------------------
+    def scan_version_light(self, table: TableHandle, version: int) -> Any:
+        tbl = self.load(table)  # type: ignore[attr-defined]
+        snap = tbl.metadata.snapshot_by_id(int(version))
+        if snap is None:
+            raise NotExactError(f"snapshot {version} is not in the metadata")
+        if _equality_deletes(snap) or (tbl.metadata.format_version >= 3 and _delete_files(snap)):
+            raise NotExactError(f"snapshot {version} has equality deletes or deletion vectors, which lakecat reads "
+                                "through Spark")  # fmt: skip
+        scan = tbl.scan(snapshot_id=int(version))
+        return _stream(tbl, scan.projection(), scan.plan_files())
+
+    def changes_light(self, table: TableHandle, since: int, until: int, commits: dict[int, Commit]) -> Any:
+        """Append-only ranges: the rows of the data files each snapshot added (what Spark's changelog reads too)."""
+        from pyiceberg.manifest import ManifestEntryStatus
+        from pyiceberg.table import FileScanTask
+
+        tbl = self.load(table)  # type: ignore[attr-defined]
+        meta = tbl.metadata
+        extra = [("_change_type", "insert"), ("_commit_version", None)]
+        if since == until:
+            return _stream(tbl, meta.schema(), [], extra)
+        if _has_delete_files(meta, since, commits):
+            raise NotExactError("the range has merge-on-read delete files, which lakecat reads through Spark")
+        parts: list[tuple[int, Any]] = []
+        for version in commits:  # oldest first
+            snap = meta.snapshot_by_id(version)
+            op = snap.summary.operation.value if snap is not None and snap.summary else "unknown"
+            if op == "replace":  # compaction: no change (Spark's changelog skips it too)
+                continue
+            if op != "append":
+                raise NotExactError(f"snapshot {version} is an {op}; only append-only ranges are read without Spark")
+            for manifest in snap.manifests(tbl.io):  # type: ignore[union-attr]
+                if manifest.added_snapshot_id != version:
+                    continue
+                for entry in manifest.fetch_manifest_entry(tbl.io, discard_deleted=True):
+                    if entry.status == ManifestEntryStatus.ADDED and entry.snapshot_id == version:
+                        parts.append((version, FileScanTask(entry.data_file)))
+        return _stream(tbl, meta.schema(), parts, extra)
+
     def streams_undone_by(self, table: TableHandle, target: int, current: int | None) -> list[str]:
         from .markers import MARKER_QUERY
 
@@ -203,3 +244,46 @@ def _has_delete_files(meta: Any, since: int, commits: dict[int, Commit]) -> bool
         if to_int(props.get("total-delete-files")) or to_int(props.get("added-delete-files")):
             return True
     return False
+
+
+def _summary_int(snap: Any, key: str) -> int:
+    props = snap.summary.additional_properties if snap.summary else {}
+    return to_int(props.get(key)) or 0
+
+
+def _equality_deletes(snap: Any) -> bool:
+    return _summary_int(snap, "total-equality-deletes") > 0
+
+
+def _delete_files(snap: Any) -> bool:
+    return _summary_int(snap, "total-delete-files") > 0
+
+
+def _stream(tbl: Any, schema: Any, tasks: Any, extra: list[tuple[str, Any]] | None = None) -> Any:
+    """A RecordBatchReader over the scan tasks, one file at a time (pyiceberg's own reader reads every file at once).
+
+    ``tasks`` are FileScanTasks, or with ``extra`` (change columns) (version, task) pairs: each row then carries
+    ``_change_type`` and ``_commit_version``.
+    """
+    import pyarrow as pa
+    from pyiceberg.expressions import AlwaysTrue
+    from pyiceberg.io.pyarrow import ArrowScan, schema_to_pyarrow
+
+    data = schema_to_pyarrow(schema, include_field_ids=False)
+    target = pa.schema([*data, pa.field("_change_type", pa.string()), pa.field("_commit_version", pa.int64())]) if extra else data
+    scan = ArrowScan(tbl.metadata, tbl.io, schema, AlwaysTrue())
+
+    def batches() -> Any:
+        for item in tasks:
+            version, task = item if extra else (None, item)
+            for b in scan.to_record_batches([task]):
+                b = b.cast(data)
+                if extra:
+                    n = b.num_rows
+                    b = pa.RecordBatch.from_arrays(
+                        [*b.columns, pa.array([extra[0][1]] * n, pa.string()), pa.array([version] * n, pa.int64())],
+                        schema=target,
+                    )
+                yield b
+
+    return pa.RecordBatchReader.from_batches(target, batches())

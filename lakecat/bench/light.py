@@ -1,0 +1,139 @@
+"""The ``light`` section of ``python -m lakecat.bench``: time travel and change reads without a JVM.
+
+Whole fresh processes, both formats: ``lakecat timetravel --count``, ``lakecat changes --count`` and
+``lakecat timetravel --where ... --limit 10`` against the one-liner a user would write with the format's own
+light library (delta-rs / pyiceberg) for the same read; the peak RSS of each process; and the lakecat process's
+peak RSS for ``--limit`` and ``--count`` on a larger table of many files (streaming: it must not load the table).
+The tables are made by the suite's Spark child (``make_tables``); this module measures in the parent.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+WHERE = "region = 'eu' AND amt > 10"
+
+# The light libraries' one-liners: the same read, the way a user would write it (fresh process each).
+_DELTA = {
+    "timetravel_count": "from deltalake import DeltaTable; print(DeltaTable({loc!r}, version={version}).to_pyarrow_dataset().count_rows())",
+    "changes_count": ("import pyarrow as pa; from deltalake import DeltaTable; "
+                      "print(pa.RecordBatchReader.from_stream(DeltaTable({loc!r}).load_cdf({start}, {until})).read_all().num_rows)"),
+    "where_limit": ("import pyarrow as pa, pyarrow.dataset as ds; from decimal import Decimal; from deltalake import DeltaTable; "
+                    "d = DeltaTable({loc!r}, version={version}).to_pyarrow_dataset(); "
+                    "ten = pa.scalar(Decimal('10.00'), pa.decimal128(10, 2)); "
+                    "print(d.head(10, filter=(ds.field('region') == 'eu') & (ds.field('amt') > ten)).num_rows)"),
+}  # fmt: skip
+_ICEBERG_TABLE = ("from pyiceberg.catalog.sql import SqlCatalog; "
+                  "t = SqlCatalog({catalog!r}, uri={uri!r}, warehouse={warehouse!r}).load_table({ident!r}); ")  # fmt: skip
+_ICEBERG = {
+    "timetravel_count": _ICEBERG_TABLE + "print(t.scan(snapshot_id={version}).count())",
+    # pyiceberg has no change scan: the nearest one-liner for an append-only range counts both ends
+    "changes_count": _ICEBERG_TABLE + "print(t.scan(snapshot_id={until}).count() - t.scan(snapshot_id={since}).count())",
+    "where_limit": _ICEBERG_TABLE + "print(len(t.scan(snapshot_id={version}, row_filter={where!r}, limit=10).to_arrow()))",
+}
+
+
+def make_tables(cat: Any, *, rows: int, big_rows: int, big_files: int, formats: list[str]) -> dict[str, Any]:
+    """A small table per format (5 appends) and a larger one of ``big_files`` files; what the reads need to know."""
+    spark = cat.session()
+    out: dict[str, Any] = {}
+    for fmt in formats:
+        t = cat.create_table(f"bench.light_{fmt}", schema="id BIGINT, region STRING, amt DECIMAL(10,2), ts TIMESTAMP",
+                             format=fmt)  # fmt: skip
+        per = max(rows // 5, 1)
+        for i in range(5):
+            spark.sql(f"""INSERT INTO {t.spark_name} SELECT id, element_at(array('eu', 'us', 'apac'), CAST(id % 3 AS INT) + 1),
+                          CAST(id % 100 AS DECIMAL(10,2)), TIMESTAMP '2026-01-01 00:00:00' + make_interval(0, 0, 0, 0, 0, 0, id)
+                          FROM range({i * per}, {(i + 1) * per})""")  # fmt: skip
+        versions = [e.version for e in reversed(t.history().entries) if e.operation != "create"]
+        big = cat.create_table(f"bench.light_big_{fmt}", schema="id BIGINT, region STRING, payload STRING", format=fmt)
+        spark.range(big_rows).selectExpr("id", "element_at(array('eu', 'us'), CAST(id % 2 AS INT) + 1) AS region",
+                                         "repeat(md5(CAST(id AS STRING)), 4) AS payload") \
+            .repartition(big_files).writeTo(big.spark_name).append()  # fmt: skip
+        out[fmt] = {"name": t.name, "location": t.location, "versions": versions, "big": big.name,
+                    "big_version": big.history(limit=1)[0].version, "ident": f"{t.entry.ident.namespace}.{t.entry.ident.name}"}  # fmt: skip
+    out["catalog"] = {"name": cat.name, "uri": cat.config.metastore.sqlalchemy_url, "warehouse": cat.config.warehouse_uri}
+    return out
+
+
+def measure(home: Path, tables: dict[str, Any], *, repeat: int, formats: list[str]) -> dict[str, Any]:
+    """Median whole-process seconds and peak RSS: lakecat (light path) vs the light library's one-liner."""
+    from .suite import _r, _say, run_measured
+
+    env = {**os.environ, "LAKECAT_HOME": str(home), "NO_COLOR": "1"}
+    lakecat_cmd = [sys.executable, "-m", "lakecat.commands.main"]
+    results: dict[str, Any] = {}
+    for fmt in formats:
+        tb = tables[fmt]
+        versions = tb["versions"]
+        version, since, until = versions[2], versions[0], versions[-1]
+        reads = {
+            "timetravel_count": ["timetravel", tb["name"], "--version", str(version), "--count"],
+            "changes_count": ["changes", tb["name"], "--since", str(since), "--until", str(until), "--count"],
+            "where_limit": ["timetravel", tb["name"], "--version", str(version), "--where", WHERE, "--limit", "10"],
+        }
+        cat = tables["catalog"]
+        fill = {"loc": tb["location"], "version": version, "since": since, "until": until, "start": since + 1,
+                "where": WHERE, "catalog": cat["name"], "uri": cat["uri"], "warehouse": cat["warehouse"],
+                "ident": tb["ident"]}  # fmt: skip
+        scripts = _DELTA if fmt == "delta" else _ICEBERG
+        for name, args in reads.items():
+            mine, theirs = [], []
+            for _ in range(repeat):  # alternating order
+                mine.append(run_measured([*lakecat_cmd, *args, "--json"], env=env, timeout=300))
+                theirs.append(run_measured([sys.executable, "-c", scripts[name].format(**fill)], env=env, timeout=300))
+            bad = [r for r in mine + theirs if r["rc"] != 0]
+            if bad:
+                raise RuntimeError(f"light {fmt} {name} failed: {bad[0]['stderr'].strip()[-500:]}")
+            engine = json.loads(mine[-1]["stdout"]).get("engine")
+            row = {"lakecat_s": _r(statistics.median(r["seconds"] for r in mine)),
+                   "library_s": _r(statistics.median(r["seconds"] for r in theirs)),
+                   "lakecat_peak_mb": max(r["peak_mb"]["total_mb"] for r in mine),
+                   "library_peak_mb": max(r["peak_mb"]["total_mb"] for r in theirs), "engine": engine}  # fmt: skip
+            row["ratio"] = _r(row["lakecat_s"] / row["library_s"]) if row["library_s"] else None
+            results[f"{fmt}.{name}"] = row
+            _say(f"light {fmt} {name}: lakecat {row['lakecat_s']}s vs library {row['library_s']}s ({engine})")
+        for name, args in {"big_limit": ["--limit", "10"], "big_count": ["--count"]}.items():
+            r = run_measured([*lakecat_cmd, "timetravel", tb["big"], "--version", str(tb["big_version"]), *args, "--json"],
+                             env=env, timeout=600)  # fmt: skip
+            if r["rc"] != 0:
+                raise RuntimeError(f"light {fmt} {name} failed: {r['stderr'].strip()[-500:]}")
+            results[f"{fmt}.{name}"] = {"lakecat_s": _r(r["seconds"]), "lakecat_peak_mb": r["peak_mb"]["total_mb"],
+                                        "engine": json.loads(r["stdout"]).get("engine")}  # fmt: skip
+    return {"unit": "seconds (median, whole process)", "repeat": repeat, "where": WHERE, "results": results}
+
+
+def render(section: dict[str, Any], sizes: dict[str, Any]) -> list[str]:
+    """Markdown lines for the Performance section."""
+    from .suite import _fmt_name, _n, _s, _x
+
+    res = section.get("results") or {}
+    if not res:
+        return ["", f"**Light reads**: failed in this run ({str(section.get('error', '?'))[:200]})."] if section else []
+    lines = ["", f"**Time travel and changes without a JVM** (whole fresh processes, median of {section.get('repeat')}; "
+             f"a table of {sizes.get('light_rows', '?'):,} rows in 5 appends; library = the delta-rs / pyiceberg "
+             "one-liner for the same read; pyiceberg has no change scan, so its `changes` figure counts both ends):", "",
+             "| format | read | lakecat (light) | library one-liner | lakecat / library | lakecat peak RSS |",
+             "|---|---|---|---|---|---|"]  # fmt: skip
+    labels = {"timetravel_count": "`timetravel --count`", "changes_count": "`changes --count`",
+              "where_limit": f"`timetravel --where \"{section.get('where')}\" --limit 10`"}  # fmt: skip
+    big = []
+    for key, r in res.items():
+        fmt, _, name = key.partition(".")
+        if name in labels:
+            lines.append(f"| {_fmt_name(fmt)} | {labels[name]} | {_s(r.get('lakecat_s'))} | {_s(r.get('library_s'))} | "
+                         f"{_x(r.get('ratio'))} | {_n(r.get('lakecat_peak_mb'))} MB |")  # fmt: skip
+        else:
+            big.append((fmt, name, r))
+    if big:
+        lines += ["", f"Streaming: a table of {sizes.get('light_big_rows', '?'):,} rows in {sizes.get('light_big_files', '?')} "
+                  "files, one `lakecat timetravel` process each:", "", "| format | read | time | peak RSS |", "|---|---|---|---|"]  # fmt: skip
+        for fmt, name, r in big:
+            label = "`--limit 10`" if name == "big_limit" else "`--count`"
+            lines.append(f"| {_fmt_name(fmt)} | {label} | {_s(r.get('lakecat_s'))} | {_n(r.get('lakecat_peak_mb'))} MB |")
+    return lines

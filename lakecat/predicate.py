@@ -1,0 +1,328 @@
+"""``--where`` predicates the light path may evaluate: parsed, checked against an allow-list, re-rendered for DuckDB.
+
+The light path answers only when it gives the answer Spark gives. So a predicate is never pasted into SQL:
+it is tokenized and parsed into a small tree here, every identifier is resolved against the table's columns
+(and quoted), every literal is re-rendered, and only constructs known to mean the same in Spark SQL and in
+DuckDB are accepted:
+
+- comparisons ``= <> != < <= > >=`` between values of one kind (numbers, strings, dates, timestamps,
+  booleans), ``[NOT] BETWEEN``, ``[NOT] IN (literals)``, ``[NOT] LIKE 'pattern'`` (no backslash, whose escape
+  rules differ), ``IS [NOT] NULL``, ``AND`` / ``OR`` / ``NOT``, parentheses;
+- literals: integers, decimals, strings, ``TRUE``/``FALSE``/``NULL``, ``DATE '...'``, ``TIMESTAMP '...'``;
+- functions both dialects define alike: ``lower``, ``upper``, ``length``, ``abs``, ``coalesce``, ``year``,
+  ``month``, ``day``.
+
+Anything else (arithmetic, casts, other functions, implicit conversions between kinds) raises
+``NotExactError`` and the read goes to Spark, which parses the predicate as it always did.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import date, datetime
+from decimal import Decimal, InvalidOperation
+from typing import TYPE_CHECKING
+
+from .errors import InvalidArgumentError, NotExactError
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+
+_TOKEN = re.compile(
+    r"""\s*(?:
+        (?P<num>\d+(?:\.\d*)?|\.\d+)(?![A-Za-z_0-9])
+      | (?P<str>'(?:[^'\\]|'')*')
+      | (?P<qid>`(?:[^`]|``)+`)
+      | (?P<id>[A-Za-z_][A-Za-z0-9_]*)
+      | (?P<op><=|>=|<>|!=|==|=|<|>|\(|\)|,|-)
+    )""",
+    re.VERBOSE,
+)
+_KEYWORDS = {"AND", "OR", "NOT", "IN", "LIKE", "IS", "NULL", "TRUE", "FALSE", "BETWEEN", "DATE", "TIMESTAMP"}
+_COMPARISONS = {"=": "=", "==": "=", "<>": "<>", "!=": "<>", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
+# name -> (argument kinds, result kind); "same" means: the arguments' common kind
+_FUNCTIONS = {
+    "lower": (("string",), "string"),
+    "upper": (("string",), "string"),
+    "length": (("string",), "number"),
+    "abs": (("number",), "number"),
+    "year": (("date|timestamp",), "number"),
+    "month": (("date|timestamp",), "number"),
+    "day": (("date|timestamp",), "number"),
+}
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}\Z")
+_TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?\Z")
+
+
+@dataclass
+class _Tok:
+    kind: str  # num, str, id, qid, op, kw, end
+    text: str
+
+
+def _tokens(text: str) -> list[_Tok]:
+    out: list[_Tok] = []
+    pos = 0
+    text = text.rstrip()
+    while pos < len(text):
+        m = _TOKEN.match(text, pos)
+        if not m or m.end() == pos:
+            raise NotExactError(f"the predicate has text the light path does not read at {text[pos:pos + 12].strip()!r}")
+        kind = m.lastgroup or ""
+        value = m.group(kind)
+        if kind == "id" and value.upper() in _KEYWORDS:
+            out.append(_Tok("kw", value.upper()))
+        else:
+            out.append(_Tok(kind, value))
+        pos = m.end()
+    out.append(_Tok("end", ""))
+    return out
+
+
+def _kind_of(t: pa.DataType) -> str | None:
+    import pyarrow as pa
+
+    if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t):
+        return "number"
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        return "string"
+    if pa.types.is_boolean(t):
+        return "boolean"
+    if pa.types.is_date(t):
+        return "date"
+    if pa.types.is_timestamp(t):
+        return "timestamp"
+    return None
+
+
+def quote_ident(name: str) -> str:
+    """A column name as a DuckDB identifier."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def sql_literal(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+class _Parser:
+    def __init__(self, text: str, schema: pa.Schema) -> None:
+        self.toks = _tokens(text)
+        self.i = 0
+        self.columns = {f.name.lower(): f for f in schema}
+
+    # --- token helpers
+    def peek(self, offset: int = 0) -> _Tok:
+        return self.toks[min(self.i + offset, len(self.toks) - 1)]
+
+    def take(self) -> _Tok:
+        tok = self.peek()
+        self.i += 1
+        return tok
+
+    def accept(self, kind: str, text: str | None = None) -> bool:
+        tok = self.peek()
+        if tok.kind == kind and (text is None or tok.text == text):
+            self.i += 1
+            return True
+        return False
+
+    def expect(self, kind: str, text: str) -> None:
+        if not self.accept(kind, text):
+            raise NotExactError(f"the light path expected {text!r} in the predicate near {self.peek().text!r}")
+
+    # --- grammar: returns (DuckDB SQL, kind)
+    def parse(self) -> str:
+        sql, kind = self.or_()
+        if self.peek().kind != "end":
+            raise NotExactError(f"the light path does not read the predicate past {self.peek().text!r}")
+        if kind not in ("boolean", "null"):
+            raise NotExactError("the predicate is not a condition (true/false)")
+        return sql
+
+    def or_(self) -> tuple[str, str]:
+        sql, kind = self.and_()
+        while self.accept("kw", "OR"):
+            right, rkind = self.and_()
+            self._bool(kind, rkind)
+            sql, kind = f"({sql} OR {right})", "boolean"
+        return sql, kind
+
+    def and_(self) -> tuple[str, str]:
+        sql, kind = self.not_()
+        while self.accept("kw", "AND"):
+            right, rkind = self.not_()
+            self._bool(kind, rkind)
+            sql, kind = f"({sql} AND {right})", "boolean"
+        return sql, kind
+
+    def not_(self) -> tuple[str, str]:
+        if self.accept("kw", "NOT"):
+            sql, kind = self.not_()
+            self._bool(kind)
+            return f"(NOT {sql})", "boolean"
+        return self.predicate()
+
+    @staticmethod
+    def _bool(*kinds: str) -> None:
+        if any(k not in ("boolean", "null") for k in kinds):
+            raise NotExactError("AND / OR / NOT of a value that is not a condition")
+
+    @staticmethod
+    def _same(a: str, b: str, what: str) -> None:
+        if a != b and "null" not in (a, b):
+            raise NotExactError(f"{what} between a {a} and a {b} (the dialects convert differently)")
+
+    def predicate(self) -> tuple[str, str]:
+        left, lkind = self.value()
+        tok = self.peek()
+        if tok.kind == "op" and tok.text in _COMPARISONS:
+            self.take()
+            right, rkind = self.value()
+            self._same(lkind, rkind, "a comparison")
+            return f"({left} {_COMPARISONS[tok.text]} {right})", "boolean"
+        if self.accept("kw", "IS"):
+            negate = self.accept("kw", "NOT")
+            self.expect("kw", "NULL")
+            return f"({left} IS {'NOT ' if negate else ''}NULL)", "boolean"
+        negate = False
+        if tok.kind == "kw" and tok.text == "NOT" and self.peek(1).kind == "kw" and self.peek(1).text in ("IN", "LIKE", "BETWEEN"):
+            self.take()
+            negate = True
+        neg = "NOT " if negate else ""
+        if self.accept("kw", "IN"):
+            self.expect("op", "(")
+            items = []
+            while True:
+                item, ikind = self.literal()
+                self._same(lkind, ikind, "IN")
+                if ikind == "null":
+                    raise NotExactError("NULL in an IN list")
+                items.append(item)
+                if not self.accept("op", ","):
+                    break
+            self.expect("op", ")")
+            return f"({left} {neg}IN ({', '.join(items)}))", "boolean"
+        if self.accept("kw", "LIKE"):
+            pat = self.take()
+            if pat.kind != "str":
+                raise NotExactError("LIKE takes a string literal pattern on the light path")
+            text = pat.text[1:-1]
+            if "\\" in text or "''" in text:
+                raise NotExactError("a LIKE pattern with a backslash (the escape rules differ)")
+            self._same(lkind, "string", "LIKE")
+            return f"({left} {neg}LIKE {sql_literal(text)})", "boolean"
+        if self.accept("kw", "BETWEEN"):
+            low, k1 = self.value()
+            self.expect("kw", "AND")
+            high, k2 = self.value()
+            self._same(lkind, k1, "BETWEEN")
+            self._same(lkind, k2, "BETWEEN")
+            return f"({left} {neg}BETWEEN {low} AND {high})", "boolean"
+        if negate:
+            raise NotExactError("NOT where the light path expected IN, LIKE or BETWEEN")
+        return left, lkind
+
+    def value(self) -> tuple[str, str]:
+        tok = self.peek()
+        if self.accept("op", "("):
+            sql, kind = self.or_()
+            self.expect("op", ")")
+            return f"({sql})", kind
+        if tok.kind in ("id", "qid") and self.peek(1).kind == "op" and self.peek(1).text == "(":
+            return self.function()
+        if tok.kind in ("id", "qid"):
+            self.take()
+            name = tok.text[1:-1].replace("``", "`") if tok.kind == "qid" else tok.text
+            field = self.columns.get(name.lower())
+            if field is None:
+                raise InvalidArgumentError(
+                    f"invalid --where predicate: no column {name!r}; the columns are {', '.join(self.columns_list())}"
+                )
+            col_kind = _kind_of(field.type)
+            if col_kind is None:
+                raise NotExactError(f"column {field.name!r} is of type {field.type}, which the light path does not compare")
+            return quote_ident(field.name), col_kind
+        return self.literal()
+
+    def columns_list(self) -> list[str]:
+        return [f.name for f in self.columns.values()]
+
+    def function(self) -> tuple[str, str]:
+        name = self.take().text.strip("`").lower()
+        self.expect("op", "(")
+        args: list[tuple[str, str]] = []
+        if not self.accept("op", ")"):
+            while True:
+                args.append(self.value())
+                if not self.accept("op", ","):
+                    break
+            self.expect("op", ")")
+        if name == "coalesce":
+            if not args:
+                raise NotExactError("coalesce() without arguments")
+            found = {k for _, k in args if k != "null"}
+            if len(found) > 1:
+                raise NotExactError("coalesce() of values of different kinds")
+            return f"coalesce({', '.join(s for s, _ in args)})", found.pop() if found else "null"
+        if name not in _FUNCTIONS:
+            raise NotExactError(f"function {name}() is not on the light path's list of functions both dialects share")
+        kinds, result = _FUNCTIONS[name]
+        if len(args) != len(kinds) or any(k not in want.split("|") for (_, k), want in zip(args, kinds, strict=False)):
+            raise NotExactError(f"{name}() with arguments the light path does not check")
+        return f"{name}({', '.join(s for s, _ in args)})", result
+
+    def literal(self) -> tuple[str, str]:
+        tok = self.take()
+        negative = False
+        if tok.kind == "op" and tok.text == "-" and self.peek().kind == "num":  # a negative number, not arithmetic
+            negative, tok = True, self.take()
+        if tok.kind == "num":
+            try:
+                Decimal(tok.text)
+            except InvalidOperation:
+                raise NotExactError(f"number {tok.text!r}") from None
+            if "." in tok.text:
+                # Spark reads 1.5 as DECIMAL(2,1); DuckDB as DECIMAL too. Keep it an exact decimal literal.
+                return f"{'-' if negative else ''}{tok.text}", "number"
+            if len(tok.text.lstrip("0")) > 18:
+                raise NotExactError("an integer literal wider than BIGINT")
+            return f"{'-' if negative else ''}{int(tok.text)}", "number"
+        if tok.kind == "str":
+            text = tok.text[1:-1]
+            if "\\" in text or "''" in text:  # Spark: '' joins two literals, \ escapes; DuckDB: '' is a quote
+                raise NotExactError("a string literal with a backslash or a doubled quote (the dialects read them differently)")
+            return sql_literal(text), "string"
+        if tok.kind == "kw" and tok.text in ("TRUE", "FALSE"):
+            return tok.text, "boolean"
+        if tok.kind == "kw" and tok.text == "NULL":
+            return "NULL", "null"
+        if tok.kind == "kw" and tok.text in ("DATE", "TIMESTAMP") and self.peek().kind == "str":
+            text = self.take().text[1:-1]
+            if tok.text == "DATE":
+                if not _DATE.match(text):
+                    raise NotExactError(f"DATE literal {text!r} outside the form YYYY-MM-DD")
+                try:
+                    date.fromisoformat(text)
+                except ValueError:
+                    raise InvalidArgumentError(f"invalid --where predicate: no such date {text!r}") from None
+                return f"DATE {sql_literal(text)}", "date"
+            if not _TIMESTAMP.match(text):
+                raise NotExactError(f"TIMESTAMP literal {text!r} outside the form YYYY-MM-DD HH:MM[:SS[.ffffff]]")
+            try:
+                datetime.fromisoformat(text)
+            except ValueError:
+                raise InvalidArgumentError(f"invalid --where predicate: no such timestamp {text!r}") from None
+            return f"TIMESTAMP {sql_literal(text.replace('T', ' '))}", "timestamp"
+        raise NotExactError(f"the light path does not read {tok.text or 'the end'!r} in the predicate")
+
+
+def to_duckdb(predicate: str, schema: pa.Schema) -> str:
+    """The predicate as a DuckDB expression over ``schema``'s columns.
+
+    Raises:
+        NotExactError: the predicate uses something outside the allow-list (the read goes to Spark).
+        InvalidArgumentError: it names a column the table does not have.
+    """
+    return _Parser(predicate, schema).parse()
