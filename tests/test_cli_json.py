@@ -28,6 +28,9 @@ ROOT = Path(__file__).resolve().parent.parent
 COVERED_ELSEWHERE = {
     ("quickstart",): "tests/test_quickstart.py::test_quickstart_twice",
     ("local", "kafka", "start"): "tests/test_kafka_local.py::test_cli_local_kafka_start_status_stop",
+    ("local", "engine", "start"): "tests/test_connect.py::test_engine_status_and_second_start",
+    ("local", "engine", "status"): "tests/test_connect.py::test_engine_status_and_second_start",
+    ("local", "engine", "stop"): "tests/test_connect.py::test_engine_stop",
 }
 
 # The keys DESIGN.md promises (more are fine).
