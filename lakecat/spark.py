@@ -92,8 +92,8 @@ def _excludes(config: CatalogConfig) -> list[str]:
     return [*(e for a in jar_set.artifacts for e in a.excludes), *jar_set.excludes]
 
 
-def _jars(config: CatalogConfig) -> list[str]:
-    """The exact jar files of the session (from the cache; resolved first when they are not cached yet)."""
+def engine_jars(config: CatalogConfig) -> list[str]:
+    """The exact jar files of lakecat's Spark driver, in process or the local engine (resolved first when not cached yet)."""
     from .jars import config_spark_set, jar_paths
 
     return [str(p) for p in jar_paths(config_spark_set(config), config=config)]
@@ -221,11 +221,6 @@ def engine_spark_conf(config: CatalogConfig) -> dict[str, str]:
     }
 
 
-def engine_jars(config: CatalogConfig) -> list[str]:
-    """The exact jar files of lakecat's Spark driver for ``config`` (resolved first when not cached yet)."""
-    return _jars(config)
-
-
 def _start(config: CatalogConfig) -> SparkSession:
     remote = remote_url(config)
     if remote is not None:
@@ -237,7 +232,7 @@ def _start(config: CatalogConfig) -> SparkSession:
     home = lakecat_home()
     log_path = Path(os.environ.get("LAKECAT_SPARK_LOG") or home / "logs" / "spark.log")
     # Jars: lakecat's own resolved set (lakecat.jars), never spark.jars.packages (an Ivy run at every start).
-    jars = _jars(config)
+    jars = engine_jars(config)
     builder = SparkSession.builder.master(config.spark_master).appName("lakecat").config("spark.jars", ",".join(jars))
     for k, v in engine_spark_conf(config).items():
         builder = builder.config(k, v)
