@@ -325,7 +325,7 @@ def _remote(spark: dict[str, Any], path: Path) -> str | None:
             raise ConfigError(f"catalog config {path}: [spark] token without [spark] remote")
         return None
     if token:
-        remote += ";token=" + token if "/;" in remote else remote.rstrip("/") + "/;token=" + token
+        remote = f"{remote};token={token}" if "/;" in remote else f"{remote.rstrip('/')}/;token={token}"
     return remote
 
 

@@ -130,11 +130,10 @@ def test_what_connect_cannot_do_is_one_line_and_exit_3(engine, ns, tmp_path):
 def test_unreachable_remote_fails_fast(ns):
     from lakecat.processes import free_port
 
-    code, _, err, probe = _lakecat("timetravel", f"{ns}.missing", "--version", "1", "--count",
-                                   env_extra={"LAKECAT_SPARK_REMOTE": f"sc://127.0.0.1:{free_port()}"})  # fmt: skip
-    assert code != 0 and "does not accept connections" in err and not probe["jvm"]
-    code, _, err, _ = _lakecat("timetravel", f"{ns}.missing", "--version", "1", "--count",
-                               env_extra={"LAKECAT_SPARK_REMOTE": "http://localhost:15002"})  # fmt: skip
+    create = ("create", f"{ns}.never", "--format", "delta", "--schema", "id BIGINT")
+    code, _, err, probe = _lakecat(*create, env_extra={"LAKECAT_SPARK_REMOTE": f"sc://127.0.0.1:{free_port()}"})
+    assert code == 1 and "does not accept connections" in err and not probe["jvm"]
+    code, _, err, _ = _lakecat(*create, env_extra={"LAKECAT_SPARK_REMOTE": "http://localhost:15002"})
     assert code != 0 and "sc://host:15002" in err
 
 
