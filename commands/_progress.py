@@ -62,15 +62,4 @@ def _ignore(*args: Any, **kwargs: Any) -> None:
 def _spark_tasks() -> tuple[int, int] | None:
     """(done, total) tasks of the Spark stages running now; None when Spark is idle or was never started."""
     spark_module = sys.modules.get("lakecat.spark")  # never import (and so start) the Spark path for a progress bar
-    session = spark_module.active_session() if spark_module is not None else None
-    if session is None:
-        return None
-    try:
-        tracker = session.sparkContext.statusTracker()
-        stages = [tracker.getStageInfo(i) for i in tracker.getActiveStageIds()]
-    except Exception:  # noqa: BLE001 - a progress bar must never fail the command (e.g. the session stopping)
-        return None
-    done = sum(s.numCompletedTasks for s in stages if s is not None)
-    total = sum(s.numTasks for s in stages if s is not None)
-    return (done, total) if total else None
-
+    return spark_module.running_tasks() if spark_module is not None else None

@@ -1,5 +1,5 @@
-"""`lakecat local kafka|rest start|stop|status`: a real Kafka broker and a real Iceberg REST catalog server, for
-development and tests."""
+"""`lakecat local kafka|rest|engine start|stop|status`: a real Kafka broker, a real Iceberg REST catalog server
+and a warm local Spark engine, for development and tests."""
 
 from __future__ import annotations
 
@@ -10,10 +10,11 @@ import typer
 
 from lakecat.config import lakecat_home
 
-from ._options import CatalogOpt, JsonOpt, VerboseOpt, connect
+from ._options import CatalogOpt, JsonOpt, VerboseOpt, connect, connect_config
 from ._output import Output, run
 
-app = typer.Typer(help="Local development services (a Kafka broker, an Iceberg REST catalog server).", no_args_is_help=True)
+app = typer.Typer(help="Local development services (a Kafka broker, an Iceberg REST catalog server, a warm Spark engine).",
+                  no_args_is_help=True)
 kafka = typer.Typer(help="A single-node KRaft Kafka broker from Maven Central jars (no Maven, no Docker).", no_args_is_help=True)
 app.add_typer(kafka, name="kafka")
 
@@ -130,6 +131,60 @@ def rest_status(port: RestPortOpt = 8181, data_dir: RestDataDirOpt = None, json_
         lambda: _Status(_rest_server(port, data_dir).status()),
         lambda c, s: c.print(f"REST catalog server serving {s['catalog']} on {s['uri']} (pid {s['pid']})" if s["running"]
                              else "REST catalog server is not running"),
+    )
+
+
+engine = typer.Typer(
+    help="A warm local Spark engine (a Spark Connect server with lakecat's jars and catalog settings): while it runs, "
+    "Spark-path commands on its catalog use it instead of starting a JVM each.",
+    no_args_is_help=True,
+)
+app.add_typer(engine, name="engine")
+EnginePortOpt = Annotated[int, typer.Option("--port", help="Port the engine listens on (127.0.0.1).")]
+
+
+def _engine(catalog: str | None, port: int = 15002):  # type: ignore[no-untyped-def]
+    from lakecat.engine_local import LocalEngine
+
+    return LocalEngine(connect_config(catalog), port=port)
+
+
+@engine.command("start")
+def engine_start(port: EnginePortOpt = 15002, catalog: CatalogOpt = None, json_: JsonOpt = False,
+                 verbose: VerboseOpt = False) -> None:  # fmt: skip
+    """Start the engine for the catalog (or find it running) and wait until it accepts connections."""
+    out = Output(json_, verbose)
+
+    def api() -> _Status:
+        server = _engine(catalog, port)
+        with out.status("starting the Spark engine"):
+            server.start()
+        return _Status(server.status())
+
+    run(out, api, lambda c, s: c.print(f"Spark engine listening on {s['url']} for catalog {s['catalog']} (pid {s['pid']}, log {s['log']})"))
+
+
+@engine.command("stop")
+def engine_stop(catalog: CatalogOpt = None, json_: JsonOpt = False, verbose: VerboseOpt = False) -> None:
+    """Stop the engine cleanly."""
+    out = Output(json_, verbose)
+
+    def api() -> _Status:
+        server = _engine(catalog)
+        return _Status(stopped=server.stop(), **server.status())
+
+    run(out, api, lambda c, s: c.print("Spark engine stopped" if s["stopped"] else "Spark engine was not running"))
+
+
+@engine.command("status")
+def engine_status(catalog: CatalogOpt = None, json_: JsonOpt = False, verbose: VerboseOpt = False) -> None:
+    """Tell whether the engine runs, where, and for which catalog."""
+    out = Output(json_, verbose)
+    run(
+        out,
+        lambda: _Status(_engine(catalog).status()),
+        lambda c, s: c.print(f"Spark engine running on {s['url']} for catalog {s['catalog']} (pid {s['pid']})"
+                             if s["running"] else "Spark engine is not running"),
     )
 
 

@@ -172,6 +172,9 @@ class CatalogConfig:
     spark_master: str = "local[2]"
     spark_conf: dict[str, str] = field(default_factory=dict)
     spark_packages: list[str] = field(default_factory=list)
+    #: ``[spark] remote``: a Spark Connect endpoint (``sc://host:15002``, ``[spark] token`` appended as its token);
+    #: every Spark-path command then runs there and the lakecat process starts no JVM
+    spark_remote: str | None = None
     storage: dict[str, str] = field(default_factory=dict)
     #: ``[spark] maven-repository`` as written (``${ENV}`` references unexpanded: lakecat.jars checks that
     #: credentials in it are references and hands them to the resolver as such)
@@ -310,10 +313,24 @@ def load_config_file(path: Path) -> CatalogConfig:
         spark_master=str(spark.get("master", "local[2]")),
         spark_conf={str(k): str(v) for k, v in spark.get("conf", {}).items()},
         spark_packages=[str(p) for p in spark.get("packages", [])],
+        spark_remote=_remote(spark, path),
         storage={str(k): str(v).lower() if isinstance(v, bool) else str(v) for k, v in storage.items()},
         maven_repository=str(maven_repository) if maven_repository is not None else None,
         kafka_bootstrap=str(data["kafka"]["bootstrap"]) if "bootstrap" in data.get("kafka", {}) else None,
     )
+
+
+def _remote(spark: dict[str, Any], path: Path) -> str | None:
+    """``[spark] remote`` with ``[spark] token`` (a ``${ENV}`` reference, expanded by now) as its token parameter."""
+    remote = str(spark.get("remote") or "").strip()
+    token = str(spark.get("token") or "").strip()
+    if not remote:
+        if token:
+            raise ConfigError(f"catalog config {path}: [spark] token without [spark] remote")
+        return None
+    if token:
+        remote = f"{remote};token={token}" if "/;" in remote else f"{remote.rstrip('/')}/;token={token}"
+    return remote
 
 
 def _search_dirs() -> list[Path]:

@@ -162,6 +162,33 @@ def with_retries(fn: Callable[[], T], *, what: str, attempts: int = RETRY_ATTEMP
             time.sleep(delay)
 
 
+def is_connect(spark: SparkSession) -> bool:
+    """True when ``spark`` is a Spark Connect session (no JVM in this process: no py4j, no SparkContext)."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+def default_parallelism(spark: SparkSession) -> int:
+    """Spark's default parallelism: the SparkContext's in process, the engine's setting through Spark Connect."""
+    if is_connect(spark):
+        return to_int(spark.conf.get("spark.default.parallelism", None)) or 2
+    return int(spark.sparkContext.defaultParallelism)
+
+
+def parse_expression(spark: SparkSession, text: str) -> None:
+    """Parse ``text`` as exactly one Spark SQL expression (nothing is resolved or run); raises the parser's error."""
+    if is_connect(spark):
+        from pyspark.errors import AnalysisException, ParseException
+
+        try:
+            spark.range(0).selectExpr(text).schema  # noqa: B018 - the engine parses the expression first
+        except ParseException:
+            raise
+        except AnalysisException:
+            return  # it parsed; its columns are resolved against a table later
+        return
+    spark._jsparkSession.sessionState().sqlParser().parseExpression(text)
+
+
 def now() -> datetime:
     return datetime.now(UTC)
 

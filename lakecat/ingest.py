@@ -29,8 +29,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .engine import spark_errors
-from .errors import InvalidArgumentError, LakecatError
+from .engine import is_connect, spark_errors
+from .errors import InvalidArgumentError, LakecatError, UnsupportedOperationError
 from .identifiers import TableIdent, parse_columns, validate_part
 from .records import CHECKED, CORRUPT, DETAIL, ERROR, EVENT_TIME, META, RAW, SALT, UNKNOWN, input_fields, type_ddl
 from .results import IngestResult
@@ -711,6 +711,12 @@ def start_ingest(
                     max_files_per_batch, metrics, unknown_mode)  # fmt: skip
     tbl.adapter.require("merge" if cdc else "ingest", "ingest --cdc" if cdc else "ingest")
     spark = catalog.session()
+    if is_connect(spark):
+        # the foreachBatch writer keeps its batch counters and exactly-once bookkeeping in this process; through
+        # Spark Connect it would run in a Python worker on the engine
+        raise UnsupportedOperationError(
+            "ingest through Spark Connect is not supported yet: run it in process (LAKECAT_SPARK_REMOTE=off)"
+        )
     cdc_notes: list[str] = []
     schema = tbl.spark_schema()
     fields = input_fields(schema, tbl.adapter.generated_columns(tbl))

@@ -32,6 +32,9 @@ from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from .errors import EnvironmentProblemError
+from .processes import free_port as free_port
+from .processes import pid_alive as pid_alive
+from .processes import port_free as port_free
 
 _LOG = logging.getLogger(__name__)
 # the producer's own log: transient retries ("Coordinator load in progress: retrying") are not worth a line;
@@ -85,47 +88,8 @@ def resolve_kafka_jars() -> list[pathlib.Path]:
         raise LocalKafkaError(str(e)) from e
 
 
-def port_free(port: int) -> bool:
-    """True when nothing listens on 127.0.0.1:``port`` (bound as the JVM binds, with SO_REUSEADDR)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the JVM does
-        try:
-            sock.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
-
-
-def free_port() -> int:
-    """A port on 127.0.0.1 that is free right now (the OS picks it)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def pid_alive(pid: int, marker: str = "kafka.Kafka") -> bool:
-    """Whether ``pid`` is a live process whose command line holds ``marker`` (not a zombie, not a reused pid)."""
-    with contextlib.suppress(ChildProcessError):
-        if os.waitpid(pid, os.WNOHANG)[0] == pid:  # our own child that exited: reap it
-            return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    cmdline = pathlib.Path(f"/proc/{pid}/cmdline")
-    if cmdline.exists():  # guard against pid reuse and zombies
-        try:
-            stat = pathlib.Path(f"/proc/{pid}/stat").read_text()
-            if stat.rsplit(")", 1)[1].split()[0] == "Z":  # exited after the waitpid above: reap it now if it is ours
-                with contextlib.suppress(ChildProcessError):
-                    os.waitpid(pid, os.WNOHANG)
-                return False
-            return marker in cmdline.read_text()
-        except (OSError, IndexError):
-            return False
-    return True
+def _pid_alive(pid: int) -> bool:
+    return pid_alive(pid, "kafka.Kafka")
 
 
 def _cluster_id() -> str:
@@ -174,7 +138,7 @@ class LocalKafka:
 
     def _running_state(self) -> dict[str, Any] | None:
         state = self._read_state()
-        if state and isinstance(state.get("pid"), int) and pid_alive(state["pid"]):
+        if state and isinstance(state.get("pid"), int) and pid_alive(state["pid"], "kafka.Kafka"):
             return state
         return None
 
@@ -275,7 +239,7 @@ class LocalKafka:
                 os.kill(pid, sig)
             deadline = time.monotonic() + wait
             while time.monotonic() < deadline:
-                if not pid_alive(pid):
+                if not pid_alive(pid, "kafka.Kafka"):
                     _LOG.info("stopped kafka (pid %d)", pid)
                     return True
                 time.sleep(0.2)

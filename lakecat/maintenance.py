@@ -23,7 +23,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .engine import java_message, now, validate_properties, with_retries
+from .engine import java_message, now, parse_expression, validate_properties, with_retries
 from .errors import InvalidArgumentError, LakecatError, UnsupportedOperationError
 from .files import DataFile, exists, file_sizes, norm_path
 from .identifiers import parse_columns
@@ -97,7 +97,7 @@ def validate_predicate(spark: SparkSession, text: str | None, table: Table | Non
             f"invalid --where predicate {text!r}: ';' and SQL comments are not allowed in a predicate"
         )
     try:
-        spark._jsparkSession.sessionState().sqlParser().parseExpression(pred)
+        parse_expression(spark, pred)
     except Exception as e:  # noqa: BLE001 - any parser complaint is the user's predicate
         raise InvalidArgumentError(f"invalid --where predicate {text!r}: {java_message(e)}") from None
     if table is not None:

@@ -15,15 +15,13 @@ import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .config import CatalogConfig, lakecat_home
 from .errors import ConfigError, EnvironmentProblemError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
-
-# The coordinates live with the resolver (lakecat.jars); named here too for callers of earlier releases.
 
 # The coordinates live with the resolver (lakecat.jars); named here too for callers of earlier releases.
 from .jars import HADOOP_AWS as HADOOP_AWS  # noqa: E402
@@ -94,8 +92,8 @@ def _excludes(config: CatalogConfig) -> list[str]:
     return [*(e for a in jar_set.artifacts for e in a.excludes), *jar_set.excludes]
 
 
-def _jars(config: CatalogConfig) -> list[str]:
-    """The exact jar files of the session (from the cache; resolved first when they are not cached yet)."""
+def engine_jars(config: CatalogConfig) -> list[str]:
+    """The exact jar files of lakecat's Spark driver, in process or the local engine (resolved first when not cached yet)."""
     from .jars import config_spark_set, jar_paths
 
     return [str(p) for p in jar_paths(config_spark_set(config), config=config)]
@@ -148,6 +146,41 @@ def active_session() -> SparkSession | None:
     return _session
 
 
+class _ConnectProgress:
+    """A Spark Connect progress handler: the running stages' tasks of the last operation that reported."""
+
+    def __init__(self) -> None:
+        self.tasks: tuple[int, int] | None = None
+
+    def __call__(self, stages: Any = None, inflight_tasks: int = 0, operation_id: str | None = None, done: bool = False,
+                 **_: Any) -> None:  # fmt: skip
+        running = [s for s in (stages or []) if not s.done]
+        total = sum(s.num_tasks for s in running)
+        self.tasks = None if done or not total else (sum(s.num_completed_tasks for s in running), total)
+
+
+_connect_progress = _ConnectProgress()
+
+
+def running_tasks() -> tuple[int, int] | None:
+    """(done, total) tasks of the Spark stages running now; None when Spark is idle or was never started."""
+    session = _session
+    if session is None:
+        return None
+    from .engine import is_connect
+
+    if is_connect(session):
+        return _connect_progress.tasks
+    try:
+        tracker = session.sparkContext.statusTracker()
+        stages = [tracker.getStageInfo(i) for i in tracker.getActiveStageIds()]
+    except Exception:  # noqa: BLE001 - a progress bar must never fail the command (e.g. the session stopping)
+        return None
+    done = sum(s.numCompletedTasks for s in stages if s is not None)
+    total = sum(s.numTasks for s in stages if s is not None)
+    return (done, total) if total else None
+
+
 def _register_catalog(spark: SparkSession, config: CatalogConfig) -> None:
     conf = catalog_spark_conf(config)
     known = _catalogs.get(config.name)
@@ -172,30 +205,36 @@ def _register_catalog(spark: SparkSession, config: CatalogConfig) -> None:
     _catalogs[config.name] = conf
 
 
+def engine_spark_conf(config: CatalogConfig) -> dict[str, str]:
+    """Every setting of lakecat's Spark driver except its jars and master: the in-process session's and the
+    local engine's (``lakecat local engine``), so that both run the same Spark."""
+    log4j = Path(__file__).with_name("log4j2.properties")
+    return {
+        "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={log4j.as_uri()}",
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.shuffle.partitions": "2",
+        "spark.default.parallelism": "2",
+        "spark.sql.streaming.stopGracefullyOnShutdown": "true",
+        **session_spark_conf(config), **storage_spark_conf(config), **config.spark_conf, **catalog_spark_conf(config),
+    }
+
+
 def _start(config: CatalogConfig) -> SparkSession:
+    remote = remote_url(config)
+    if remote is not None:
+        return _connect(config, remote)
     global _storage
     _check_java()
     from pyspark.sql import SparkSession
 
     home = lakecat_home()
     log_path = Path(os.environ.get("LAKECAT_SPARK_LOG") or home / "logs" / "spark.log")
-    log4j = Path(__file__).with_name("log4j2.properties")
     # Jars: lakecat's own resolved set (lakecat.jars), never spark.jars.packages (an Ivy run at every start).
-    jars = _jars(config)
-    builder = (
-        SparkSession.builder.master(config.spark_master)
-        .appName("lakecat")
-        .config("spark.jars", ",".join(jars))
-        .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={log4j.as_uri()}")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.default.parallelism", "2")
-        .config("spark.sql.streaming.stopGracefullyOnShutdown", "true")
-    )
-    for k, v in {**session_spark_conf(config), **storage_spark_conf(config), **config.spark_conf,
-                 **catalog_spark_conf(config)}.items():  # fmt: skip
+    jars = engine_jars(config)
+    builder = SparkSession.builder.master(config.spark_master).appName("lakecat").config("spark.jars", ",".join(jars))
+    for k, v in engine_spark_conf(config).items():
         builder = builder.config(k, v)
     try:
         with _jvm_output_to(log_path):
@@ -213,6 +252,98 @@ def _start(config: CatalogConfig) -> SparkSession:
             f"catalog {config.name!r} keeps its data in object storage, but this process's JVM was started without the "
             "object-storage jars: use the catalog from a new process"
         )
+    return spark
+
+
+REMOTE_ENV = "LAKECAT_SPARK_REMOTE"
+
+
+def remote_url(config: CatalogConfig) -> str | None:
+    """The Spark Connect endpoint lakecat's Spark path uses for ``config``, or None for an in-process session.
+
+    ``LAKECAT_SPARK_REMOTE`` (``sc://...``, or ``off`` for in-process), else the catalog's ``[spark] remote``,
+    else the local engine (``lakecat local engine start``) when one runs for this catalog.
+    """
+    env = os.environ.get(REMOTE_ENV, "").strip()
+    if env.lower() == "off":
+        return None
+    if env:
+        return _check_remote(env, REMOTE_ENV)
+    if config.spark_remote:
+        return _check_remote(config.spark_remote, f"[spark] remote of {config.source}")
+    state = engine_state(engine_dir())
+    if state and state.get("catalog") == config.name and state.get("source") == config.source:
+        return f"sc://127.0.0.1:{state['port']}"
+    return None
+
+
+ENGINE_SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
+ENGINE_STATE_FILE = "engine-state.json"
+
+
+def engine_dir() -> Path:
+    """Where the local engine (``lakecat local engine``, lakecat.engine_local) records its pid, port and catalog."""
+    return lakecat_home() / "engine"
+
+
+def engine_state(data_dir: Path, *, running: bool = True) -> dict[str, Any] | None:
+    """The local engine's recorded state; with ``running``, only while its process runs."""
+    import json
+
+    from .processes import pid_alive
+
+    try:
+        state = json.loads((data_dir / ENGINE_STATE_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(state, dict):
+        return None
+    if running and not (isinstance(state.get("pid"), int) and pid_alive(state["pid"], ENGINE_SERVER_CLASS)):
+        return None
+    return state
+
+
+def _check_remote(url: str, where: str) -> str:
+    if not url.startswith("sc://"):
+        raise ConfigError(f"{where} must be a Spark Connect URL like sc://host:15002 (or 'off'), not {url!r}")
+    return url
+
+
+def _reachable(url: str, timeout: float = 5.0) -> None:
+    """Fail fast on an endpoint that does not accept connections (the Connect client retries for minutes)."""
+    import socket
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url.replace("sc://", "http://", 1))
+    try:
+        socket.create_connection((parts.hostname or "localhost", parts.port or 15002), timeout=timeout).close()
+    except OSError as e:
+        raise EnvironmentProblemError(
+            f"the Spark Connect engine {url} does not accept connections ({e.strerror or e}): start it "
+            f"(lakecat local engine start) or point [spark] remote / {REMOTE_ENV} elsewhere ('off': in process)"
+        ) from None
+
+
+def _connect(config: CatalogConfig, url: str) -> SparkSession:
+    """A Spark Connect session: no JVM in this process; the engine holds lakecat's jars and extensions."""
+    global _storage
+    from pyspark.sql import SparkSession
+
+    shown = url.split(";", 1)[0].rstrip("/")
+    _reachable(shown)
+    try:
+        spark = SparkSession.builder.remote(url).getOrCreate()
+        spark.conf.set("spark.sql.session.timeZone", "UTC")
+        for k, v in catalog_spark_conf(config).items():
+            spark.conf.set(k, v)
+    except Exception as e:  # noqa: BLE001 - unreachable, refused, or not a Spark Connect server
+        from .engine import first_line
+
+        raise EnvironmentProblemError(f"Spark Connect engine {shown} did not answer: {first_line(str(e))}") from e
+    spark.registerProgressHandler(_connect_progress)
+    _quiet_python_loggers()
+    _catalogs[config.name] = catalog_spark_conf(config)
+    _storage = storage_spark_conf(config) or None
     return spark
 
 

@@ -23,6 +23,18 @@ os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 FORMATS = ["iceberg", "delta"]
 
 
+def pytest_addoption(parser):
+    parser.addoption("--spark-connect", action="store_true", default=False,
+                     help="run the Spark path through a local Spark Connect engine (lakecat local engine) instead of "
+                          "an in-process session")  # fmt: skip
+
+
+def pytest_configure(config):
+    # In process unless asked: a local engine a test starts (tests/test_connect.py) must not capture the session.
+    if not config.getoption("--spark-connect"):
+        os.environ["LAKECAT_SPARK_REMOTE"] = "off"
+
+
 def pytest_sessionfinish(session, exitstatus):  # noqa: ARG001
     try:
         from lakecat.spark import stop_spark
@@ -38,9 +50,27 @@ def lakecat_home() -> Path:
 
 
 @pytest.fixture(scope="session")
-def catalog():
+def spark_engine():
+    """A local Spark engine (``lakecat local engine``) for the default catalog, on a free port; yields it."""
+    from lakecat.config import resolve_config
+    from lakecat.engine_local import LocalEngine
+    from lakecat.processes import free_port
+
+    engine = LocalEngine(resolve_config(None), port=free_port())
+    engine.start()
+    try:
+        yield engine
+    finally:
+        engine.stop()
+
+
+@pytest.fixture(scope="session")
+def catalog(request):
     import lakecat
 
+    if request.config.getoption("--spark-connect"):
+        engine = request.getfixturevalue("spark_engine")
+        os.environ["LAKECAT_SPARK_REMOTE"] = engine.status()["url"]
     return lakecat.connect()
 
 

@@ -33,6 +33,9 @@ COVERED_ELSEWHERE = {
     ("local", "rest", "stop"): "tests/test_rest_catalog.py::test_local_rest_commands",
     ("register",): "tests/test_byo.py::test_register_delta_rs_table_and_run_every_command",
     ("convert",): "tests/test_byo.py::test_convert_parquet_directory",
+    ("local", "engine", "start"): "tests/test_connect.py::test_engine_status_and_second_start",
+    ("local", "engine", "status"): "tests/test_connect.py::test_engine_status_and_second_start",
+    ("local", "engine", "stop"): "tests/test_connect.py::test_engine_stop",
 }
 
 # The keys DESIGN.md promises (more are fine).

@@ -18,6 +18,9 @@ Sections (``--sections``, all by default):
   ``OPTIMIZE``) on identical tables of many small files, and the query speedup after.
 - ``metadata``: whole ``lakecat list/describe/history`` processes (light path, no JVM) against a process that
   only starts a bare Spark session with the same jars.
+- ``engine``: whole ``lakecat compact --dry-run`` / ``rollback`` / ``upsert`` (100 rows) processes on a warm local
+  engine (``lakecat local engine``, Spark Connect: no JVM in the lakecat process) against the same commands with
+  ``LAKECAT_SPARK_REMOTE=off`` (each process starts its own Spark); wall seconds and peak RSS of the lakecat process.
 - ``start``: the Spark start of a lakecat session (``cat.session()`` after ``lakecat.connect()``: jars from
   lakecat's cache, both extensions, the catalog registered) against a bare ``SparkSession.builder.getOrCreate()``,
   each in a fresh process, alternating, timed inside the process from the call to the session (interpreter,
@@ -54,7 +57,7 @@ from typing import Any
 
 from . import light
 
-SECTIONS = ("ingest", "freshness", "cdc", "compact", "metadata", "light", "start")
+SECTIONS = ("ingest", "freshness", "cdc", "compact", "metadata", "light", "start", "engine")
 SPARK_SECTIONS = ("ingest", "freshness", "compact")
 SCHEMA = "id BIGINT, ts TIMESTAMP, name STRING, amt DECIMAL(10,2)"  # nullable: the plain job cannot promise NOT NULL
 START_MARK = "<!-- bench:start -->"
@@ -67,7 +70,7 @@ FULL: dict[str, Any] = {
     "fresh_seconds": 60, "fresh_rate": 50, "fresh_poll": "metadata",
     "cdc_events": None,  # lakecat.bench.cdc's own default
     "compact_files": 2000, "compact_rows": 200_000, "compact_target": "64MB",
-    "meta_commits": 20, "meta_repeat": 5, "spark_start_repeat": 2, "start_repeat": 5,
+    "meta_commits": 20, "meta_repeat": 5, "spark_start_repeat": 2, "start_repeat": 5, "engine_repeat": 3,
     "light_rows": 2_500, "light_big_rows": 2_000_000, "light_big_files": 200, "light_repeat": 5,
 }  # fmt: skip
 QUICK: dict[str, Any] = {
@@ -79,6 +82,7 @@ QUICK: dict[str, Any] = {
     "spark_start_repeat": 0,  # 0: the suite's own Spark child's session start stands in for a separate bare start
     "start_repeat": 2,
     "light_rows": 2_500, "light_big_rows": 100_000, "light_big_files": 20, "light_repeat": 2,
+    "engine_repeat": 1,
 }  # fmt: skip
 
 SPARK_ONLY = """
@@ -781,6 +785,75 @@ def spark_start(home: Path, *, repeat: int) -> dict[str, Any]:
             "runs": {k: [_r(v) for v in vs] for k, vs in times.items()}}  # fmt: skip
 
 
+# --- a warm engine (Spark Connect) against a cold start per command ------------------------------
+ENGINE_COMMANDS = ("compact_dry_run", "rollback", "upsert")
+
+
+def engine(home: Path, *, repeat: int, formats: list[str]) -> dict[str, Any]:
+    """Median wall seconds and peak RSS of whole lakecat processes: warm (local engine) vs cold (in-process Spark).
+
+    Per round and format: an upsert of 100 rows, a rollback to the version before it, a ``compact --dry-run``;
+    warm and cold rounds alternate. The lakecat process's peak RSS is its own tree's (the engine is not in it).
+    """
+    from ..config import resolve_config
+    from ..engine_local import LocalEngine
+    from ..processes import free_port
+
+    env = {**os.environ, "LAKECAT_HOME": str(home), "NO_COLOR": "1"}
+    env.pop("LAKECAT_SPARK_REMOTE", None)
+    cold_env = {**env, "LAKECAT_SPARK_REMOTE": "off"}
+    lakecat_cmd = [sys.executable, "-m", "lakecat.commands.main"]
+    source = home / "engine-upsert.json"
+    source.write_text("".join(json.dumps({"id": i, "v": f"v{i}"}) + "\n" for i in range(100)))
+    old_home = os.environ.get("LAKECAT_HOME")
+    os.environ["LAKECAT_HOME"] = str(home)
+    try:
+        server = LocalEngine(resolve_config(None), port=free_port())
+    finally:
+        if old_home is None:
+            os.environ.pop("LAKECAT_HOME", None)
+        else:
+            os.environ["LAKECAT_HOME"] = old_home
+    runs: dict[str, dict[str, list[dict[str, Any]]]] = {}
+
+    def lakecat(*args: Any, cold: bool) -> dict[str, Any]:
+        run = run_measured([*lakecat_cmd, *map(str, args), "--json"], env=cold_env if cold else env, timeout=900)
+        if run["rc"] != 0:
+            raise RuntimeError(f"lakecat {' '.join(map(str, args))} failed: {run['stderr'].strip()[-500:]}")
+        return run
+
+    started = time.perf_counter()
+    server.start(timeout=600)
+    engine_start_s = time.perf_counter() - started
+    try:
+        for fmt in formats:
+            name = f"bench.engine_{fmt}"
+            lakecat("create", name, "--format", fmt, "--schema", "id BIGINT, v STRING", cold=False)
+            lakecat("upsert", name, "--from", source, "--key", "id", "--file-format", "json", cold=False)
+            for i in range(max(1, repeat) * 2):
+                mode = "cold" if i % 2 else "warm"
+                box = runs.setdefault(f"{fmt}_{mode}", {c: [] for c in ENGINE_COMMANDS})
+                history = json.loads(lakecat("history", name, "--limit", "1", cold=False)["stdout"])
+                before = history[0]["version"]
+                box["upsert"].append(lakecat("upsert", name, "--from", source, "--key", "id", "--file-format", "json",
+                                             cold=mode == "cold"))  # fmt: skip
+                box["rollback"].append(lakecat("rollback", name, "--version", before, "--yes", cold=mode == "cold"))
+                box["compact_dry_run"].append(lakecat("compact", name, "--dry-run", cold=mode == "cold"))
+                _say(f"engine {fmt} {mode}: " + ", ".join(f"{c} {box[c][-1]['seconds']:.1f}s" for c in ENGINE_COMMANDS))
+    finally:
+        server.stop()
+    results: dict[str, Any] = {}
+    for fmt in formats:
+        for cmd in ENGINE_COMMANDS:
+            warm, cold = runs[f"{fmt}_warm"][cmd], runs[f"{fmt}_cold"][cmd]
+            w, c = statistics.median(r["seconds"] for r in warm), statistics.median(r["seconds"] for r in cold)
+            results[f"{cmd}_{fmt}"] = {"warm_s": _r(w), "cold_s": _r(c), "ratio": _r(w / c),
+                                       "warm_peak_mb": max(r["peak_mb"]["total_mb"] for r in warm),
+                                       "cold_peak_mb": max(r["peak_mb"]["total_mb"] for r in cold)}  # fmt: skip
+    return {"unit": "seconds (median, whole process)", "repeat": repeat, "engine_start_s": _r(engine_start_s),
+            "results": results}  # fmt: skip
+
+
 # --- CDC (the lead's script, when present) -----------------------------------------------------
 def cdc_script() -> Path | None:
     path = Path(__file__).resolve().with_name("cdc.py")
@@ -909,6 +982,8 @@ def ratios(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
         add(f"light.{name}", row.get("ratio"), "lower", "lakecat process s / light-library one-liner process s")
     st = doc.get("start") or {}
     add("start.lakecat_vs_bare", st.get("ratio"), "lower", "lakecat session start s / bare getOrCreate s")
+    for name, row in ((doc.get("engine") or {}).get("results") or {}).items():
+        add(f"engine.{name}", row.get("ratio"), "lower", "warm-engine process s / cold-start process s")
     return out
 
 
@@ -934,6 +1009,12 @@ def run_suite(sizes: dict[str, Any], *, sections: list[str], formats: list[str],
                 doc["start"] = spark_start(home, repeat=sizes.get("start_repeat", 2))
             except Exception as e:  # noqa: BLE001
                 doc["start"] = {"error": f"{type(e).__name__}: {e}"[:2000]}
+        if "engine" in sections:
+            _say("section engine")
+            try:
+                doc["engine"] = engine(home, repeat=sizes.get("engine_repeat", 1), formats=formats)
+            except Exception as e:  # noqa: BLE001
+                doc["engine"] = {"error": f"{type(e).__name__}: {e}"[:2000]}
         spark_sections = [s for s in sections if s in SPARK_SECTIONS or s in ("metadata", "light")]
         child: dict[str, Any] = {}
         if spark_sections:
@@ -1130,6 +1211,19 @@ def render_markdown(doc: dict[str, Any]) -> str:
                   f"| {_s(st.get('bare_s'))} | {_s(st.get('lakecat_s'))} | {_x(st.get('ratio'))} |"]  # fmt: skip
     elif st.get("error"):
         lines += ["", f"**Spark start**: failed in this run ({st['error'][:200]})."]
+    en = doc.get("engine") or {}
+    if en.get("results"):
+        lines += ["", f"**A warm engine** (whole `lakecat` processes, median of {en.get('repeat')}; warm = a running "
+                  f"`lakecat local engine` (Spark Connect, started once in {_s(en.get('engine_start_s'))}), cold = "
+                  "`LAKECAT_SPARK_REMOTE=off`, a Spark start per process; peak RSS of the lakecat process tree):", "",
+                  "| command | format | cold | warm | warm / cold | peak RSS cold → warm |", "|---|---|---|---|---|---|"]  # fmt: skip
+        for name, r in en["results"].items():
+            cmd, _, fmt = name.rpartition("_")
+            label = {"compact_dry_run": "`compact --dry-run`", "upsert": "`upsert` (100 rows)"}.get(cmd, f"`{cmd}`")
+            lines.append(f"| {label} | {_fmt_name(fmt)} | {_s(r.get('cold_s'))} | {_s(r.get('warm_s'))} | {_x(r.get('ratio'))} | "
+                         f"{_n(r.get('cold_peak_mb'))} → {_n(r.get('warm_peak_mb'))} MB |")  # fmt: skip
+    elif en.get("error"):
+        lines += ["", f"**A warm engine**: failed in this run ({en['error'][:200]})."]
     mem = (doc.get("memory") or {}).get("spark_driver") or {}
     order = [f"{sec}_{kind}{fmt}" for sec in ("ingest", "freshness") for fmt in ("iceberg", "delta") for kind in ("plain_", "lakecat_")]
     order += [f"compact_{fmt}" for fmt in ("iceberg", "delta")]

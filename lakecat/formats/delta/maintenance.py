@@ -9,9 +9,10 @@ import time
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from ...engine import first_line, now, spark_conf, spark_errors
+from ...engine import default_parallelism, first_line, now, spark_conf, spark_errors
 from ...errors import LakecatError
 from ...files import DataFile, file_sizes, fs_for, is_local_dir, norm_path
+from ...identifiers import quote
 from ...results import ExpireResult, MetadataResult
 from ...units import format_duration, iso
 from .log import commit_times, last_checkpoint, log_actions, log_entries
@@ -65,12 +66,14 @@ class DeltaMaintenance:
             "spark.databricks.delta.optimize.maxFileSize": str(target),
             "spark.databricks.delta.optimize.minFileSize": str(int(target * SMALL_FILE_RATIO)),
         }
+        # SQL rather than delta-spark's DeltaTable builder: the same statement runs in process and through Spark Connect
+        sql = f"OPTIMIZE {spark_path(table.location)}"
+        if where is not None:
+            sql += f" WHERE {where}"  # one validated expression (maintenance.validate_predicate); Delta refuses non-partition columns
+        if strategy == "zorder":
+            sql += f" ZORDER BY ({', '.join(quote(c) for c in by)})"
         with spark_errors("compact", table.entry.ident), spark_conf(spark, conf):
-            builder = _delta_table(spark, table.location).optimize()
-            if where is not None:
-                builder = builder.where(where)  # Delta itself refuses predicates on non-partition columns
-            df = builder.executeZOrderBy(*by) if strategy == "zorder" else builder.executeCompaction()
-            row = df.first()
+            row = spark.sql(sql).first()
         metrics = row["metrics"] if row else None
         return (int(metrics["numFilesRemoved"]), int(metrics["numFilesAdded"])) if metrics else (0, 0)
 
@@ -164,7 +167,7 @@ class DeltaMaintenance:
             "spark.databricks.delta.retentionDurationCheck.enabled": "false",
             "spark.databricks.delta.vacuum.logging.enabled": "false",  # no VACUUM START/END commits in the history
             # VACUUM lists the table with this many tasks per pass (Spark's default: 10,000 — minutes for a tiny table)
-            "spark.sql.sources.parallelPartitionDiscovery.parallelism": str(max(8, spark.sparkContext.defaultParallelism * 4)),
+            "spark.sql.sources.parallelPartitionDiscovery.parallelism": str(max(8, default_parallelism(spark) * 4)),
         }
         with spark_errors("vacuum", table.entry.ident), spark_conf(spark, conf):
             rows = spark.sql(sql).collect()
@@ -218,8 +221,3 @@ class DeltaMaintenance:
         res.duration_s = round(time.monotonic() - started, 3)
         return res
 
-
-def _delta_table(spark, location):  # type: ignore[no-untyped-def]
-    from delta.tables import DeltaTable
-
-    return DeltaTable.forPath(spark, location)

@@ -6,7 +6,8 @@ import time
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from ...engine import now, spark_errors, sql_string, sql_timestamp, with_retries
+from ...engine import is_connect, now, spark_errors, sql_string, sql_timestamp, with_retries
+from ...errors import UnsupportedOperationError
 from ...files import DataFile, norm_path
 from ...identifiers import quote
 from ...results import ExpireResult, MetadataResult
@@ -209,6 +210,11 @@ class IcebergMaintenance:
                 rows = spark.sql(f"CALL {_procedure(table, 'remove_orphan_files')}({', '.join(args)})").collect()
             return [r["orphan_file_location"] for r in rows]
         # The procedure refuses windows under 24 h outright; the caller passed force, so use the action API.
+        if is_connect(spark):
+            raise UnsupportedOperationError(
+                "clean-orphans with a window under 24 h: Iceberg's procedure refuses it and its action API is not "
+                "reachable through Spark Connect; run it in process (LAKECAT_SPARK_REMOTE=off) or use --older-than 24h"
+            )
         jvm: Any = spark._jvm
         jspark = spark._jsparkSession
         with spark_errors("clean-orphans", table.entry.ident):

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...errors import EnvironmentProblemError, InvalidConfigError, UnsupportedOperationError
 from ...jars import REST_ICEBERG_VERSION
-from ...kafka_local import pid_alive, port_free
+from ...processes import pid_alive, port_free
 from . import rest
 
 if TYPE_CHECKING:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from ...engine import sql_string, to_int
+from ...engine import is_connect, sql_string, to_int
 from ...errors import NotExactError
 from ...identifiers import quote
 from ...records import CDC_KEY_PROPERTY, spark_lookup
@@ -136,9 +136,10 @@ class IcebergVersions:
             args.append("identifier_columns => array(" + ", ".join(sql_string(c) for c in identifier_columns) + ")")
             args.append("compute_updates => true")
         spark.sql(f"CALL {quote(table.catalog.name)}.system.create_changelog_view({', '.join(args)})").collect()
-        try:
-            df = spark.table(view)
-        finally:
+        df = spark.table(view)
+        if not is_connect(spark):
+            # in process the frame holds the analyzed plan; a Spark Connect frame names the view until it runs,
+            # so there the view lives as long as the client's session
             spark.catalog.dropTempView(view)
         stamps = {c.version: c.timestamp_ms for c in commits.values()}
         change_type = F.lower(F.col("_change_type"))
