@@ -102,7 +102,7 @@ def test_exit_codes_are_documented():
 
 def test_readme_is_short_and_points_into_the_docs():
     readme = (ROOT / "README.md").read_text()
-    assert len(readme.splitlines()) <= 120, "the README is one screen or two; the manual lives in docs/"
+    assert len(readme.splitlines()) <= 150, "the README is two or three screens; the manual lives in docs/"
     assert "python3 -m venv .venv && . .venv/bin/activate && pip install -e . && lakecat quickstart" in readme
     assert "```bash\npython -m pytest -q\n```" in readme
     assert "mkdocs serve" in readme
