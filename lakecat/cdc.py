@@ -30,7 +30,7 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .engine import first_line, spark_conf, spark_errors
+from .engine import first_line, spark_conf, spark_errors, with_retries
 from .errors import InvalidArgumentError
 from .identifiers import parse_columns, quote
 from .records import CDC_KEY_PROPERTY, CORRUPT, DETAIL, ERROR, META, RAW
@@ -394,9 +394,15 @@ def merge(table: Table, source: DataFrame, keys: list[str], columns: list[str], 
     view = f"lakecat_cdc_{uuid.uuid4().hex[:12]}"
     confs = table.adapter.merge_marker_conf(app_id, batch_id) if app_id is not None and batch_id is not None else {}
     source.createOrReplaceTempView(view)
-    try:
+
+    def run() -> None:
         with spark_conf(spark, confs), spark_errors("merge into", table.entry.ident):
             spark.sql(_merge_sql(table.spark_name, view, keys, columns, with_deletes=with_deletes)).collect()
+
+    try:
+        # A MERGE that lost a commit race wrote nothing: plan it again on top of the concurrent commit (an ingest's
+        # append, a compaction). Safe with the stream's marker too: the format checks it in the retried commit.
+        with_retries(run, what=f"merge into {table.name}")
     finally:
         spark.catalog.dropTempView(view)
 

@@ -112,15 +112,17 @@ def spark_errors(what: str, ident: TableIdent | None = None) -> Iterator[None]:
         raise
     except Exception as e:  # noqa: BLE001 - we re-raise everything, typed
         name = type(e).__name__
-        text = str(e)
-        if name not in _ENGINE_ERRORS:
+        # delta-spark raises its own Python classes (delta.exceptions.ConcurrentAppendException, ...) whose text
+        # does not carry the class name: judge by both
+        text, haystack = str(e), f"{name}: {e}"
+        if name not in _ENGINE_ERRORS and type(e).__module__.split(".")[0] not in ("pyspark", "py4j", "delta"):
             raise
         label = f"{what} {ident}" if ident else what
         if "TABLE_OR_VIEW_ALREADY_EXISTS" in text or "AlreadyExistsException" in text:
             raise TableAlreadyExistsError(f"table {ident} already exists") from e
         if "TABLE_OR_VIEW_NOT_FOUND" in text or "NoSuchTableException" in text:
             raise TableNotFoundError(f"table {ident} not found") from e
-        if any(marker in text for marker in _CONFLICT_MARKERS):
+        if any(marker in haystack for marker in _CONFLICT_MARKERS):
             raise CommitConflictError(f"{label}: commit conflict with a concurrent writer: {first_line(text)}") from e
         if name in ("ParseException",) or any(m in text for m in _USAGE_MARKERS):
             raise InvalidArgumentError(f"{label}: {first_line(text)}") from e

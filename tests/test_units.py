@@ -174,3 +174,17 @@ def test_durations_are_bounded():
     with pytest.raises(InvalidArgumentError, match="1000 years"):
         parse_duration("17759048h")
     assert parse_duration("52w").days == 364
+
+
+def test_delta_conflicts_raised_as_python_classes_are_commit_conflicts():
+    """delta-spark raises its own Python exception classes, whose text lacks the class name: a concurrent append
+    during a MERGE must be a (retried) commit conflict, never an internal error (exit 4) — found by the soak."""
+    from delta.exceptions import ConcurrentAppendException
+
+    from lakecat.engine import spark_errors
+    from lakecat.errors import CommitConflictError
+
+    with pytest.raises(CommitConflictError, match="commit conflict"), spark_errors("upsert into"):
+        raise ConcurrentAppendException("[DELTA_CONCURRENT_APPEND.WITH_PARTITION_HINT] Transaction conflict detected.")
+    with pytest.raises(KeyError), spark_errors("upsert into"):  # not an engine error: a bug stays a bug
+        raise KeyError("x")
