@@ -250,7 +250,7 @@ def test_cdc_usage_errors(cli, catalog, ns, tmp_path):
         (("--cdc", "maxwell", "--key", "id"), "unknown CDC format"),
         (("--cdc", "debezium", "--key", "nope"), "has no column nope"),
         (("--key", "id"), "pass --cdc debezium"),
-        (("--cdc", "debezium", "--key", "id", "--merge-schema"), "does not combine"),
+        (("--cdc", "debezium", "--key", "id", "--dedupe-key", "id", "--watermark", "1h"), "does not combine"),
         (("--unknown-fields", "most"), "use sample, all or off"),
     ]
     for extra, message in cases:
