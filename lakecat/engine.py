@@ -112,10 +112,10 @@ def spark_errors(what: str, ident: TableIdent | None = None) -> Iterator[None]:
         raise
     except Exception as e:  # noqa: BLE001 - we re-raise everything, typed
         name = type(e).__name__
-        # delta-spark raises its own Python classes (delta.exceptions.ConcurrentAppendException, ...) whose text
-        # does not carry the class name: judge by both
+        # table formats raise their own Python classes (ConcurrentAppendException, subclasses of PySparkException)
+        # whose text does not carry the class name: judge by both
         text, haystack = str(e), f"{name}: {e}"
-        if name not in _ENGINE_ERRORS and type(e).__module__.split(".")[0] not in ("pyspark", "py4j", "delta"):
+        if not any(cls.__name__ in _ENGINE_ERRORS for cls in type(e).__mro__):  # e.g. subclasses of PySparkException
             raise
         label = f"{what} {ident}" if ident else what
         if "TABLE_OR_VIEW_ALREADY_EXISTS" in text or "AlreadyExistsException" in text:
