@@ -161,7 +161,7 @@ def test_debezium_kill_9_then_restart_ends_equal(catalog, ns, kafka_bootstrap, t
                                 start_new_session=True, env=dict(os.environ))  # fmt: skip
 
     proc = start("--max-records-per-batch", "150")
-    deadline = time.monotonic() + 240
+    deadline = time.monotonic() + 480  # a JVM start and first batches on a loaded 2-core runner
     try:
         while committed_versions(catalog, name) < (4 if table_format == "delta" else 3):
             assert proc.poll() is None, proc.communicate()[1][-2000:]

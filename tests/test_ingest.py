@@ -161,7 +161,7 @@ def test_kill_9_mid_stream_then_restart_is_exactly_once(catalog, ns, kafka_boots
     base = ("ingest", name, "--kafka", kafka_bootstrap, "--topic", topic)
 
     proc = _lakecat(*base, "--max-records-per-batch", "150", "--trigger", "available-now", "--json")
-    deadline = time.monotonic() + 180
+    deadline = time.monotonic() + 420  # a JVM start and first batches on a loaded 2-core runner
     try:
         while committed_versions(catalog, name) < (3 if table_format == "delta" else 2):  # a few batches committed
             assert proc.poll() is None, proc.communicate()[1][-2000:]
