@@ -10,11 +10,9 @@ of their own (``lakecat.spark.remote_url``). Its pid, port and catalog are recor
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -23,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import EnvironmentProblemError
-from .processes import pid_alive, port_free
+from .processes import port_free, terminate
 from .spark import (
     ENGINE_SERVER_CLASS,
     ENGINE_STATE_FILE,
@@ -146,15 +144,8 @@ class LocalEngine:
         if state is None:
             return False
         pid = state["pid"]
-        for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 10.0)):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, sig)
-            deadline = time.monotonic() + wait
-            while time.monotonic() < deadline:
-                if not pid_alive(pid, ENGINE_SERVER_CLASS):
-                    return True
-                time.sleep(0.2)
-            _LOG.warning("the local engine (pid %d) did not exit after %s", pid, sig.name)
+        if terminate(pid, ENGINE_SERVER_CLASS, timeout=timeout, what="the local engine"):
+            return True
         raise LocalEngineError(f"could not stop the local engine (pid {pid}); kill it manually")
 
     def status(self) -> dict[str, Any]:

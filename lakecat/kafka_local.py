@@ -13,14 +13,12 @@ in a topic name fails loudly instead of silently creating a one-partition topic;
 from __future__ import annotations
 
 import base64
-import contextlib
 import html
 import json
 import logging
 import os
 import pathlib
 import shutil
-import signal
 import socket
 import subprocess
 import time
@@ -35,6 +33,7 @@ from .errors import EnvironmentProblemError
 from .processes import free_port as free_port
 from .processes import pid_alive as pid_alive
 from .processes import port_free as port_free
+from .processes import read_state, terminate
 
 _LOG = logging.getLogger(__name__)
 # the producer's own log: transient retries ("Coordinator load in progress: retrying") are not worth a line;
@@ -130,11 +129,7 @@ class LocalKafka:
         self.log_file = self.data_dir / "broker.log"
 
     def _read_state(self) -> dict[str, Any] | None:
-        try:
-            state = json.loads((self.data_dir / _STATE_FILE).read_text())
-        except (OSError, ValueError):
-            return None
-        return state if isinstance(state, dict) else None
+        return read_state(self.data_dir / _STATE_FILE)
 
     def _running_state(self) -> dict[str, Any] | None:
         state = self._read_state()
@@ -234,16 +229,9 @@ class LocalKafka:
         if state is None:
             return False
         pid = state["pid"]
-        for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 10.0)):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, sig)
-            deadline = time.monotonic() + wait
-            while time.monotonic() < deadline:
-                if not pid_alive(pid, "kafka.Kafka"):
-                    _LOG.info("stopped kafka (pid %d)", pid)
-                    return True
-                time.sleep(0.2)
-            _LOG.warning("kafka (pid %d) did not exit after %s", pid, sig.name)
+        if terminate(pid, "kafka.Kafka", timeout=timeout, what="kafka"):
+            _LOG.info("stopped kafka (pid %d)", pid)
+            return True
         raise LocalKafkaError(f"could not stop kafka pid {pid}; kill it manually")
 
     def status(self) -> dict[str, Any]:
@@ -276,6 +264,16 @@ def create_topic(bootstrap: str, name: str, partitions: int = 3, *, timeout: flo
             return False
         raise LocalKafkaError(f"could not create topic {name!r}: {exc}") from exc
     return True
+
+
+def send(producer: Producer, topic: str, key: Any, value: Any, on_delivery: Any) -> None:
+    """Hand one message to ``producer``, waiting for room in its queue when it is full."""
+    while True:
+        try:
+            producer.produce(topic, value=value, key=key, on_delivery=on_delivery)
+            return
+        except BufferError:
+            producer.poll(0.1)
 
 
 def produce(bootstrap: str, topic: str, values: Iterable[bytes | str | tuple[Any, Any]], key: bytes | str | None = None,
@@ -315,12 +313,7 @@ def produce(bootstrap: str, topic: str, values: Iterable[bytes | str | tuple[Any
     sent = 0
     for item in values:
         msg_key, value = item if isinstance(item, tuple) else (key, item)
-        while True:
-            try:
-                producer.produce(topic, value=value, key=msg_key, on_delivery=on_delivery)
-                break
-            except BufferError:
-                producer.poll(0.1)
+        send(producer, topic, msg_key, value, on_delivery)
         sent += 1
         producer.poll(0)
     remaining = producer.flush(timeout)

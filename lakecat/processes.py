@@ -3,9 +3,16 @@
 from __future__ import annotations
 
 import contextlib
+import json
+import logging
 import os
 import pathlib
+import signal
 import socket
+import time
+from typing import Any
+
+_LOG = logging.getLogger(__name__)
 
 
 def port_free(port: int) -> bool:
@@ -49,3 +56,27 @@ def pid_alive(pid: int, marker: str) -> bool:
         except (OSError, IndexError):
             return False
     return True
+
+
+def read_state(path: pathlib.Path) -> dict[str, Any] | None:
+    """A server's recorded state (JSON object), or None when the file is missing or not one."""
+    try:
+        state = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return state if isinstance(state, dict) else None
+
+
+def terminate(pid: int, marker: str, *, timeout: float, what: str) -> bool:
+    """SIGTERM ``pid``, then SIGKILL after ``timeout`` seconds; True once the process (``marker`` in its command line)
+    is gone, False when it outlived the SIGKILL too."""
+    for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 10.0)):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, sig)
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            if not pid_alive(pid, marker):
+                return True
+            time.sleep(0.2)
+        _LOG.warning("%s (pid %d) did not exit after %s", what, pid, sig.name)
+    return False

@@ -281,6 +281,8 @@ class Soak:
     def produce(self, events_topic: str, cdc_topic: str) -> None:
         from confluent_kafka import Producer
 
+        from ..kafka_local import send
+
         producer = Producer({"bootstrap.servers": self.bootstrap, "acks": "all", "enable.idempotence": True,
                              "linger.ms": 20, "message.timeout.ms": 600_000, "logger": _quiet_logger()})  # fmt: skip
         errors: list[str] = []
@@ -301,7 +303,7 @@ class Soak:
                 value = json.dumps({"id": seq, "k": f"k{seq % 4}", "seq": seq, "amount": (seq % 100_000) / 100,
                                     "ts": f"2026-01-01T00:{(seq // 60) % 60:02d}:{seq % 60:02d}"}).encode()  # fmt: skip
                 self.figures["events"] += 1
-            _send(producer, events_topic, str(seq).encode(), value, delivered)
+            send(producer, events_topic, str(seq).encode(), value, delivered)
             if self.cdc and seq % 4 == 0:  # a change event for every four events
                 n += 1
                 i = rnd.randrange(500)
@@ -318,7 +320,7 @@ class Soak:
                     msgs = [(key, delete), (key, None)]  # the delete, then its tombstone
                     self.figures["tombstones"] += 1
                 for msg_key, msg in msgs:
-                    _send(producer, cdc_topic, msg_key, msg, delivered)
+                    send(producer, cdc_topic, msg_key, msg, delivered)
                 self.figures["change_events"] += 1
             producer.poll(0)
             next_at += period
@@ -432,15 +434,6 @@ class Soak:
 
 
 # --- helpers ---------------------------------------------------------------------------------------------------
-def _send(producer: Any, topic: str, key: bytes, value: bytes | None, cb: Any) -> None:
-    while True:
-        try:
-            producer.produce(topic, key=key, value=value, on_delivery=cb)
-            return
-        except BufferError:
-            producer.poll(0.2)
-
-
 def _quiet_logger() -> Any:
     import logging
 

@@ -12,13 +12,11 @@ REST catalog with authentication (Apache Polaris, Lakekeeper).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
 import pathlib
 import shutil
-import signal
 import subprocess
 import time
 import urllib.error
@@ -27,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...errors import EnvironmentProblemError, InvalidConfigError, UnsupportedOperationError
 from ...jars import REST_ICEBERG_VERSION
-from ...processes import pid_alive, port_free
+from ...processes import pid_alive, port_free, read_state, terminate
 from . import rest
 
 if TYPE_CHECKING:
@@ -68,11 +66,7 @@ class LocalRestCatalog:
         self.log_file = self.data_dir / "server.log"
 
     def _read_state(self) -> dict[str, Any] | None:
-        try:
-            state = json.loads((self.data_dir / _STATE_FILE).read_text())
-        except (OSError, ValueError):
-            return None
-        return state if isinstance(state, dict) else None
+        return read_state(self.data_dir / _STATE_FILE)
 
     def _running_state(self) -> dict[str, Any] | None:
         state = self._read_state()
@@ -163,14 +157,8 @@ class LocalRestCatalog:
         if state is None:
             return False
         pid = state["pid"]
-        for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 10.0)):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, sig)
-            deadline = time.monotonic() + wait
-            while time.monotonic() < deadline:
-                if not pid_alive(pid, _MAIN):
-                    return True
-                time.sleep(0.2)
+        if terminate(pid, _MAIN, timeout=timeout, what="the REST catalog server"):
+            return True
         raise LocalRestError(f"could not stop the REST catalog server (pid {pid}); kill it manually")
 
     def status(self) -> dict[str, Any]:
