@@ -17,6 +17,7 @@ rewrites nothing, whether the previous run finished, was stopped or was killed.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import logging
@@ -30,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .engine import is_connect, spark_errors
-from .errors import InvalidArgumentError, LakecatError, UnsupportedOperationError
+from .errors import InvalidArgumentError, LakecatError
 from .identifiers import TableIdent, parse_columns, validate_part
 from .records import CHECKED, CORRUPT, DETAIL, ERROR, EVENT_TIME, META, RAW, SALT, UNKNOWN, input_fields, type_ddl
 from .results import IngestResult
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
     from pyspark.sql.types import StructField
 
     from .catalog import Catalog
+    from .config import CatalogConfig
     from .metrics import IngestExporter
     from .table import Table
 
@@ -276,6 +278,10 @@ class _Pipeline:
         self.with_metadata = with_metadata
         self.fields = fields  # the columns events fill, as of now (merge_schema may add more)
         self.stream_fields = list(fields)  # the columns the streaming plan parses
+        # Through Spark Connect the batches run in the engine's Python worker (_EngineBatch), which leaves each
+        # batch's counters in a file of this run's own directory beside the checkpoint; collect() reads them.
+        self.remote = is_connect(self.spark)
+        self.report_dir = f"{opts.checkpoint.rstrip('/')}/_lakecat_batches/{uuid.uuid4().hex}"
 
     def prefetch(self) -> None:
         """Look up the committed batch ids while Spark starts the query, not in the first micro-batch
@@ -313,7 +319,8 @@ class _Pipeline:
         return df
 
     def start(self) -> StreamingQuery:
-        writer = self.plan().writeStream.foreachBatch(self._batch).option("checkpointLocation", self.opts.checkpoint)
+        func = _EngineBatch(self.engine_spec()) if self.remote else self._batch
+        writer = self.plan().writeStream.foreachBatch(func).option("checkpointLocation", self.opts.checkpoint)
         writer = writer.queryName(f"lakecat_ingest_{self.table.entry.ident.namespace}_{self.table.entry.ident.name}"
                                   f"_{uuid.uuid4().hex[:6]}")  # fmt: skip
         writer = writer.trigger(availableNow=True) if self.opts.trigger.available_now else writer.trigger(
@@ -321,6 +328,29 @@ class _Pipeline:
         )
         with spark_errors("ingest into", self.table.entry.ident):
             return writer.start()
+
+    def engine_spec(self) -> _EngineSpec:
+        dlq = str(self.dlq.table.entry.ident) if self.dlq is not None else None
+        return _EngineSpec(self.catalog.config, type(self.catalog), str(self.table.entry.ident), self.table.branch_name, dlq,
+                           self.source, self.opts, self.with_metadata, list(self.fields),
+                           self.report_dir)  # fmt: skip
+
+    def collect(self) -> None:
+        """Through Spark Connect: count the batches the engine's worker has reported since the last call."""
+        if not self.remote:
+            return
+        for stats, names, added in read_batch_reports(self.report_dir, skip=set(self.state.batches)):
+            self.state.record(stats, names)
+            if added:
+                with self.state.lock:
+                    have = self.state.report.added_columns
+                    have.extend(c for c in added if c not in have)
+
+    def close(self) -> None:
+        """Read the last reports and remove this run's report directory (through Spark Connect)."""
+        if self.remote:
+            self.collect()
+            remove_dir(self.report_dir)
 
     # one micro-batch
     def _batch(self, df: DataFrame, batch_id: int) -> None:
@@ -474,6 +504,18 @@ class _Pipeline:
         raw = df.select(F.col(VALUE).alias("value"), *META)
         return parse_debezium(raw, self.fields, keys, allow_new=True).persist()
 
+    def _infer_json(self, texts: DataFrame) -> Any:
+        """Spark's JSON schema inference over the column ``v`` of JSON texts."""
+        if not is_connect(self.spark):
+            return self.spark.read.json(texts.rdd.map(lambda r: r.v)).schema  # noqa: PLW0108
+        # no RDDs through Spark Connect: the texts go through a scratch directory of this run as JSON lines
+        scratch = f"{self.report_dir}/_infer_{uuid.uuid4().hex[:8]}"
+        try:
+            texts.write.text(scratch)
+            return self.spark.read.json(scratch).schema
+        finally:
+            remove_dir(scratch)
+
     def _refuse_bad(self, df: DataFrame) -> None:
         """--no-dlq: the first bad record fails the batch before anything is written."""
         from pyspark.sql import functions as F
@@ -528,7 +570,7 @@ class _Pipeline:
             texts = df.where(F.col(UNKNOWN).isNotNull()).select(
                 F.col(RAW).cast("string").alias("v")
             )
-            inferred = self.spark.read.json(texts.rdd.map(lambda r: r.v)).schema  # noqa: PLW0108
+            inferred = self._infer_json(texts)
             for f in inferred.fields:
                 if f.name in new_names and f.name != "_corrupt_record":
                     try:
@@ -547,6 +589,113 @@ class _Pipeline:
         raw = df.select(F.col(RAW).alias("value"), *META)
         reparsed = _parse_json(raw, self.fields, keep_value=True, count_unknown="all")
         return reparsed.persist()
+
+
+
+# --- through Spark Connect: the batches run in the engine ----------------------------------------
+@dataclass
+class _EngineSpec:
+    """What the engine's Python worker needs to write the stream's batches: plain, picklable settings."""
+
+    config: CatalogConfig
+    catalog_type: type[Catalog]  # pickled by reference: the worker opens the same kind of catalog
+    table: str
+    branch: str | None
+    dlq: str | None
+    source: Source
+    opts: _Options
+    with_metadata: bool
+    fields: list[StructField]
+    report_dir: str
+
+
+class _EngineBatch:
+    """The ``foreachBatch`` function through Spark Connect.
+
+    The engine pickles it and calls it in its own Python worker, one per query, for every batch of the query
+    (so lakecat must be installed in the engine's Python; ``lakecat local engine`` uses this one). On the first
+    batch it opens the catalog on the session it is handed; each batch is written exactly as in process (the same
+    idempotent commits), and its counters are left in a file in ``report_dir`` for the ``lakecat`` process.
+    """
+
+    def __init__(self, spec: _EngineSpec) -> None:
+        self.spec = spec
+        self._pipeline: _Pipeline | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"spec": self.spec}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.spec, self._pipeline = state["spec"], None
+
+    def _open(self, spark: Any) -> _Pipeline:
+        from .spark import adopt_session
+
+        spec = self.spec
+        adopt_session(spark, spec.config)
+        catalog = spec.catalog_type(spec.config)
+        table = catalog.load_table(spec.table)
+        if spec.branch:
+            table = table.on_branch(spec.branch)
+        dlq = catalog.load_table(spec.dlq) if spec.dlq else None
+        report = IngestResult(table=spec.table, format=table.format, source=spec.source.describe())
+        pipeline = _Pipeline(catalog, table, spec.source, spec.opts, report, dlq, spec.with_metadata, spec.fields)
+        pipeline.report_dir = spec.report_dir
+        return pipeline
+
+    def __call__(self, df: DataFrame, batch_id: int) -> None:
+        if self._pipeline is None:
+            self._pipeline = self._open(df.sparkSession)
+        pipeline = self._pipeline
+        started = time.monotonic()
+        stats, names = pipeline._write_batch(df, batch_id)
+        stats.duration_s = round(time.monotonic() - started, 3)
+        stats.finished_at = time.time()
+        doc = {"stats": dataclasses.asdict(stats), "unknown_names": names,
+               "added_columns": list(pipeline.state.report.added_columns)}  # fmt: skip
+        write_batch_report(self.spec.report_dir, batch_id, doc)
+
+
+def write_batch_report(directory: str, batch_id: int, doc: dict[str, Any]) -> None:
+    """``<directory>/<batch id>.json``, written whole or not at all (a temporary name, then a rename)."""
+    from .config import pyarrow_filesystem
+
+    fs, path = pyarrow_filesystem(directory)
+    fs.create_dir(path, recursive=True)
+    tmp = f"{path}/.{batch_id}.{uuid.uuid4().hex[:8]}.tmp"
+    with fs.open_output_stream(tmp) as out:
+        out.write(json.dumps(doc).encode())
+    fs.move(tmp, f"{path}/{batch_id}.json")
+
+
+def read_batch_reports(directory: str, skip: set[int]) -> list[tuple[BatchStats, list[str], list[str]]]:
+    """The batch reports in ``directory`` whose batch id is not in ``skip``, in batch order."""
+    from pyarrow import fs as pafs
+
+    from .config import pyarrow_filesystem
+
+    fs, path = pyarrow_filesystem(directory)
+    try:
+        infos = fs.get_file_info(pafs.FileSelector(path, allow_not_found=True))
+    except OSError:
+        return []
+    out: list[tuple[BatchStats, list[str], list[str]]] = []
+    for info in infos:
+        name = info.base_name
+        if not (name.endswith(".json") and name[:-5].isdigit()) or int(name[:-5]) in skip:
+            continue
+        with fs.open_input_stream(info.path) as fh:
+            doc = json.loads(fh.read())
+        out.append((BatchStats(**doc["stats"]), list(doc.get("unknown_names") or []), list(doc.get("added_columns") or [])))
+    return sorted(out, key=lambda item: item[0].batch_id)
+
+
+def remove_dir(directory: str) -> None:
+    from .config import pyarrow_filesystem
+
+    with contextlib.suppress(OSError):
+        fs, path = pyarrow_filesystem(directory)
+        fs.delete_dir(path)
 
 
 # --- running -----------------------------------------------------------------------------------
@@ -585,11 +734,21 @@ class IngestHandle:
         """Stop after the batch in flight has committed (never in the middle of a write)."""
         self._stopped_by = reason
         deadline = time.monotonic() + timeout
-        while self.query.isActive and self._pipeline.state.batch_active and time.monotonic() < deadline:
+        while self.query.isActive and self._batch_active() and time.monotonic() < deadline:
             time.sleep(0.1)
         with contextlib.suppress(Exception):
             self.query.stop()
-        return self.report()
+        report = self.report()
+        self._pipeline.close()
+        return report
+
+    def _batch_active(self) -> bool:
+        if not self._pipeline.remote:
+            return self._pipeline.state.batch_active
+        try:  # the batch runs in the engine: its trigger is what is in flight
+            return bool(self.query.status.get("isTriggerActive"))
+        except Exception:  # noqa: BLE001 - the query is gone
+            return False
 
     def await_termination(self, timeout: float | None = None) -> bool:
         """Wait until the query ends (available-now: drained); True if it has ended. Raises its error."""
@@ -609,6 +768,7 @@ class IngestHandle:
         return self.query.lastProgress
 
     def report(self) -> IngestResult:
+        self._pipeline.collect()
         r = self._pipeline.state.snapshot()
         if self._stopped_by:
             r.stopped_by = self._stopped_by
@@ -711,12 +871,6 @@ def start_ingest(
                     max_files_per_batch, metrics, unknown_mode)  # fmt: skip
     tbl.adapter.require("merge" if cdc else "ingest", "ingest --cdc" if cdc else "ingest")
     spark = catalog.session()
-    if is_connect(spark):
-        # the foreachBatch writer keeps its batch counters and exactly-once bookkeeping in this process; through
-        # Spark Connect it would run in a Python worker on the engine
-        raise UnsupportedOperationError(
-            "ingest through Spark Connect is not supported yet: run it in process (LAKECAT_SPARK_REMOTE=off)"
-        )
     cdc_notes: list[str] = []
     schema = tbl.spark_schema()
     fields = input_fields(schema, tbl.adapter.generated_columns(tbl))
@@ -822,6 +976,7 @@ def run_ingest(
         if exporter is not None:
             exporter.close()
     report = handle.report()
+    handle._pipeline.close()
     report.lag = metrics.lag
     return report
 
@@ -842,6 +997,7 @@ class _MetricsWriter:
     def poll(self) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
         """The latest progress, and the progresses of batches finished since the last poll."""
         new: list[dict[str, Any]] = []
+        self.handle._pipeline.collect()
         if self.exporter is not None:  # every finished batch, even when the query is gone
             state = self.handle._pipeline.state
             with state.lock:

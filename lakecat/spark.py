@@ -146,6 +146,16 @@ def active_session() -> SparkSession | None:
     return _session
 
 
+def adopt_session(spark: SparkSession, config: CatalogConfig) -> None:
+    """Use ``spark`` as this process's session: a Spark Connect engine's Python worker is handed the session of
+    the ``lakecat`` process that started the stream (its catalog already registered there by that process)."""
+    global _session, _storage
+    with _lock:
+        _session = spark
+        _catalogs[config.name] = catalog_spark_conf(config)
+        _storage = storage_spark_conf(config) or None
+
+
 class _ConnectProgress:
     """A Spark Connect progress handler: the running stages' tasks of the last operation that reported."""
 

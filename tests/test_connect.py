@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
-from helpers import read_rows, version_ids
+from helpers import committed_versions, new_topic, read_rows, version_ids
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -108,23 +110,104 @@ def test_spark_path_commands_run_on_the_engine(engine, table_format, ns, tmp_pat
     assert code == 2 and "invalid --where" in err
 
 
-def test_what_connect_cannot_do_is_one_line_and_exit_3(engine, ns, tmp_path):
+def test_what_connect_cannot_do_is_one_line_and_exit_3(engine, ns):
     name = f"{ns}.events"
     _ok("create", name, "--format", "iceberg", "--schema", "id BIGINT")
-    landed = tmp_path / "landed"
-    landed.mkdir()
-    (landed / "a.json").write_text('{"id": 1}\n')
-    for args in (("ingest", name, "--files", landed, "--file-format", "json"),
-                 ("clean-orphans", name, "--older-than", "1h", "--force", "--dry-run")):  # fmt: skip
-        code, out, err, probe = _lakecat(*args)
-        assert code == 3, err
-        assert "Spark Connect" in err and "LAKECAT_SPARK_REMOTE=off" in err
-        assert len([ln for ln in err.splitlines() if ln.startswith("error:")]) == 1
-    # the same commands run in process when asked to
-    code, out, err, probe = _lakecat("ingest", name, "--files", landed, "--file-format", "json", "--json",
+    code, out, err, probe = _lakecat("clean-orphans", name, "--older-than", "1h", "--force", "--dry-run")
+    assert code == 3, err
+    assert "Spark Connect" in err and "LAKECAT_SPARK_REMOTE=off" in err
+    assert len([ln for ln in err.splitlines() if ln.startswith("error:")]) == 1
+    # the same command runs in process when asked to
+    code, out, err, probe = _lakecat("clean-orphans", name, "--older-than", "1h", "--force", "--dry-run", "--json",
                                      env_extra={"LAKECAT_SPARK_REMOTE": "off"})  # fmt: skip
     assert code == 0, err
-    assert probe["jvm"] and json.loads(out)["rows_written"] == 1
+    assert probe["jvm"] and json.loads(out)["dry_run"]
+
+
+# --- ingest: the stream runs in the engine, its batches in the engine's Python worker -------------------
+def _event(i: int, **extra) -> bytes:
+    return json.dumps({"id": i, "v": f"v{i}", **extra}).encode()
+
+
+@pytest.mark.kafka
+def test_ingest_runs_on_the_engine(engine, table_format, ns, kafka_bootstrap, catalog):
+    from lakecat.kafka_local import produce
+
+    topic = new_topic(kafka_bootstrap)
+    produce(kafka_bootstrap, topic, [_event(i) for i in range(300)] + [b'{"id": 1, "v": ', _event(0, id="x")])
+    name = f"{ns}.events"
+    _ok("create", name, "--format", table_format, "--schema", "id BIGINT NOT NULL, v STRING")
+    base = ("ingest", name, "--kafka", kafka_bootstrap, "--topic", topic)
+    report, probe = _ok(*base, "--max-records-per-batch", "100")
+    assert probe["session"].startswith("pyspark.sql.connect")
+    # the batch counters come back from the engine's worker
+    assert (report["rows_written"], report["rows_dead_lettered"]) == (300, 2) and report["batches"] >= 3
+    assert sorted(r["id"] for r in read_rows(catalog, name)) == list(range(300))
+    dead = read_rows(catalog, f"{name}_dlq")
+    assert sorted(r["error"] for r in dead) == ["invalid_json", "type_mismatch"]
+
+    # a field the table lacks: --merge-schema infers its type in the engine and adds the column
+    produce(kafka_bootstrap, topic, [_event(300 + i, color="red") for i in range(20)])
+    report, _ = _ok(*base, "--merge-schema")
+    assert report["rows_written"] == 20 and report["added_columns"] == ["color"]
+    rows = read_rows(catalog, name)
+    assert len(rows) == 320 and {r["color"] for r in rows if r["id"] >= 300} == {"red"}
+
+    again, _ = _ok(*base)  # exactly once: the checkpoint and the table's markers say everything is in
+    assert again["rows_written"] == 0 and again["rows_dead_lettered"] == 0
+    assert len(read_rows(catalog, name)) == 320 and len(read_rows(catalog, f"{name}_dlq")) == 2
+
+
+@pytest.mark.kafka
+def test_kill_9_of_the_engine_mid_stream_then_restart_is_exactly_once(table_format, ns, kafka_bootstrap, catalog,
+                                                                      tmp_path):  # fmt: skip
+    """Everything crashes mid-stream — the engine (its JVM and Python workers) and the lakecat process — and a
+    restarted engine and stream finish the topic exactly once. A private engine: the shared one stays up."""
+    from lakecat.config import resolve_config
+    from lakecat.engine_local import LocalEngine
+    from lakecat.kafka_local import produce
+    from lakecat.processes import free_port, port_free
+
+    topic = new_topic(kafka_bootstrap)
+    n = 3000
+    produce(kafka_bootstrap, topic, [_event(i) for i in range(n)] + [b"bad"] * 10)
+    name = f"{ns}.crash"
+    catalog.create_table(name, schema="id BIGINT NOT NULL, v STRING", format=table_format)
+    own = LocalEngine(resolve_config(None), port=free_port(), data_dir=tmp_path / "engine")
+    url = own.start()
+    remote = {"LAKECAT_SPARK_REMOTE": url}
+    env = {**{k: v for k, v in os.environ.items() if k != "LAKECAT_SPARK_REMOTE"}, **remote}
+    base = ("ingest", name, "--kafka", kafka_bootstrap, "--topic", topic)
+    proc = subprocess.Popen([sys.executable, "-m", "lakecat.commands.main", *base, "--max-records-per-batch", "150"],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 420
+        while committed_versions(catalog, name) < (3 if table_format == "delta" else 2):  # a few batches in
+            assert proc.poll() is None, proc.communicate()[1][-2000:]
+            assert time.monotonic() < deadline, "no batch committed in time"
+            time.sleep(0.2)
+        os.killpg(own.status()["pid"], signal.SIGKILL)  # the engine's JVM and its Python workers, mid-stream
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    partial = read_rows(catalog, name)
+    assert 0 < len(partial) < n and len({r["id"] for r in partial}) == len(partial)
+
+    port = int(url.rsplit(":", 1)[1])
+    gone = time.monotonic() + 60
+    while not port_free(port) and time.monotonic() < gone:  # the killed JVM's sockets close as it goes
+        time.sleep(0.5)
+    try:
+        assert own.start() == url
+        code, out, err, probe = _lakecat(*base, "--max-records-per-batch", "1500", "--json", env_extra=remote)
+        assert code == 0, err
+        assert not probe["jvm"]
+    finally:
+        own.stop()
+    rows = read_rows(catalog, name)
+    assert len(rows) == n and {r["id"] for r in rows} == set(range(n))
+    dead = read_rows(catalog, f"{name}_dlq")
+    assert len(dead) == 10 and len({(r["kafka_partition"], r["kafka_offset"]) for r in dead}) == 10
 
 
 def test_unreachable_remote_fails_fast(ns):

@@ -150,7 +150,7 @@ def _lakecat(*args: str, **kw) -> subprocess.Popen:
 
 
 @pytest.mark.slow
-def test_kill_9_mid_stream_then_restart_is_exactly_once(catalog, ns, kafka_bootstrap, table_format):
+def test_kill_9_mid_stream_then_restart_is_exactly_once(catalog, ns, kafka_bootstrap, table_format, request):
     from lakecat.kafka_local import produce
 
     topic = new_topic(kafka_bootstrap)
@@ -171,7 +171,9 @@ def test_kill_9_mid_stream_then_restart_is_exactly_once(catalog, ns, kafka_boots
         os.killpg(proc.pid, signal.SIGKILL)  # the ingest process and its JVM, mid-stream
         proc.wait()
     partial = read_rows(catalog, name)
-    assert 0 < len(partial) < n and len({r["id"] for r in partial}) == len(partial)
+    assert 0 < len(partial) and len({r["id"] for r in partial}) == len(partial)
+    # Through Spark Connect the stream runs in the engine and outlives the killed process (the restart takes it over)
+    assert len(partial) < n or request.config.getoption("--spark-connect")
 
     # Restart as a continuous stream; once everything is in, SIGTERM stops it cleanly after the batch in flight.
     proc = _lakecat(*base, "--max-records-per-batch", "1500", "--trigger", "every 1s", "--json")

@@ -42,6 +42,10 @@ class Source(ABC):
     #: Columns ``with_metadata`` adds to every row (name -> SQL type); empty when the source has none.
     metadata_columns: ClassVar[dict[str, str]] = {}
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled (to a Spark Connect engine's Python worker) without its caches: a client is the process's own."""
+        return {k: v for k, v in self.__dict__.items() if not k.startswith("_")}
+
     @abstractmethod
     def validate(self) -> None:
         """Check the arguments (no network): raise ``InvalidArgumentError``."""
