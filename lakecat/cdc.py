@@ -499,34 +499,34 @@ def upsert(table: Table, data: Any, *, key: str | list[str] | tuple[str, ...], f
     by_name = {f.name: f for f in fields}
     src = src.select(*[F.col(quote(c)).cast(by_name[c].dataType).alias(c) for c in columns], op.alias(OP)).persist()
     try:
+        # one job checks the source and counts what the MERGE will do (each matches at most one distinct key)
         with spark_errors("upsert into", ident):
-            stats = src.agg(F.count(F.lit(1)).alias("n"),
-                            F.count(F.when(_any_null(keys), 1)).alias("null_keys")).first()  # fmt: skip
-        assert stats is not None  # an aggregate always has its one row
-        n, null_keys = int(stats["n"]), int(stats["null_keys"])
-        if null_keys:
-            raise InvalidArgumentError(f"upsert: {null_keys} source row(s) have a null key ({', '.join(keys)}); nothing was written")
-        dup_keys = _duplicate_keys(src, keys)
-        if dup_keys:
-            raise InvalidArgumentError(f"upsert: {dup_keys} key(s) appear more than once in the source; nothing was written")
-        with spark_errors("upsert into", ident):
-            existing = table.to_spark().select(*[F.col(quote(k)) for k in keys])
+            existing = table.to_spark().select(*[F.col(quote(k)) for k in keys]).distinct()
             flagged = src.join(existing.withColumn("_lakecat_m", F.lit(True)), keys, "left")
             counts = flagged.agg(
+                F.count(F.lit(1)).alias("n"),
+                F.count(F.when(_any_null(keys), 1)).alias("null_keys"),
+                F.count_distinct(F.struct(*[F.col(quote(k)) for k in keys])).alias("distinct_keys"),
                 F.count(F.when(F.col("_lakecat_m").isNull() & (F.col(OP) == "u"), 1)).alias("ins"),
                 F.count(F.when(F.col("_lakecat_m").isNotNull() & (F.col(OP) == "u"), 1)).alias("upd"),
                 F.count(F.when(F.col("_lakecat_m").isNotNull() & (F.col(OP) == "d"), 1)).alias("del"),
             ).first()
+        assert counts is not None  # an aggregate always has its one row
+        n, null_keys = int(counts["n"]), int(counts["null_keys"])
+        if null_keys:
+            raise InvalidArgumentError(f"upsert: {null_keys} source row(s) have a null key ({', '.join(keys)}); nothing was written")
+        if int(counts["distinct_keys"]) != n:
+            dup_keys = _duplicate_keys(src, keys)
+            raise InvalidArgumentError(f"upsert: {dup_keys} key(s) appear more than once in the source; nothing was written")
         if n:
             merge(table, src, keys, columns, with_deletes=bool(delete_when))
-        assert counts is not None
         report = UpsertResult(table=str(ident), format=table.format, source=what, rows_in=n,
                               inserted=int(counts["ins"]), updated=int(counts["upd"]),
                               deleted=int(counts["del"]) if delete_when else 0)  # fmt: skip
     finally:
         src.unpersist()
     on = table.branch_name
-    report.version = find_ref(table, on, "branch").version if on else table.describe().current_version
+    report.version = find_ref(table, on, "branch").version if on else table.adapter.current_version(table)
     report.duration_s = round(time.monotonic() - started, 3)
     return report
 

@@ -342,10 +342,14 @@ def _connect(config: CatalogConfig, url: str) -> SparkSession:
     shown = url.split(";", 1)[0].rstrip("/")
     _reachable(shown)
     try:
+        settings = {"spark.sql.session.timeZone": "UTC", **catalog_spark_conf(config)}
         spark = SparkSession.builder.remote(url).getOrCreate()
-        spark.conf.set("spark.sql.session.timeZone", "UTC")
-        for k, v in catalog_spark_conf(config).items():
-            spark.conf.set(k, v)
+        set_all = getattr(spark.conf, "_set_all", None)  # pyspark's Connect client: one round trip for them all
+        if set_all is not None:
+            set_all(settings, silent=False)
+        else:
+            for k, v in settings.items():
+                spark.conf.set(k, v)
     except Exception as e:  # noqa: BLE001 - unreachable, refused, or not a Spark Connect server
         from .engine import first_line
 

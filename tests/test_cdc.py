@@ -301,8 +301,14 @@ def test_upsert_files_insert_update_delete(cli, catalog, ns, table_format, tmp_p
     versions = committed_versions(catalog, name)
     dup = tmp_path / "dup"
     dup.mkdir()
-    (dup / "a.json").write_text(json.dumps(_wire(_row(1, 5), False)) + "\n" + json.dumps(_wire(_row(1, 6), False)) + "\n")
-    for extra, message in [(("--from", str(dup), "--key", "id"), "appear more than once"),
+    (dup / "a.json").write_text(json.dumps(_wire(_row(1, 5), False)) + "\n" + json.dumps(_wire(_row(1, 6), False)) + "\n"
+                                + json.dumps(_wire(_row(2, 5), False)) + "\n" + json.dumps(_wire(_row(2, 6), False)) + "\n"
+                                + json.dumps(_wire(_row(3, 6), False)) + "\n")  # fmt: skip
+    no_key = tmp_path / "no_key"
+    no_key.mkdir()
+    (no_key / "a.json").write_text(json.dumps(_wire(_row(4, 5), False)) + "\n" + json.dumps({**_wire(_row(5, 5), False), "id": None}) + "\n")
+    for extra, message in [(("--from", str(dup), "--key", "id"), "2 key(s) appear more than once"),
+                           (("--from", str(no_key), "--key", "id"), "1 source row(s) have a null key"),
                            (("--from", str(second), "--key", "id", "--delete-when", "no_such_col = 1"), "invalid --delete-when"),
                            (("--from", str(second), "--key", "id; DROP TABLE x"), "invalid"),
                            (("--from", str(tmp_path / "missing"), "--key", "id"), "does not exist")]:  # fmt: skip

@@ -96,6 +96,28 @@ class IcebergVersionLog(VersionLog):
         return _ancestors(self.metadata(), until)
 
 
+def _metadata_json(location: str) -> dict[str, Any]:
+    """An Iceberg table metadata file, parsed (gzip-compressed ones too: ``*.gz.metadata.json``)."""
+    import gzip
+    import json
+
+    from ...config import pyarrow_filesystem
+
+    if location.startswith("file:") or location.startswith("/"):
+        from urllib.parse import unquote, urlparse
+
+        path = unquote(urlparse(location).path) if location.startswith("file:") else location
+        with open(path, "rb") as fh:
+            data = fh.read()
+    else:
+        fs, path = pyarrow_filesystem(location)
+        with fs.open_input_stream(path) as fh:
+            data = fh.read()
+    if data[:2] == b"\x1f\x8b":
+        data = gzip.decompress(data)
+    return json.loads(data)  # type: ignore[no-any-return]
+
+
 class IcebergVersions:
     """The versions half of the Iceberg adapter (mixed into ``IcebergFormat``)."""
 
@@ -106,6 +128,19 @@ class IcebergVersions:
         return _commits(self.load(table).metadata)  # type: ignore[attr-defined]
 
     def current_version(self, table: TableHandle) -> int | None:
+        """The current snapshot id. From the metadata file's ``current-snapshot-id`` alone where lakecat's catalog
+        names the file (no pyiceberg import: ~1 s of a short command); through pyiceberg otherwise."""
+        from . import rest
+
+        if not rest.is_external(table.catalog.config):
+            entry = table.refresh()
+            try:
+                doc = _metadata_json(entry.metadata_location) if entry.metadata_location else None
+            except (OSError, ValueError):
+                doc = None  # missing or unreadable: load() below says so in its own terms
+            if doc is not None:
+                snapshot = doc.get("current-snapshot-id")
+                return None if snapshot is None or int(snapshot) < 0 else int(snapshot)
         return self.load(table).metadata.current_snapshot_id  # type: ignore[attr-defined, no-any-return]
 
     def read_version(self, table: TableHandle, version: int) -> DataFrame:
