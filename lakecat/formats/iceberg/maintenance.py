@@ -69,6 +69,19 @@ class IcebergMaintenance:
             out.append(DataFile(f.file_path, int(f.file_size_in_bytes), part))
         return out
 
+    def file_totals(self, table: TableHandle) -> tuple[int, int] | None:
+        # the snapshot summary's running totals: one metadata file read, no manifests
+        snap = self.load(table).current_snapshot()  # type: ignore[attr-defined]
+        if snap is None:
+            return 0, 0
+        summary = snap.summary.additional_properties if snap.summary is not None else {}
+        try:
+            if int(summary.get("total-delete-files", "0")) != 0:
+                return None  # total-files-size counts delete files too
+            return int(summary["total-data-files"]), int(summary["total-files-size"])
+        except (KeyError, ValueError):
+            return None
+
     def files_matching(self, table: TableHandle, predicate: str) -> set[str]:
         # Iceberg's own planning (partition and column-stats pruning), the same rewrite_data_files uses;
         # Spark's inputFiles() knows nothing of DataSource V2 scans.
