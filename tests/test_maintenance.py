@@ -103,7 +103,9 @@ def test_compact_totals_after_deletes(catalog, spark, ns, table_format):
     files = data_files(t)
     assert (res.files_after, res.bytes_after) == (len(files), sum(f.size for f in files))
     assert res.files_after < res.files_before
-    assert contents(catalog, t) == [r for r in expected_rows(4) if r[0] != 0] + [(100, "eu", "x"), (101, "us", "y")]
+    # delta-rs reads no deletion vectors: the rows through Spark
+    assert sorted(tuple(r) for r in t.to_spark().select("id", "region", "v").collect()) == [
+        r for r in expected_rows(4) if r[0] != 0] + [(100, "eu", "x"), (101, "us", "y")]  # fmt: skip
 
 
 def test_compact_zorder_where_and_refusals(cli, catalog, spark, ns, table_format):
