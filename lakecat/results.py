@@ -285,6 +285,7 @@ class CompactResult(Result):
     dry_run: bool
     retries: int = 0
     duration_s: float = 0.0
+    engine_s: float = 0.0  # of duration_s, the engine's own procedure (rewrite_data_files / OPTIMIZE)
 
 
 @dataclass

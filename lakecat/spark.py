@@ -215,19 +215,61 @@ def _register_catalog(spark: SparkSession, config: CatalogConfig) -> None:
     _catalogs[config.name] = conf
 
 
+#: lakecat's memory defaults for its Spark driver JVM, sized for a laptop (in local mode the driver is the executor
+#: too, so ``spark.driver.memory`` is the whole heap). A catalog config's ``[spark.conf]`` overrides any of them.
+DRIVER_MEMORY = "1g"
+#: JVM options lakecat adds to ``spark.driver.extraJavaOptions`` (after its log4j setting). A catalog config's own
+#: ``spark.driver.extraJavaOptions`` is appended and replaces any of these that it sets again (``-XX:Name``,
+#: ``-Dname``; one ``-XX:+Use...GC`` replaces lakecat's collector choice), so a user overrides one flag at a time.
+JAVA_MEMORY_OPTIONS = (
+    "-XX:+UseG1GC",
+    "-XX:MaxHeapFreeRatio=30",  # G1 gives heap back after a collection leaves much of it free
+    "-XX:MinHeapFreeRatio=10",
+    "-XX:G1PeriodicGCInterval=60000",  # and after a minute without one (an idle stream, a warm engine)
+    "-XX:MaxDirectMemorySize=512m",  # NIO/Netty off-heap buffers (default: as large as the heap)
+    "-Djdk.nio.maxCachedBufferSize=1048576",  # no per-thread cache of the largest direct buffer a thread ever used
+    "-XX:ReservedCodeCacheSize=128m",  # the JIT's code cache (default 240 MB)
+    "-XX:MaxMetaspaceSize=512m",  # class metadata: a runaway class loader fails instead of growing without bound
+)
+JAVA_OPTIONS_KEY = "spark.driver.extraJavaOptions"
+
+
+def _java_option_key(option: str) -> str:
+    """What a JVM option sets: ``gc`` for a collector choice, the flag name of ``-XX:``, the property of ``-D``."""
+    import re
+
+    if re.fullmatch(r"-XX:[+-]Use\w*GC", option):
+        return "gc"
+    m = re.match(r"-XX:[+-]?(\w+)", option) or re.match(r"-D([^=]+)", option) or re.match(r"(-X(?:ms|mx|ss))", option)
+    return m.group(1) if m else option
+
+
+def merge_java_options(ours: list[str] | tuple[str, ...], theirs: str) -> str:
+    """lakecat's JVM options followed by the user's, minus those of ours that the user's set again."""
+    import shlex
+
+    user = shlex.split(theirs)
+    taken = {_java_option_key(o) for o in user}
+    return shlex.join([o for o in ours if _java_option_key(o) not in taken] + user)
+
+
 def engine_spark_conf(config: CatalogConfig) -> dict[str, str]:
     """Every setting of lakecat's Spark driver except its jars and master: the in-process session's and the
     local engine's (``lakecat local engine``), so that both run the same Spark."""
     log4j = Path(__file__).with_name("log4j2.properties")
+    user = dict(config.spark_conf)
+    java = merge_java_options([f"-Dlog4j2.configurationFile={log4j.as_uri()}", *JAVA_MEMORY_OPTIONS],
+                              user.pop(JAVA_OPTIONS_KEY, ""))  # fmt: skip
     return {
-        "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={log4j.as_uri()}",
+        "spark.driver.memory": DRIVER_MEMORY,
+        JAVA_OPTIONS_KEY: java,
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.shuffle.partitions": "2",
         "spark.default.parallelism": "2",
         "spark.sql.streaming.stopGracefullyOnShutdown": "true",
-        **session_spark_conf(config), **storage_spark_conf(config), **config.spark_conf, **catalog_spark_conf(config),
+        **session_spark_conf(config), **storage_spark_conf(config), **user, **catalog_spark_conf(config),
     }
 
 

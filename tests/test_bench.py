@@ -174,3 +174,30 @@ def test_failed_sections_and_quantiles() -> None:
 def test_process_tree_usage_sees_this_process() -> None:
     usage = bench.tree_usage()
     assert usage["total_mb"] > 1 and usage["cpu_s"] > 0 and usage["jvm_mb"] >= 0
+
+
+def test_scale_sets_the_ingest_events() -> None:
+    assert bench._scale("2m") == 2_000_000 and bench._scale("200k") == 200_000 and bench._scale("1.5M") == 1_500_000
+    assert bench._scale("50000") == 50_000
+    res = subprocess.run([sys.executable, "-m", "lakecat.bench", "--scale", "lots", "--sections", "ingest"],
+                         capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert res.returncode == 2 and "invalid scale 'lots'" in res.stderr
+
+
+def test_the_many_small_files_compaction_and_the_input_size_render() -> None:
+    doc = json.loads(json.dumps(SAMPLE))
+    doc["ingest"].update({"input_bytes": 21_500_000, "topic_disk_bytes": 30_100_000})
+    for row in doc["compact"]["results"].values():
+        row.update({"lakecat_engine_s": 5.5, "lakecat_overhead_s": 0.31})
+    doc["compact"]["big"] = {"files": 10000, "rows": 10_000_000, "rows_per_file": 1000, "target": "64MB", "results": {
+        fmt: {"files_before": 10000, "files_after": 3, "dry_run_s": 1.2, "lakecat_compact_s": 42.0, "lakecat_engine_s": 41.2,
+              "lakecat_overhead_s": 0.8, "engine_compact_s": 40.0, "lakecat_over_engine": 1.05,
+              "peak_mb": {"python_mb": 350, "jvm_mb": 1400, "total_mb": 1750}} for fmt in ("iceberg", "delta")}}  # fmt: skip
+    doc["memory"]["spark_driver"]["compact_big_delta"] = {"python_mb": 350, "jvm_mb": 1400, "total_mb": 1750}
+    md = bench.render_markdown(doc)
+    assert "200,000 JSON events — 22 MB of JSON, 30 MB of Kafka log on disk" in md
+    assert "**Compaction of 10,000 small files**" in md and "| files before → after | 10,000 → 3 | 10,000 → 3 |" in md
+    assert "| of it: the engine's procedure / lakecat's own part | 41.2 s / 0.80 s |" in md
+    assert "| driver peak (Python + JVM) | 1,750 MB | 1,750 MB |" in md
+    assert "| compact big delta | 350 MB | 1,400 MB | 1,750 MB |" in md
+    assert bench.ratios(doc)["compact.delta.big_time_vs_engine"]["value"] == 1.05

@@ -2,20 +2,25 @@
 
 Run::
 
-    python -m lakecat.bench [--quick] [--out FILE.json] [--docs [docs/performance.md]] [--from-json FILE.json]
+    python -m lakecat.bench [--quick] [--scale 2m] [--out FILE.json] [--docs [docs/performance.md]] [--from-json FILE.json]
 
 Sections (``--sections``, all by default):
 
 - ``ingest``: N JSON events from a 3-partition Kafka topic into a fresh table of each format, ``available-now``,
   lakecat's ``cat.ingest`` against the hand-written ``readStream.format("kafka") -> from_json -> writeStream``
   job; rows/s, CPU seconds of the driver (Python + JVM), Spark's per-trigger timings, lakecat's setup time.
+  ``--scale 2m`` sets the event count (2,000,000); the document states the input's size (JSON bytes and the topic's
+  log on disk).
 - ``freshness``: events produced at a steady rate to a 1-partition topic while a ``trigger="every 1s"``
   stream runs (lakecat's ``cat.ingest(..., background=True)`` handle, or the plain job); a poller runs
   ``SELECT max(id)`` and records, per event, the time from produce to the first query that returned it.
 - ``cdc``: ``lakecat/bench/cdc.py`` (``python -m lakecat.bench.cdc``), run as a subprocess
   when the script is not there.
 - ``compact``: ``Table.compact`` against the engine's own command (Iceberg ``rewrite_data_files``, Delta
-  ``OPTIMIZE``) on identical tables of many small files, and the query speedup after.
+  ``OPTIMIZE``) on identical tables of many small files, and the query speedup after; then the same on two
+  unpartitioned tables of ``compact_big_files`` (10,000) files of ``compact_big_rows_per_file`` rows each, with the
+  driver's peak memory. Each lakecat run is split into the engine's procedure and lakecat's own overhead (planning
+  from metadata before, the totals after, the maintenance record).
 - ``metadata``: whole ``lakecat list/describe/history`` processes (light path, no JVM) against a process that
   only starts a bare Spark session with the same jars.
 - ``engine``: whole ``lakecat compact --dry-run`` / ``rollback`` / ``upsert`` (100 rows) processes on a warm local
@@ -70,6 +75,7 @@ FULL: dict[str, Any] = {
     "fresh_seconds": 60, "fresh_rate": 50, "fresh_poll": "metadata",
     "cdc_events": None,  # lakecat.bench.cdc's own default
     "compact_files": 2000, "compact_rows": 200_000, "compact_target": "64MB",
+    "compact_big_files": 10_000, "compact_big_rows_per_file": 1000,
     "meta_commits": 20, "meta_repeat": 5, "spark_start_repeat": 2, "start_repeat": 5, "engine_repeat": 3,
     "light_rows": 2_500, "light_big_rows": 2_000_000, "light_big_files": 200, "light_repeat": 5,
 }  # fmt: skip
@@ -78,6 +84,7 @@ QUICK: dict[str, Any] = {
     "fresh_seconds": 8, "fresh_rate": 20, "fresh_poll": "metadata",
     "cdc_events": 2_000,
     "compact_files": 100, "compact_rows": 10_000, "compact_target": "64MB",
+    "compact_big_files": 200, "compact_big_rows_per_file": 1000,
     "meta_commits": 3, "meta_repeat": 2,
     "spark_start_repeat": 0,  # 0: the suite's own Spark child's session start stands in for a separate bare start
     "start_repeat": 2,
@@ -410,8 +417,16 @@ def ingest_throughput(cat: Any, bootstrap: str, *, events: int, batch: int, form
     topic = "bench_" + uuid.uuid4().hex[:8]
     create_topic(bootstrap, topic, partitions=3)
     t0 = time.monotonic()
-    produce(bootstrap, topic, _events(events), timeout=600)
+    input_bytes = [0]
+
+    def counted() -> Iterator[str]:
+        for e in _events(events):
+            input_bytes[0] += len(e)
+            yield e
+
+    produce(bootstrap, topic, counted(), timeout=max(600, events / 500))
     produce_s = time.monotonic() - t0
+    topic_disk_bytes = _topic_disk_bytes(home, topic)
     # warm-up, both jobs and formats on a small topic of its own: the first micro-batches of a JVM pay for class
     # loading and code generation; not part of any figure
     warm_topic, warm_n = topic + "_warm", max(1000, min(events // 10, 20_000))
@@ -474,7 +489,16 @@ def ingest_throughput(cat: Any, bootstrap: str, *, events: int, batch: int, form
     finally:
         progress.close()
     return {"events": events, "batch": batch, "repeat": repeat, "topic_partitions": 3, "produce_s": _r(produce_s, 1),
-            "results": results}  # fmt: skip
+            "input_bytes": input_bytes[0], "topic_disk_bytes": topic_disk_bytes, "results": results}  # fmt: skip
+
+
+def _topic_disk_bytes(home: Path, topic: str) -> int | None:
+    """Bytes of ``topic``'s log segments when the suite's own broker (under ``home``) holds it; else None."""
+    logs = home / "kafka" / "kraft-logs"
+    dirs = [d for d in logs.glob(f"{topic}-*") if d.is_dir() and d.name.rpartition("-")[0] == topic] if logs.is_dir() else []
+    if not dirs:
+        return None
+    return sum(f.stat().st_size for d in dirs for f in d.iterdir() if f.is_file() and f.suffix == ".log")
 
 
 # --- freshness ---------------------------------------------------------------------------------
@@ -631,9 +655,92 @@ def _queries(spark: Any, table: Any) -> dict[str, float]:
     return out
 
 
+def _engine_compact(cat: Any, spark: Any, table: Any, target_bytes: int) -> Callable[[], Any]:
+    """The engine's own compaction of ``table`` as a user would call it (Iceberg ``rewrite_data_files``, Delta
+    ``OPTIMIZE`` through delta-spark), for one target file size."""
+    if table.format == "iceberg":
+        sql = (f"CALL {cat.name}.system.rewrite_data_files(table => '{table.entry.ident}', "
+               f"options => map('target-file-size-bytes', '{target_bytes}', 'min-input-files', '2'))")  # fmt: skip
+        return lambda: spark.sql(sql).collect()
+
+    def delta() -> Any:
+        from delta.tables import DeltaTable
+
+        spark.conf.set("spark.databricks.delta.optimize.maxFileSize", str(target_bytes))
+        try:
+            return DeltaTable.forPath(spark, table.location).optimize().executeCompaction().collect()
+        finally:
+            spark.conf.unset("spark.databricks.delta.optimize.maxFileSize")
+
+    return delta
+
+
+def _compact_pair(cat: Any, spark: Any, lt: Any, et: Any, target_bytes: int, row: dict[str, Any]) -> None:
+    """Dry run and ``Table.compact`` of ``lt``, the engine's own command on its copy ``et``; figures into ``row``."""
+    row["dry_run_s"], plan = _timed(lambda: lt.compact(target_file_size=target_bytes, dry_run=True))
+    row["dry_run_estimated_files_after"] = plan.files_after
+    row["lakecat_compact_s"], res = _timed(lambda: lt.compact(target_file_size=target_bytes))
+    row["files_after"] = res.files_after
+    # lakecat's own part: everything of Table.compact but the engine's procedure inside it
+    row["lakecat_engine_s"] = res.engine_s
+    row["lakecat_overhead_s"] = _r(row["lakecat_compact_s"] - res.engine_s)
+    row["engine_compact_s"], _ = _timed(_engine_compact(cat, spark, et, target_bytes))
+    row["engine_files_after"] = et.describe().files
+    row["lakecat_over_engine"] = _r(row["lakecat_compact_s"] / max(row["engine_compact_s"], 1e-9), 2)
+
+
+def _small_files_table(cat: Any, spark: Any, name: str, fmt: str, *, files: int, rows_per_file: int) -> Any:
+    """An unpartitioned table of ``files`` data files of ``rows_per_file`` rows, written by one two-task job (each
+    task rolls to a new file every ``rows_per_file`` rows: Iceberg at a 1-byte target size, which it checks every
+    1,000 rows, Delta by ``maxRecordsPerFile``) and committed once."""
+    from lakecat.engine import spark_conf
+
+    t = cat.create_table(name, schema="id BIGINT, region STRING, amount DOUBLE", format=fmt)
+    data = (spark.range(files * rows_per_file, numPartitions=2)
+            .selectExpr("id", "concat('r', CAST(id % 4 AS STRING)) AS region", "rand(7) * 100 AS amount"))  # fmt: skip
+    if fmt == "iceberg":
+        data.writeTo(t.spark_name).option("target-file-size-bytes", "1").option("distribution-mode", "none").append()
+    else:
+        with spark_conf(spark, {"spark.sql.files.maxRecordsPerFile": str(rows_per_file)}):
+            data.write.format("delta").option("maxRecordsPerFile", str(rows_per_file)).mode("append").save(t.location)
+    return t
+
+
+def compaction_big(cat: Any, *, files: int, rows_per_file: int, target: str, formats: list[str],
+                   sampler: TreeSampler | None = None) -> dict[str, Any]:  # fmt: skip
+    """Compaction of ``files`` small files (one unpartitioned table per format, an identical copy for the engine's
+    own command): times, lakecat's own overhead and the driver's peak memory (Python + JVM)."""
+    from lakecat.units import parse_size
+
+    spark = cat.session()
+    sampler = sampler or TreeSampler()
+    target_bytes = parse_size(target)
+    report: dict[str, Any] = {"files": files, "rows": files * rows_per_file, "rows_per_file": rows_per_file,
+                              "target": target, "target_file_size": target_bytes, "results": {}}  # fmt: skip
+    for fmt in formats:
+        tables = {}
+        row: dict[str, Any] = {"build_s": 0.0}
+        for which in ("lakecat", "engine"):
+            s, tables[which] = _timed(lambda which=which, fmt=fmt: _small_files_table(
+                cat, spark, f"bench.cb_{fmt}_{which}", fmt, files=files, rows_per_file=rows_per_file))
+            row["build_s"] = _r(row["build_s"] + s)
+        lt, et = tables["lakecat"], tables["engine"]
+        row["files_before"] = lt.describe().files
+        row["engine_files_before"] = et.describe().files
+        with sampler.phase(f"compact_big_{fmt}") as usage:
+            _compact_pair(cat, spark, lt, et, target_bytes, row)
+        row["cpu_s"] = usage["cpu_s"]
+        row["peak_mb"] = {k: usage.get(k) for k in ("python_mb", "jvm_mb", "total_mb")}
+        _say(f"compact {row['files_before']:,} files {fmt}: lakecat {row['lakecat_compact_s']}s (overhead "
+             f"{row['lakecat_overhead_s']}s) engine {row['engine_compact_s']}s, peak {usage.get('total_mb')} MB")
+        report["results"][fmt] = row
+    return report
+
+
 def compaction(cat: Any, *, files: int, rows: int, target: str, formats: list[str],
-               sampler: TreeSampler | None = None) -> dict[str, Any]:  # fmt: skip
-    """``Table.compact`` against the engine's own command on an identical copy; queries before and after."""
+               sampler: TreeSampler | None = None, big_files: int = 0, big_rows_per_file: int = 1000) -> dict[str, Any]:
+    """``Table.compact`` against the engine's own command on an identical copy; queries before and after. With
+    ``big_files``, also ``compaction_big`` (its figures under the ``big`` key)."""
     from lakecat.units import parse_size
 
     spark = cat.session()
@@ -657,33 +764,21 @@ def compaction(cat: Any, *, files: int, rows: int, target: str, formats: list[st
         row: dict[str, Any] = {"build_s": build_s, "files_before": lt.describe().files}
         with sampler.phase(f"compact_{fmt}") as usage:
             row["before"] = _queries(spark, lt)
-            row["dry_run_s"], plan = _timed(lambda lt=lt: lt.compact(target_file_size=target_bytes, dry_run=True))
-            row["dry_run_estimated_files_after"] = plan.files_after
-            row["lakecat_compact_s"], res = _timed(lambda lt=lt: lt.compact(target_file_size=target_bytes))
-            row["files_after"] = res.files_after
-            if fmt == "iceberg":
-                sql = (f"CALL {cat.name}.system.rewrite_data_files(table => 'bench.c_iceberg_engine', "
-                       f"options => map('target-file-size-bytes', '{target_bytes}', 'min-input-files', '2'))")  # fmt: skip
-                row["engine_compact_s"], _ = _timed(lambda sql=sql: spark.sql(sql).collect())
-            else:
-                from delta.tables import DeltaTable
-
-                spark.conf.set("spark.databricks.delta.optimize.maxFileSize", str(target_bytes))
-                try:
-                    row["engine_compact_s"], _ = _timed(
-                        lambda et=et: DeltaTable.forPath(spark, et.location).optimize().executeCompaction().collect()
-                    )
-                finally:
-                    spark.conf.unset("spark.databricks.delta.optimize.maxFileSize")
-            row["engine_files_after"] = et.describe().files
+            _compact_pair(cat, spark, lt, et, target_bytes, row)
             row["after"] = _queries(spark, lt)
-        row["lakecat_over_engine"] = _r(row["lakecat_compact_s"] / max(row["engine_compact_s"], 1e-9), 2)
         for q in ("filtered_query_s", "full_query_s"):
             row[f"{q.removesuffix('_s')}_speedup"] = _r(row["before"][q] / max(row["after"][q], 1e-9), 2)
         row["cpu_s"] = usage["cpu_s"]
         _say(f"compact {fmt}: lakecat {row['lakecat_compact_s']}s engine {row['engine_compact_s']}s "
              f"({row['files_before']} -> {row['files_after']} files)")  # fmt: skip
         report["results"][fmt] = row
+    if big_files:
+        try:
+            report["big"] = compaction_big(cat, files=big_files, rows_per_file=big_rows_per_file, target=target,
+                                           formats=formats, sampler=sampler)  # fmt: skip
+        except Exception as e:  # noqa: BLE001 - the small-table figures stand on their own
+            _say(f"compaction of {big_files} files failed: {e!r}")
+            report["big"] = {"error": f"{type(e).__name__}: {e}"[:2000]}
     return report
 
 
@@ -923,7 +1018,9 @@ def run_spark_sections(params: dict[str, Any]) -> dict[str, Any]:
                                             poll=sizes.get("fresh_poll", "metadata"), formats=formats, home=home,
                                             sampler=sampler)),
             ("compact", lambda: compaction(cat, files=sizes["compact_files"], rows=sizes["compact_rows"],
-                                           target=sizes["compact_target"], formats=formats, sampler=sampler)),
+                                           target=sizes["compact_target"], formats=formats, sampler=sampler,
+                                           big_files=sizes.get("compact_big_files") or 0,
+                                           big_rows_per_file=sizes.get("compact_big_rows_per_file") or 1000)),
         ]  # fmt: skip
         for name, job in jobs:
             if name not in sections:
@@ -976,6 +1073,9 @@ def ratios(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
         add(f"compact.{fmt}.time_vs_engine", row.get("lakecat_over_engine"), "lower", "lakecat compact s / engine command s")
         add(f"compact.{fmt}.filtered_query_speedup", row.get("filtered_query_speedup"), "higher", "query s before / after")
         add(f"compact.{fmt}.full_query_speedup", row.get("full_query_speedup"), "higher", "query s before / after")
+    for fmt, row in (((doc.get("compact") or {}).get("big") or {}).get("results") or {}).items():
+        add(f"compact.{fmt}.big_time_vs_engine", row.get("lakecat_over_engine"), "lower",
+            "lakecat compact s / engine command s (compact_big_files small files)")
     for name, value in (doc.get("metadata", {}).get("ratios") or {}).items():
         add(f"metadata.{name}", value, "lower", "lakecat process s / bare Spark session start s")
     for name, row in ((doc.get("light") or {}).get("results") or {}).items():
@@ -1139,7 +1239,9 @@ def render_markdown(doc: dict[str, Any]) -> str:
     ]
     ing = doc.get("ingest") or {}
     if ing.get("results"):
-        lines += ["", f"**Ingest, Kafka → table** ({ing['events']:,} JSON events on a {ing.get('topic_partitions', 3)}-partition "
+        size = (f" — {ing['input_bytes'] / 1e6:,.0f} MB of JSON" + (f", {ing['topic_disk_bytes'] / 1e6:,.0f} MB of Kafka log on disk"
+                if isinstance(ing.get("topic_disk_bytes"), int) else "")) if isinstance(ing.get("input_bytes"), int) else ""
+        lines += ["", f"**Ingest, Kafka → table** ({ing['events']:,} JSON events{size} on a {ing.get('topic_partitions', 3)}-partition "
                   f"topic, `available-now`, {ing['batch']:,} per micro-batch"
                   f"{', mean of ' + str(ing['repeat']) + ' runs each, alternating order' if ing.get('repeat', 1) > 1 else ''}; "
                   "plain = `readStream.format(\"kafka\") → from_json → writeStream`):", "",
@@ -1189,12 +1291,36 @@ def render_markdown(doc: dict[str, Any]) -> str:
         row("files before → after", lambda r: f"{_n(r.get('files_before'))} → {_n(r.get('files_after'))}")
         row("dry run", lambda r: _s(r.get("dry_run_s")))
         row("`lakecat compact`", lambda r: _s(r.get("lakecat_compact_s")))
+        if any("lakecat_engine_s" in r for r in res.values()):  # documents of earlier releases lack the split
+            row("of it: the engine's procedure / lakecat's own part",
+                lambda r: f"{_s(r.get('lakecat_engine_s'))} / {_s(r.get('lakecat_overhead_s'))}")
         row("the engine's own command", lambda r: _s(r.get("engine_compact_s")))
         row("lakecat / engine", lambda r: _x(r.get("lakecat_over_engine")))
         row("filtered query before → after", lambda r: f"{_s(r.get('before', {}).get('filtered_query_s'))} → "
             f"{_s(r.get('after', {}).get('filtered_query_s'))} ({_x(r.get('filtered_query_speedup'))} faster)")
         row("full query before → after", lambda r: f"{_s(r.get('before', {}).get('full_query_s'))} → "
             f"{_s(r.get('after', {}).get('full_query_s'))} ({_x(r.get('full_query_speedup'))} faster)")
+    big = cp.get("big") or {}
+    if big.get("results"):
+        res = big["results"]
+        fmts = list(res)
+        lines += ["", f"**Compaction of {big['files']:,} small files** (one unpartitioned table, {big['rows']:,} rows, "
+                  f"{big.get('rows_per_file', 0):,} per file, {big.get('target')} target; the engine's own command on an "
+                  "identical copy):", "", "| | " + " | ".join(_fmt_name(f) for f in fmts) + " |",
+                  "|---" * (len(fmts) + 1) + "|"]  # fmt: skip
+        for label, cell in (
+            ("files before → after", lambda r: f"{_n(r.get('files_before'))} → {_n(r.get('files_after'))}"),
+            ("dry run", lambda r: _s(r.get("dry_run_s"))),
+            ("`lakecat compact`", lambda r: _s(r.get("lakecat_compact_s"))),
+            ("of it: the engine's procedure / lakecat's own part",
+             lambda r: f"{_s(r.get('lakecat_engine_s'))} / {_s(r.get('lakecat_overhead_s'))}"),
+            ("the engine's own command", lambda r: _s(r.get("engine_compact_s"))),
+            ("lakecat / engine", lambda r: _x(r.get("lakecat_over_engine"))),
+            ("driver peak (Python + JVM)", lambda r: f"{_n((r.get('peak_mb') or {}).get('total_mb'))} MB"),
+        ):
+            lines.append(f"| {label} | " + " | ".join(cell(res[f]) for f in fmts) + " |")
+    elif big.get("error"):
+        lines += ["", f"**Compaction of many small files**: failed in this run ({big['error'][:200]})."]
     md = doc.get("metadata") or {}
     if md.get("results"):
         res = md["results"]
@@ -1236,7 +1362,7 @@ def render_markdown(doc: dict[str, Any]) -> str:
         lines += ["", f"**A warm engine**: failed in this run ({en['error'][:200]})."]
     mem = (doc.get("memory") or {}).get("spark_driver") or {}
     order = [f"{sec}_{kind}{fmt}" for sec in ("ingest", "freshness") for fmt in ("iceberg", "delta") for kind in ("plain_", "lakecat_")]
-    order += [f"compact_{fmt}" for fmt in ("iceberg", "delta")]
+    order += [f"compact_{kind}{fmt}" for kind in ("", "big_") for fmt in ("iceberg", "delta")]
     phases = [(k, mem[k]) for k in order if k in mem]
     if phases:
         lines += ["", "**Driver memory** (peak RSS of the benchmark's driver process tree — Python + the Spark JVM — during "
@@ -1268,6 +1394,14 @@ def update_readme(text: str, section: str) -> str:
 
 
 # --- command line ------------------------------------------------------------------------------
+def _scale(text: str) -> int:
+    """``2m`` -> 2_000_000, ``200k`` -> 200_000, ``50000`` -> 50_000 (for ``--scale``)."""
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kKmM]?)\s*", text)
+    if not m or float(m.group(1)) <= 0:
+        raise argparse.ArgumentTypeError(f"invalid scale {text!r}: a positive count like 200k or 2m")
+    return int(float(m.group(1)) * {"": 1, "k": 1_000, "m": 1_000_000}[m.group(2).lower()])
+
+
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m lakecat.bench", description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -1281,6 +1415,8 @@ def _parser() -> argparse.ArgumentParser:
                     help=f"rewrite the generated block of the docs' Performance page (default ./{DOCS_PAGE})")
     ap.add_argument("--from-json", metavar="FILE.json", help="render a saved document instead of running (with --docs)")
     ap.add_argument("--markdown", action="store_true", help="print the generated markdown section instead of the JSON")
+    ap.add_argument("--scale", metavar="N", type=_scale,
+                    help="events for the ingest section, e.g. 200k or 2m (the same as --set events=N)")
     ap.add_argument("--sections", default=",".join(SECTIONS), help="comma-separated subset of the sections")
     ap.add_argument("--formats", default="iceberg,delta")
     ap.add_argument("--bootstrap", metavar="HOST:PORT", help="use this Kafka broker instead of starting one")
@@ -1303,6 +1439,8 @@ def main(argv: list[str] | None = None) -> int:
         if unknown:
             _parser().error(f"unknown section(s) {', '.join(unknown)}; choose from {', '.join(SECTIONS)}")
         sizes = dict(QUICK if args.quick else FULL)
+        if args.scale:
+            sizes["events"] = args.scale
         for item in args.set:
             key, _, value = item.partition("=")
             if key not in sizes:

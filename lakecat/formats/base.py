@@ -533,6 +533,11 @@ class TableFormat(ABC):
         """The live data files of the current version, from metadata (no JVM)."""
         raise self.unsupported("listing data files")
 
+    def file_totals(self, table: TableHandle) -> tuple[int, int] | None:
+        """(live data files, their bytes) of the current version from the format's cheapest metadata — no file
+        list; None: lakecat counts ``data_files`` instead."""
+        return None
+
     def compaction_predicate_columns(self, table: TableHandle) -> list[str] | None:
         """The columns a compaction ``where`` may use (None: every column)."""
         return None

@@ -50,6 +50,13 @@ class DeltaMaintenance:
             out.append(DataFile(path, int(r["size_bytes"]), "/".join(parts)))
         return out
 
+    def file_totals(self, table: TableHandle) -> tuple[int, int] | None:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        sizes = pa.table(self.load(table).get_add_actions(flatten=True)).column("size_bytes")  # type: ignore[attr-defined]
+        return len(sizes), int(pc.sum(sizes).as_py() or 0)
+
     def compaction_predicate_columns(self, table: TableHandle) -> list[str] | None:
         # Delta's OPTIMIZE takes predicates on partition columns only
         return list(self.load(table).metadata().partition_columns)  # type: ignore[attr-defined]

@@ -18,6 +18,10 @@ if TYPE_CHECKING:
     from ..base import TableHandle
 
 
+#: Above this many bytes of data a compaction commits file group by file group (Iceberg's partial progress).
+PARTIAL_PROGRESS_BYTES = 1024**3
+
+
 def _ident_arg(table: TableHandle) -> str:
     return sql_string(f"{table.entry.ident.namespace}.{table.entry.ident.name}")
 
@@ -69,6 +73,25 @@ class IcebergMaintenance:
             out.append(DataFile(f.file_path, int(f.file_size_in_bytes), part))
         return out
 
+    def _totals(self, table: TableHandle) -> dict[str, str] | None:
+        """The current snapshot summary's running totals (``total-data-files``, ...): one metadata file, no manifests;
+        None without a snapshot."""
+        snap = self.load(table).current_snapshot()  # type: ignore[attr-defined]
+        if snap is None:
+            return None
+        return dict(snap.summary.additional_properties) if snap.summary is not None else {}
+
+    def file_totals(self, table: TableHandle) -> tuple[int, int] | None:
+        summary = self._totals(table)
+        if summary is None:
+            return 0, 0
+        try:
+            if int(summary["total-delete-files"]) != 0:
+                return None  # total-files-size counts delete files too
+            return int(summary["total-data-files"]), int(summary["total-files-size"])
+        except (KeyError, ValueError):
+            return None
+
     def files_matching(self, table: TableHandle, predicate: str) -> set[str]:
         # Iceberg's own planning (partition and column-stats pruning), the same rewrite_data_files uses;
         # Spark's inputFiles() knows nothing of DataSource V2 scans.
@@ -86,14 +109,20 @@ class IcebergMaintenance:
     def compact(self, table: TableHandle, strategy: str, by: list[str], target: int, where: str | None,
                 apply_deletes: bool = False) -> tuple[int, int]:  # fmt: skip
         spark = table.catalog.session()
+        totals = self._totals(table) or {}
         options = {
             "target-file-size-bytes": str(target),
             "min-input-files": "2",
-            "partial-progress.enabled": "true",  # big tables commit group by group: less to redo after a conflict
-            "partial-progress.max-commits": "10",
             "use-starting-sequence-number": "true",  # concurrent appends and deletes stay valid
-            "remove-dangling-deletes": "true",  # delete files whose rows were rewritten away stop hiding nothing
         }
+        if int(totals.get("total-files-size", PARTIAL_PROGRESS_BYTES)) >= PARTIAL_PROGRESS_BYTES:
+            # a big table commits group by group: less to redo after a conflict (a commit per group costs time: not
+            # for a small table)
+            options.update({"partial-progress.enabled": "true", "partial-progress.max-commits": "10"})
+        if apply_deletes or int(totals.get("total-delete-files", 1)) > 0:
+            # delete files whose rows were rewritten away stop hiding nothing (a Spark job over the table's entries:
+            # only when the table has delete files at all)
+            options["remove-dangling-deletes"] = "true"
         if apply_deletes:  # any data file with a delete file is rewritten, deletes applied
             options["delete-file-threshold"] = "1"
         args = [f"table => {_ident_arg(table)}"]

@@ -1,0 +1,89 @@
+"""lakecat's memory defaults for its Spark driver JVM: they reach the real JVM, and [spark.conf] overrides them."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+
+import pytest
+
+from lakecat.config import load_config_file, resolve_config
+from lakecat.spark import DRIVER_MEMORY, JAVA_MEMORY_OPTIONS, JAVA_OPTIONS_KEY, engine_spark_conf, merge_java_options
+
+
+def _config(tmp_path, spark_conf: str = ""):
+    path = tmp_path / "mem.toml"
+    path.write_text(f'name = "mem"\nwarehouse = "{tmp_path}/wh"\nmetastore = "sqlite:///{tmp_path}/c.db"\n'
+                    f"[spark.conf]\n{spark_conf}")  # fmt: skip
+    return path
+
+
+def test_defaults_in_the_session_conf():
+    conf = engine_spark_conf(resolve_config(None))
+    assert conf["spark.driver.memory"] == DRIVER_MEMORY == "1g"
+    options = shlex.split(conf[JAVA_OPTIONS_KEY])
+    assert options[0].startswith("-Dlog4j2.configurationFile=")
+    assert options[1:] == list(JAVA_MEMORY_OPTIONS)
+    assert not any(o.startswith("-Xmx") for o in options)  # spark-submit refuses -Xmx there: the heap is driver.memory
+
+
+def test_spark_conf_overrides_one_default_at_a_time(tmp_path):
+    path = _config(tmp_path, '"spark.driver.memory" = "3g"\n'
+                             '"spark.driver.extraJavaOptions" = "-XX:+UseParallelGC -XX:MaxDirectMemorySize=64m -Dx.y=1"\n')  # fmt: skip
+    conf = engine_spark_conf(load_config_file(path))
+    assert conf["spark.driver.memory"] == "3g"
+    options = shlex.split(conf[JAVA_OPTIONS_KEY])
+    assert options[0].startswith("-Dlog4j2.configurationFile=")  # lakecat's logging stays
+    assert options[-3:] == ["-XX:+UseParallelGC", "-XX:MaxDirectMemorySize=64m", "-Dx.y=1"]
+    assert "-XX:+UseG1GC" not in options and "-XX:MaxDirectMemorySize=512m" not in options  # replaced, not doubled
+    assert "-XX:ReservedCodeCacheSize=128m" in options  # the defaults the user did not touch stay
+
+
+def test_merge_java_options():
+    ours = ["-Dlog4j2.configurationFile=file:///l.properties", "-XX:+UseG1GC", "-XX:MaxHeapFreeRatio=30"]
+    assert merge_java_options(ours, "") == shlex.join(ours)
+    assert shlex.split(merge_java_options(ours, "-XX:-UseG1GC")) == [ours[0], ours[2], "-XX:-UseG1GC"]
+    assert shlex.split(merge_java_options(ours, "-Dlog4j2.configurationFile=mine '-Da=b c'")) == [
+        *ours[1:], "-Dlog4j2.configurationFile=mine", "-Da=b c"]  # fmt: skip
+
+
+@pytest.mark.spark
+def test_the_sessions_jvm_runs_with_the_defaults(spark):
+    jvm = spark.sparkContext._jvm
+    args = list(jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
+    assert "-Xmx1g" in args  # spark-submit's launcher turned spark.driver.memory into the heap limit
+    for option in JAVA_MEMORY_OPTIONS:
+        assert option in args
+    assert jvm.java.lang.Runtime.getRuntime().maxMemory() <= 1024**3
+    collectors = {b.getName() for b in jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()}
+    assert any(name.startswith("G1") for name in collectors), collectors
+
+
+PRINT_JVM = """
+import json, lakecat
+jvm = lakecat.connect().session().sparkContext._jvm
+mf = jvm.java.lang.management.ManagementFactory
+print(json.dumps({"args": list(mf.getRuntimeMXBean().getInputArguments()),
+                  "gc": [b.getName() for b in mf.getGarbageCollectorMXBeans()],
+                  "max_heap": jvm.java.lang.Runtime.getRuntime().maxMemory()}))
+"""
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_a_catalog_config_overrides_them_in_the_jvm(tmp_path):
+    path = _config(tmp_path, '"spark.driver.memory" = "768m"\n'
+                             '"spark.driver.extraJavaOptions" = "-XX:+UseSerialGC -XX:MaxDirectMemorySize=128m"\n')  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LAKECAT_") or k == "LAKECAT_JARS_CACHE"}
+    env.update({"LAKECAT_HOME": str(tmp_path / "home"), "LAKECAT_CATALOG": str(path), "LAKECAT_SPARK_REMOTE": "off"})
+    proc = subprocess.run([sys.executable, "-c", PRINT_JVM], env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert "-Xmx768m" in got["args"] and got["max_heap"] <= 768 * 1024**2
+    assert "-XX:+UseSerialGC" in got["args"] and "-XX:+UseG1GC" not in got["args"]
+    assert not any(name.startswith("G1") for name in got["gc"]), got["gc"]
+    assert "-XX:MaxDirectMemorySize=128m" in got["args"] and "-XX:MaxDirectMemorySize=512m" not in got["args"]
+    assert any(a.startswith("-Dlog4j2.configurationFile=") for a in got["args"])
