@@ -372,7 +372,9 @@ def _where(df: DataFrame, where: str | None) -> DataFrame:
     if where is None or not str(where).strip():
         return df
     try:
-        return df.where(str(where))  # user text stays a predicate: Spark parses it as one expression
+        out = df.where(str(where))  # user text stays a predicate: Spark parses it as one expression
+        out.schema  # noqa: B018 - analysed now (Spark Connect analyses lazily), so a bad predicate is a usage error
+        return out
     except Exception as e:  # noqa: BLE001 - any failure to analyse the predicate is the caller's mistake
         raise InvalidArgumentError(f"invalid --where predicate {where!r}: {first_line(str(e))}") from None
 

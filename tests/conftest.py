@@ -61,6 +61,12 @@ def spark_engine():
     try:
         yield engine
     finally:
+        from lakecat.engine import is_connect
+        from lakecat.spark import active_session, stop_spark
+
+        session = active_session()
+        if session is not None and is_connect(session):
+            stop_spark()  # release the session while its engine still answers (after, the client retries for minutes)
         engine.stop()
 
 
