@@ -234,6 +234,11 @@ def _light_select(source: Any, *, where: str | None, limit: int | None, count: b
     predicate = to_duckdb(where, schema) if where is not None and str(where).strip() else None
     if not count:
         _check_types(schema)
+    reader = None
+    if limit and not count and type(source).__module__.startswith("pyarrow") and hasattr(source, "scanner"):
+        # DuckDB stopping a pyarrow Dataset's scan early (the limit) leaves Arrow's scan threads running, and the
+        # process aborts at exit ("terminate called without an active exception"); a reader closed here ends it.
+        reader = source = source.scanner().to_reader()
     con = _duckdb()
     try:
         con.register("lakecat_source", source)
@@ -254,6 +259,8 @@ def _light_select(source: Any, *, where: str | None, limit: int | None, count: b
             sql += f" LIMIT {int(limit)}"
         return con.sql(sql).to_arrow_table()
     finally:
+        if reader is not None:
+            reader.close()
         con.close()
 
 

@@ -249,3 +249,26 @@ def test_predicate_allow_list():
         to_duckdb("nope = 1", schema)
     with pytest.raises(InvalidArgumentError, match="no such date"):
         to_duckdb("d = DATE '2024-02-30'", schema)
+
+
+def test_a_limit_that_stops_a_many_file_scan_exits_cleanly(lakecat_home, tmp_path):
+    """A limit stops the scan of a Delta table of many files early; the process must still exit 0 (DuckDB left
+    Arrow's scan threads running and the process aborted at exit). A table written by delta-rs, no JVM."""
+    import pyarrow as pa
+    from deltalake import write_deltalake
+
+    location = tmp_path / "many"
+    for i in range(20):
+        ids = list(range(i * 50, (i + 1) * 50))
+        write_deltalake(str(location), pa.table({"id": pa.array(ids, pa.int64()),
+                                                 "region": [("eu", "us", "apac")[x % 3] for x in ids]}), mode="append")  # fmt: skip
+    env = {**os.environ, "LAKECAT_HOME": str(lakecat_home)}
+    lakecat = [sys.executable, "-m", "lakecat.commands.main"]
+    name = f"light_{tmp_path.name[-8:].replace('-', '_')}.many"
+    subprocess.run([*lakecat, "register", name, "--location", str(location)], env=env, check=True, capture_output=True)
+    for extra in (["--where", "region = 'eu' AND id > 10", "--limit", "10"], ["--limit", "3"]):
+        proc = subprocess.run([*lakecat, "timetravel", name, "--version", "15", *extra, "--json"], env=env,
+                              capture_output=True, text=True)  # fmt: skip
+        assert proc.returncode == 0, proc.stderr[-1000:]
+        doc = json.loads(proc.stdout)
+        assert doc["engine"] == "light" and len(doc["rows"]) == int(extra[-1])
