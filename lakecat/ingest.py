@@ -354,15 +354,20 @@ class _Pipeline:
 
     # one micro-batch
     def _batch(self, df: DataFrame, batch_id: int) -> None:
-        started = time.monotonic()
         self.state.batch_active = True
         try:
-            stats, names = self._write_batch(df, batch_id)
+            stats, names = self._timed_batch(df, batch_id)
         finally:
             self.state.batch_active = False
+        self.state.record(stats, names)
+
+    def _timed_batch(self, df: DataFrame, batch_id: int) -> tuple[BatchStats, list[str]]:
+        """Write one batch (in process, or in a Spark Connect engine's worker) and time it."""
+        started = time.monotonic()
+        stats, names = self._write_batch(df, batch_id)
         stats.duration_s = round(time.monotonic() - started, 3)
         stats.finished_at = time.time()
-        self.state.record(stats, names)
+        return stats, names
 
     def _write_batch(self, df: DataFrame, batch_id: int) -> tuple[BatchStats, list[str]]:
         from pyspark.sql import Observation
@@ -647,10 +652,7 @@ class _EngineBatch:
         if self._pipeline is None:
             self._pipeline = self._open(df.sparkSession)
         pipeline = self._pipeline
-        started = time.monotonic()
-        stats, names = pipeline._write_batch(df, batch_id)
-        stats.duration_s = round(time.monotonic() - started, 3)
-        stats.finished_at = time.time()
+        stats, names = pipeline._timed_batch(df, batch_id)
         doc = {"stats": dataclasses.asdict(stats), "unknown_names": names,
                "added_columns": list(pipeline.state.report.added_columns)}  # fmt: skip
         write_batch_report(self.spec.report_dir, batch_id, doc)

@@ -101,18 +101,11 @@ def _metadata_json(location: str) -> dict[str, Any]:
     import gzip
     import json
 
-    from ...config import pyarrow_filesystem
+    from ...files import fs_for
 
-    if location.startswith("file:") or location.startswith("/"):
-        from urllib.parse import unquote, urlparse
-
-        path = unquote(urlparse(location).path) if location.startswith("file:") else location
-        with open(path, "rb") as fh:
-            data = fh.read()
-    else:
-        fs, path = pyarrow_filesystem(location)
-        with fs.open_input_stream(path) as fh:
-            data = fh.read()
+    filesystem, path = fs_for(location)
+    with filesystem.open_input_stream(path) as fh:
+        data = fh.read()
     if data[:2] == b"\x1f\x8b":
         data = gzip.decompress(data)
     return json.loads(data)  # type: ignore[no-any-return]
