@@ -62,6 +62,12 @@ def list_catalogs(active: str) -> list[CatalogInfo]:
     return out
 
 
+def _prepare_metastore(metastore: Metastore) -> None:
+    """What each format keeps in the metastore exists before any engine (Spark, pyiceberg) writes to it."""
+    for adapter in all_formats():
+        adapter.prepare_metastore(metastore)
+
+
 class Catalog:
     """A lakecat catalog. Cheap to open: no JVM starts until a Spark-path operation needs one."""
 
@@ -82,17 +88,14 @@ class Catalog:
     @property
     def metastore(self) -> Metastore:
         if self._metastore is None:
-            metastore = Metastore(self.config)
-            for adapter in all_formats():  # what each format keeps in the metastore exists before any engine opens it
-                adapter.prepare_metastore(metastore)
-            self._metastore = metastore
+            self._metastore = Metastore(self.config, prepare=_prepare_metastore)
         return self._metastore
 
     def session(self) -> SparkSession:
         """The Spark session lakecat uses internally (starts the JVM on first use)."""
         from .spark import get_spark
 
-        self.metastore  # noqa: B018 - WAL mode and tables exist before Spark's JdbcCatalog opens the file
+        self.metastore.ready()  # WAL mode and the formats' tables exist before Spark's JdbcCatalog opens the file
         return get_spark(self.config)
 
     @property

@@ -4,7 +4,8 @@ This module is format-neutral: it opens the database (SQLite in WAL mode, or Pos
 ``Registry`` — a name -> location table for formats whose catalog is lakecat's own. Each format adapter
 declares the tables it keeps here (``TableFormat.prepare_metastore``): Iceberg's JDBC catalog tables,
 shared with Spark's JdbcCatalog and pyiceberg's SqlCatalog, and lakecat's registry of Delta tables.
-Everything is plain SQL through SQLAlchemy: no JVM.
+Everything is plain SQL: no JVM. Writes go through SQLAlchemy; a lookup (``Metastore.find``) on SQLite reads
+with the standard library, because importing SQLAlchemy costs ~0.4 s — a third of a light-path read.
 """
 
 from __future__ import annotations
@@ -14,13 +15,16 @@ import sqlite3
 import threading
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
-
-import sqlalchemy as sa
+from typing import TYPE_CHECKING, Any
 
 from .config import CatalogConfig
 from .errors import ConfigError, TableAlreadyExistsError
 from .identifiers import TableIdent
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    import sqlalchemy as sa
 
 
 @dataclass(frozen=True)
@@ -44,53 +48,130 @@ def normalize_location(location: str) -> str:
 
 
 class Metastore:
-    """Thin access to the catalog database for one lakecat catalog."""
+    """Thin access to the catalog database for one lakecat catalog.
 
-    def __init__(self, config: CatalogConfig) -> None:
+    ``prepare`` declares (and creates when missing) the tables the formats keep here; it runs the first time
+    SQLAlchemy is needed (``engine``, ``ready``). Lookups (``find``) on SQLite do not need it.
+    """
+
+    def __init__(self, config: CatalogConfig, prepare: Callable[[Metastore], None] | None = None) -> None:
         self.config = config
         self.catalog_name = config.name
-        self.meta = sa.MetaData()
+        self._prepare = prepare
+        self._engine: sa.engine.Engine | None = None
+        self._meta: sa.MetaData | None = None
         self._ready: set[str] = set()
-        self._lock = threading.Lock()
-        path = config.metastore.sqlite_path
-        if path is not None:
+        self._lock = threading.RLock()
+        self.sqlite_path = config.metastore.sqlite_path
+        if self.sqlite_path is not None:
             try:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                with sqlite3.connect(path, timeout=30) as con:  # WAL is a property of the file
+                self.sqlite_path.parent.mkdir(parents=True, exist_ok=True)
+                with sqlite3.connect(self.sqlite_path, timeout=30) as con:  # WAL is a property of the file
                     con.execute("PRAGMA journal_mode=WAL")
             except (OSError, sqlite3.Error) as e:
-                raise ConfigError(f"cannot open the metastore {path}: {e} (is LAKECAT_HOME writable?)") from None
-            self.engine = sa.create_engine(config.metastore.sqlalchemy_url, connect_args={"timeout": 30})
+                raise ConfigError(f"cannot open the metastore {self.sqlite_path}: {e} (is LAKECAT_HOME writable?)") from None
         else:
-            self.engine = sa.create_engine(config.metastore.sqlalchemy_url, pool_pre_ping=True)
-        try:
-            with self.engine.connect():
-                pass
-        except sa.exc.SQLAlchemyError as e:
-            raise ConfigError(f"cannot reach the metastore {config.to_dict()['metastore']}: {e.__class__.__name__}: {str(e).splitlines()[0]}") from None
+            self.ready()  # a server that cannot be reached is exit 2 at once
+
+    @property
+    def engine(self) -> sa.engine.Engine:
+        """SQLAlchemy's engine over the database, with the formats' tables declared and present."""
+        return self.ready()._engine  # type: ignore[return-value]
+
+    @property
+    def meta(self) -> sa.MetaData:
+        self.ready()
+        return self._meta  # type: ignore[return-value]
+
+    def ready(self) -> Metastore:
+        """Open SQLAlchemy's engine and run the formats' ``prepare`` (once)."""
+        with self._lock:
+            if self._engine is not None:
+                return self
+            import sqlalchemy as sa
+
+            if self.sqlite_path is not None:
+                engine = sa.create_engine(self.config.metastore.sqlalchemy_url, connect_args={"timeout": 30})
+            else:
+                engine = sa.create_engine(self.config.metastore.sqlalchemy_url, pool_pre_ping=True)
+                try:
+                    with engine.connect():
+                        pass
+                except sa.exc.SQLAlchemyError as e:
+                    raise ConfigError(f"cannot reach the metastore {self.config.to_dict()['metastore']}: "
+                                      f"{e.__class__.__name__}: {str(e).splitlines()[0]}") from None  # fmt: skip
+            self._engine, self._meta = engine, sa.MetaData()
+            if self._prepare is not None:
+                self._prepare(self)
+        return self
 
     def close(self) -> None:
-        self.engine.dispose()
+        if self._engine is not None:
+            self._engine.dispose()
 
     def table(self, name: str, *columns: sa.Column) -> sa.Table:
         """A table of the metastore, created when missing (its columns as given, the first time)."""
+        import sqlalchemy as sa
+
         with self._lock:
-            existing = self.meta.tables.get(name)
-            t = existing if existing is not None else sa.Table(name, self.meta, *columns)
+            self.ready()
+            assert self._meta is not None and self._engine is not None
+            existing = self._meta.tables.get(name)
+            t = existing if existing is not None else sa.Table(name, self._meta, *columns)
             if name not in self._ready:
                 try:
-                    t.create(self.engine, checkfirst=True)
+                    t.create(self._engine, checkfirst=True)
                 except sa.exc.SQLAlchemyError as e:
                     raise ConfigError(f"cannot create {name} in the metastore: {e.__class__.__name__}: {str(e).splitlines()[0]}") from None
                 self._ready.add(name)
         return t
 
+    def find(self, table: str, where: dict[str, str], order_by: str | None = None) -> list[dict[str, Any]]:
+        """Rows of the metastore table ``table`` whose columns equal ``where`` (none when the table is not there yet).
+
+        ``table`` and the column names are lakecat's own; the values are bound parameters. On SQLite the read
+        takes the standard library's driver: no SQLAlchemy import, no table creation.
+        """
+        if self.sqlite_path is not None:
+            cond = " AND ".join(f"{_sql_name(k)} = ?" for k in where)
+            sql = f"SELECT * FROM {_sql_name(table)}" + (f" WHERE {cond}" if cond else "")
+            sql += f" ORDER BY {_sql_name(order_by)}" if order_by else ""
+            try:
+                con = sqlite3.connect(self.sqlite_path, timeout=30)
+                try:
+                    con.row_factory = sqlite3.Row
+                    return [dict(r) for r in con.execute(sql, tuple(where.values()))]
+                finally:
+                    con.close()
+            except sqlite3.OperationalError as e:
+                if str(e).startswith("no such table"):
+                    return []
+                raise ConfigError(f"cannot read {table} of the metastore {self.sqlite_path}: {e}") from None
+        t = self.meta.tables[table]
+        q = t.select().where(*[t.c[k] == v for k, v in where.items()])
+        if order_by:
+            q = q.order_by(t.c[order_by])
+        with self.engine.connect() as sa_con:
+            return [dict(r._mapping) for r in sa_con.execute(q)]
+
+
+def _sql_name(name: str) -> str:
+    """A metastore table or column name (lakecat's own, never user text) as a quoted SQL identifier."""
+    return '"' + name.replace('"', '""') + '"'
+
 
 def table_key_columns() -> list[sa.Column]:
     """The primary-key columns that name a table of a catalog (fresh objects: one set per SQL table)."""
+    import sqlalchemy as sa
+
     return [sa.Column("catalog_name", sa.String(255), primary_key=True),
             sa.Column("table_namespace", sa.String(255), primary_key=True),
             sa.Column("table_name", sa.String(255), primary_key=True)]  # fmt: skip
+
+
+def key_of(metastore: Metastore, ident: TableIdent) -> dict[str, str]:
+    """The key columns' values naming ``ident`` of ``metastore``'s catalog (see ``table_key_columns``)."""
+    return {"catalog_name": metastore.catalog_name, "table_namespace": ident.namespace, "table_name": ident.name}
 
 
 def where_table(metastore: Metastore, t: sa.Table, ident: TableIdent) -> list[Any]:
@@ -104,40 +185,43 @@ class Registry:
 
     def __init__(self, metastore: Metastore, table_name: str, format_name: str) -> None:
         self.metastore = metastore
+        self.table_name = table_name
         self.format = format_name
-        self.t = metastore.table(
-            table_name,
+
+    @property
+    def t(self) -> sa.Table:
+        """The registry's SQL table (declared, and created when missing)."""
+        import sqlalchemy as sa
+
+        return self.metastore.table(
+            self.table_name,
             *table_key_columns(),
             sa.Column("location", sa.String(1000), nullable=False),
             sa.Column("created_at", sa.String(64), nullable=False),
             sa.Column("properties", sa.Text, nullable=False, default="{}"),
         )
 
-    def _entry(self, row: Any) -> TableEntry:
-        return TableEntry(TableIdent(row.table_namespace, row.table_name), self.format, row.location,
-                          properties=json.loads(row.properties or "{}"))  # fmt: skip
-
-    def _where(self, ident: TableIdent) -> list[Any]:
-        return where_table(self.metastore, self.t, ident)
+    def _entry(self, row: dict[str, Any]) -> TableEntry:
+        return TableEntry(TableIdent(row["table_namespace"], row["table_name"]), self.format, row["location"],
+                          properties=json.loads(row["properties"] or "{}"))  # fmt: skip
 
     def list(self, namespace: str | None = None) -> list[TableEntry]:
-        q = sa.select(self.t).where(self.t.c.catalog_name == self.metastore.catalog_name)
-        if namespace:
-            q = q.where(self.t.c.table_namespace == namespace)
-        with self.metastore.engine.connect() as con:
-            return [self._entry(row) for row in con.execute(q)]
+        where = {"catalog_name": self.metastore.catalog_name, **({"table_namespace": namespace} if namespace else {})}
+        return [self._entry(row) for row in self.metastore.find(self.table_name, where)]
 
     def get(self, ident: TableIdent) -> TableEntry | None:
-        with self.metastore.engine.connect() as con:
-            row = con.execute(sa.select(self.t).where(*self._where(ident))).first()
-        return self._entry(row) if row is not None else None
+        rows = self.metastore.find(self.table_name, key_of(self.metastore, ident))
+        return self._entry(rows[0]) if rows else None
 
     def register(self, ident: TableIdent, location: str, properties: dict[str, Any]) -> TableEntry:
+        import sqlalchemy as sa
+
         now = datetime.now(UTC).isoformat(timespec="seconds")
+        t = self.t
         try:
             with self.metastore.engine.begin() as con:
-                con.execute(self.t.insert().values(
-                    catalog_name=self.metastore.catalog_name, table_namespace=ident.namespace, table_name=ident.name,
+                con.execute(t.insert().values(
+                    **key_of(self.metastore, ident),
                     location=location, created_at=now, properties=json.dumps(properties, sort_keys=True),
                 ))  # fmt: skip
         except sa.exc.IntegrityError:
@@ -145,12 +229,14 @@ class Registry:
         return TableEntry(ident, self.format, location, properties=properties)
 
     def update_properties(self, ident: TableIdent, properties: dict[str, Any]) -> None:
+        t = self.t
         with self.metastore.engine.begin() as con:
-            con.execute(self.t.update().where(*self._where(ident)).values(properties=json.dumps(properties, sort_keys=True)))
+            con.execute(t.update().where(*where_table(self.metastore, t, ident)).values(properties=json.dumps(properties, sort_keys=True)))
 
     def unregister(self, ident: TableIdent) -> bool:
+        t = self.t
         with self.metastore.engine.begin() as con:
-            result = con.execute(self.t.delete().where(*self._where(ident)))
+            result = con.execute(t.delete().where(*where_table(self.metastore, t, ident)))
         return bool(result.rowcount)
 
 
@@ -164,6 +250,8 @@ class MaintenanceLog:
     TABLE = "lakecat_maintenance_runs"
 
     def __init__(self, metastore: Metastore) -> None:
+        import sqlalchemy as sa
+
         self.metastore = metastore
         self.t = metastore.table(
             self.TABLE,
@@ -183,6 +271,5 @@ class MaintenanceLog:
 
     def last_runs(self) -> dict[tuple[str, str], int]:
         """(table, action) -> when it last finished (ms), for every table of the catalog."""
-        q = sa.select(self.t).where(self.t.c.catalog_name == self.metastore.catalog_name)
-        with self.metastore.engine.connect() as con:
-            return {(r.table_name, r.action): int(r.finished_ms) for r in con.execute(q)}
+        rows = self.metastore.find(self.TABLE, {"catalog_name": self.metastore.catalog_name})
+        return {(r["table_name"], r["action"]): int(r["finished_ms"]) for r in rows}

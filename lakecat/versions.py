@@ -234,6 +234,11 @@ def _light_select(source: Any, *, where: str | None, limit: int | None, count: b
     predicate = to_duckdb(where, schema) if where is not None and str(where).strip() else None
     if not count:
         _check_types(schema)
+    if count and predicate is None and type(source).__module__.startswith("pyarrow"):
+        # a plain count needs no SQL engine: a Dataset counts from the files' footers, a reader streams its batches
+        if hasattr(source, "count_rows"):
+            return int(source.count_rows())
+        return sum(batch.num_rows for batch in source)
     reader = None
     if limit and not count and type(source).__module__.startswith("pyarrow") and hasattr(source, "scanner"):
         # DuckDB stopping a pyarrow Dataset's scan early (the limit) leaves Arrow's scan threads running, and the

@@ -95,7 +95,7 @@ def light_tables(catalog, namespace: str, count: int, *, commits: int = 3) -> li
     from lakecat.identifiers import TableIdent
     from lakecat.metastore import Registry
 
-    catalog.entries()  # the metastore's tables exist
+    catalog.metastore.ready()  # the metastore's tables exist (lakecat's schema, before pyiceberg makes its own)
     sql = pyiceberg_catalog(catalog)
     sql.create_namespace_if_not_exists(namespace)
     registry = Registry(catalog.metastore, "lakecat_delta_tables", "delta")

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from helpers import delta_arrow, pyiceberg_catalog, read_branch_ids, read_rows
 
+from lakecat.engine import is_connect
 from lakecat.errors import UnsupportedOperationError
 
 pytestmark = pytest.mark.spark
@@ -223,7 +224,12 @@ def test_a_tagged_version_survives_expiry_and_orphan_cleanup(cli, catalog, spark
     assert code == 0, err
     assert tagged in doc["retained_versions"] and tagged not in doc["expired_versions"] and doc["expired_versions"]
     code, doc, err = run_json(cli, "clean-orphans", t.name, "--older-than", "0s", "--force")
-    assert code == 0, err
+    if table_format == "iceberg" and is_connect(spark):
+        # documented (README, docs/warm-engine.md): Iceberg's procedure refuses a window under 24 h, and the action API
+        # lakecat uses for it in process is not reachable through Spark Connect: exit 3, one line, nothing removed
+        assert code == 3 and "through Spark Connect" in err, err
+    else:
+        assert code == 0, err
 
     code, doc, err = run_json(cli, "timetravel", t.name, "--tag", "keep")
     assert code == 0, err

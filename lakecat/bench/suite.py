@@ -1093,7 +1093,10 @@ def _compile_lakecat() -> None:
     which the libraries it is compared with (compiled at install) never pay."""
     import compileall
 
-    compileall.compile_dir(str(Path(__file__).resolve().parents[1]), quiet=1)
+    root = Path(__file__).resolve().parents[2]
+    for package in ("lakecat", "commands"):  # the CLI's package too: every command imports it
+        if (root / package).is_dir():
+            compileall.compile_dir(str(root / package), quiet=1)
 
 
 def run_suite(sizes: dict[str, Any], *, sections: list[str], formats: list[str], bootstrap: str | None = None,

@@ -96,8 +96,8 @@ class DeltaFormat(DeltaVersions, DeltaMaintenance, DeltaHealth, DeltaEvolution, 
         return Registry(metastore, REGISTRY_TABLE, self.name)
 
     def prepare_metastore(self, metastore: Metastore) -> None:
-        self._registry(metastore)
-        TagStore(metastore)
+        self._registry(metastore).t  # noqa: B018 - declared and created
+        TagStore(metastore).t  # noqa: B018
 
     def list_entries(self, ctx: CatalogContext, namespace: str | None = None) -> list[TableEntry]:
         return self._registry(ctx.metastore).list(namespace)

@@ -7,14 +7,15 @@ log it needs to be read (a guarantee Delta's own VACUUM and log cleanup do not g
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from typing import Any
-
-import sqlalchemy as sa
+from typing import TYPE_CHECKING, Any
 
 from ...identifiers import TableIdent
-from ...metastore import Metastore, table_key_columns, where_table
+from ...metastore import Metastore, key_of, table_key_columns, where_table
 from ...results import RefInfo
 from ...units import format_duration, iso
+
+if TYPE_CHECKING:
+    import sqlalchemy as sa
 
 TAGS_TABLE = "lakecat_delta_tags"
 
@@ -24,7 +25,13 @@ class TagStore:
 
     def __init__(self, metastore: Metastore) -> None:
         self.metastore = metastore
-        self.t = metastore.table(
+
+    @property
+    def t(self) -> sa.Table:
+        """The tags' SQL table (declared, and created when missing)."""
+        import sqlalchemy as sa
+
+        return self.metastore.table(
             TAGS_TABLE,
             *table_key_columns(),
             sa.Column("tag_name", sa.String(255), primary_key=True),
@@ -37,13 +44,11 @@ class TagStore:
         return where_table(self.metastore, self.t, ident)
 
     def tags(self, ident: TableIdent) -> list[RefInfo]:
-        with self.metastore.engine.connect() as con:
-            rows = con.execute(sa.select(self.t).where(*self._where(ident)).order_by(self.t.c.tag_name)).all()
         out = []
-        for r in rows:
-            created = datetime.fromtimestamp(r.created_ms / 1000, UTC)
-            retain = timedelta(milliseconds=r.retain_ms) if r.retain_ms else None
-            out.append(RefInfo(r.tag_name, "tag", int(r.version), format_duration(retain) if retain else None,
+        for r in self.metastore.find(TAGS_TABLE, key_of(self.metastore, ident), order_by="tag_name"):
+            created = datetime.fromtimestamp(r["created_ms"] / 1000, UTC)
+            retain = timedelta(milliseconds=r["retain_ms"]) if r["retain_ms"] else None
+            out.append(RefInfo(r["tag_name"], "tag", int(r["version"]), format_duration(retain) if retain else None,
                                iso(created + retain) if retain else None, iso(created)))  # fmt: skip
         return out
 

@@ -12,14 +12,12 @@ import uuid
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, ClassVar
 
-import sqlalchemy as sa
-
 from ...config import pyiceberg_io_properties
 from ...engine import first_line, spark_errors, sql_string, tblproperties, with_retries
 from ...errors import CommitConflictError, InvalidArgumentError, LakecatError
 from ...files import fs_for
 from ...identifiers import TableIdent, quote
-from ...metastore import TableEntry, normalize_location, table_key_columns, where_table
+from ...metastore import TableEntry, key_of, normalize_location, table_key_columns
 from ...results import ColumnInfo, DescribeResult, PartitionSpecInfo
 from ...schema import schema_ddl
 from ...units import from_millis, iso
@@ -172,6 +170,8 @@ class IcebergFormat(IcebergVersions, IcebergMaintenance, IcebergHealth, IcebergE
             return
         # Iceberg's JdbcCatalog schema (v0), created here only when neither engine has created it yet, so that
         # Spark's JdbcCatalog and pyiceberg's SqlCatalog share it.
+        import sqlalchemy as sa
+
         metastore.table(
             "iceberg_tables",
             *table_key_columns(),
@@ -186,27 +186,21 @@ class IcebergFormat(IcebergVersions, IcebergMaintenance, IcebergHealth, IcebergE
             sa.Column("property_value", sa.String(1000)),
         )
 
-    def _entry(self, row: Any) -> TableEntry:
-        return TableEntry(TableIdent(row.table_namespace, row.table_name), self.name, _location(row.metadata_location),
-                          metadata_location=row.metadata_location)  # fmt: skip
+    def _entry(self, row: dict[str, Any]) -> TableEntry:
+        return TableEntry(TableIdent(row["table_namespace"], row["table_name"]), self.name,
+                          _location(row["metadata_location"]), metadata_location=row["metadata_location"])  # fmt: skip
 
     def list_entries(self, ctx: CatalogContext, namespace: str | None = None) -> list[TableEntry]:
         if rest.is_external(ctx.config):
             return rest.list_entries(self.name, ctx.config, namespace)
-        t = ctx.metastore.meta.tables["iceberg_tables"]
-        q = sa.select(t).where(t.c.catalog_name == ctx.metastore.catalog_name)
-        if namespace:
-            q = q.where(t.c.table_namespace == namespace)
-        with ctx.metastore.engine.connect() as con:
-            return [self._entry(row) for row in con.execute(q)]
+        where = {"catalog_name": ctx.metastore.catalog_name, **({"table_namespace": namespace} if namespace else {})}
+        return [self._entry(row) for row in ctx.metastore.find("iceberg_tables", where)]
 
     def get_entry(self, ctx: CatalogContext, ident: TableIdent) -> TableEntry | None:
         if rest.is_external(ctx.config):
             return rest.get_entry(self.name, ctx.config, ident)
-        t = ctx.metastore.meta.tables["iceberg_tables"]
-        with ctx.metastore.engine.connect() as con:
-            row = con.execute(sa.select(t).where(*where_table(ctx.metastore, t, ident))).first()
-        return self._entry(row) if row is not None else None
+        rows = ctx.metastore.find("iceberg_tables", key_of(ctx.metastore, ident))
+        return self._entry(rows[0]) if rows else None
 
     def sql_catalog(self, ctx: CatalogContext) -> Any:
         """pyiceberg's catalog of the config's Iceberg tables: SqlCatalog over the same metastore, same catalog name
@@ -215,6 +209,7 @@ class IcebergFormat(IcebergVersions, IcebergMaintenance, IcebergHealth, IcebergE
             return rest.catalog(ctx.config)
         key = (ctx.name, ctx.config.metastore.sqlalchemy_url)
         if key not in self._sql_catalogs:
+            ctx.metastore.ready()  # lakecat's schema of the catalog tables, not pyiceberg's, when they are new
             logging.getLogger("pyiceberg.catalog.sql").setLevel(logging.ERROR)
             from pyiceberg.catalog.sql import SqlCatalog
 
