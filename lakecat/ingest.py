@@ -767,7 +767,8 @@ class IngestHandle:
         return ended is None or bool(ended)
 
     def progress(self) -> dict[str, Any] | None:
-        return self.query.lastProgress
+        last = self.query.lastProgress
+        return _progress(last) if last is not None else None
 
     def report(self) -> IngestResult:
         self._pipeline.collect()
@@ -983,6 +984,17 @@ def run_ingest(
     return report
 
 
+def _progress(p: Any) -> dict[str, Any]:
+    """A streaming progress as a plain dict with its row count and rates. Through Spark Connect the server's progress
+    JSON carries them per source only: they are summed here, as Spark sums them for the query."""
+    d = dict(p)
+    sources = d.get("sources") or []
+    for key in ("numInputRows", "inputRowsPerSecond", "processedRowsPerSecond"):
+        if d.get(key) is None and sources:
+            d[key] = sum(s.get(key) or 0 for s in sources)
+    return d
+
+
 class _MetricsWriter:
     """One JSON line per batch (``--metrics-file``) from Spark's progress and lakecat's batch counters."""
 
@@ -1006,7 +1018,7 @@ class _MetricsWriter:
                 finished = dict(state.batches)
             self.exporter.observe(finished, self.lag_by_partition)
         try:
-            recent = list(self.handle.query.recentProgress)
+            recent = [_progress(p) for p in self.handle.query.recentProgress]
         except Exception:  # noqa: BLE001 - the query is gone; nothing more to report
             return None, new
         last = recent[-1] if recent else None

@@ -130,7 +130,7 @@ def _event(i: int, **extra) -> bytes:
 
 
 @pytest.mark.kafka
-def test_ingest_runs_on_the_engine(engine, table_format, ns, kafka_bootstrap, catalog):
+def test_ingest_runs_on_the_engine(engine, table_format, ns, kafka_bootstrap, catalog, tmp_path):
     from lakecat.kafka_local import produce
 
     topic = new_topic(kafka_bootstrap)
@@ -138,10 +138,15 @@ def test_ingest_runs_on_the_engine(engine, table_format, ns, kafka_bootstrap, ca
     name = f"{ns}.events"
     _ok("create", name, "--format", table_format, "--schema", "id BIGINT NOT NULL, v STRING")
     base = ("ingest", name, "--kafka", kafka_bootstrap, "--topic", topic)
-    report, probe = _ok(*base, "--max-records-per-batch", "100")
+    metrics = tmp_path / "metrics.jsonl"
+    report, probe = _ok(*base, "--max-records-per-batch", "100", "--metrics-file", str(metrics))
     assert probe["session"].startswith("pyspark.sql.connect")
     # the batch counters come back from the engine's worker
     assert (report["rows_written"], report["rows_dead_lettered"]) == (300, 2) and report["batches"] >= 3
+    # one metrics line per batch, with Spark's row count (the Connect server's progress has it per source only)
+    lines = [json.loads(line) for line in metrics.read_text().splitlines()]
+    assert len(lines) == report["batches"] and sum(m["rows_written"] for m in lines) == 300
+    assert all(m["input_rows"] and m["rows_per_s"] is not None for m in lines)
     assert sorted(r["id"] for r in read_rows(catalog, name)) == list(range(300))
     dead = read_rows(catalog, f"{name}_dlq")
     assert sorted(r["error"] for r in dead) == ["invalid_json", "type_mismatch"]
