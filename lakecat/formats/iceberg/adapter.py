@@ -157,6 +157,8 @@ class IcebergFormat(IcebergVersions, IcebergMaintenance, IcebergHealth, IcebergE
     metadata_upkeep_threshold = 5  # manifests in the current snapshot
 
     _sql_catalogs: ClassVar[dict[tuple[str, str], Any]] = {}
+    # pyiceberg tables read from metadata files, by file (immutable; parsed once per process, not once per question)
+    _static: ClassVar[dict[str, Any]] = {}
 
     # --- catalog entries --------------------------------------------------------------------
     def check_config(self, config: CatalogConfig) -> None:
@@ -325,10 +327,17 @@ class IcebergFormat(IcebergVersions, IcebergMaintenance, IcebergHealth, IcebergE
         entry = table.refresh()
         if not entry.metadata_location:
             raise LakecatError(f"table {entry.ident}: the catalog has no metadata location for it")
+        cached = self._static.get(entry.metadata_location)
+        if cached is not None:  # a metadata file never changes: a new commit writes a new one
+            return cached
         try:
-            return StaticTable.from_metadata(entry.metadata_location, properties=pyiceberg_io_properties(entry.metadata_location))
+            tbl = StaticTable.from_metadata(entry.metadata_location, properties=pyiceberg_io_properties(entry.metadata_location))
         except FileNotFoundError as e:
             raise LakecatError(f"table {entry.ident}: its metadata file is missing ({entry.metadata_location})") from e
+        if len(self._static) >= 16:
+            self._static.pop(next(iter(self._static)))
+        self._static[entry.metadata_location] = tbl
+        return tbl
 
     def describe(self, table: TableHandle) -> DescribeResult:
         tbl = self.load(table)
