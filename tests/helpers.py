@@ -69,7 +69,8 @@ def committed_versions(catalog, name: str) -> int:
 
 
 def version_ids(catalog, name: str) -> list[int]:
-    """Every version the independent reader still knows, sorted."""
+    """Every version the independent reader still knows, sorted as numbers (Iceberg's snapshot ids are random:
+    this is not commit order; take that from the table's history)."""
     entry = catalog.entry(name)
     if entry.format == "iceberg":
         return sorted(s.snapshot_id for s in _iceberg_table(catalog, entry).metadata.snapshots)
