@@ -93,13 +93,11 @@ class Catalog:
 
     def session(self) -> SparkSession:
         """The Spark session lakecat uses internally (starts the JVM on first use)."""
-        from .spark import active_session, get_spark, remote_url
+        from .spark import get_spark
 
-        if active_session() is None and remote_url(self.config) is None:
-            # in process: WAL mode and the formats' tables exist before Spark's JdbcCatalog opens the file (an engine
-            # opens its own; lakecat creates what it writes there on first write)
-            self.metastore.ready()
-        return get_spark(self.config)
+        # in process: WAL mode and the formats' tables exist before Spark's JdbcCatalog opens the file (an engine
+        # opens its own; lakecat creates what it writes there on first write)
+        return get_spark(self.config, before_local_start=lambda: self.metastore.ready())
 
     @property
     def spark(self) -> SparkSession:

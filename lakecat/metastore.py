@@ -15,6 +15,7 @@ import sqlite3
 import threading
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from .config import CatalogConfig
@@ -169,6 +170,11 @@ def table_key_columns() -> list[sa.Column]:
             sa.Column("table_name", sa.String(255), primary_key=True)]  # fmt: skip
 
 
+def catalog_filter(metastore: Metastore, namespace: str | None = None) -> dict[str, str]:
+    """The key columns' values selecting every table of ``metastore``'s catalog (or of one namespace of it)."""
+    return {"catalog_name": metastore.catalog_name, **({"table_namespace": namespace} if namespace else {})}
+
+
 def key_of(metastore: Metastore, ident: TableIdent) -> dict[str, str]:
     """The key columns' values naming ``ident`` of ``metastore``'s catalog (see ``table_key_columns``)."""
     return {"catalog_name": metastore.catalog_name, "table_namespace": ident.namespace, "table_name": ident.name}
@@ -176,8 +182,7 @@ def key_of(metastore: Metastore, ident: TableIdent) -> dict[str, str]:
 
 def where_table(metastore: Metastore, t: sa.Table, ident: TableIdent) -> list[Any]:
     """Conditions selecting ``ident`` of ``metastore``'s catalog in a table keyed by ``table_key_columns``."""
-    c = t.c
-    return [c.catalog_name == metastore.catalog_name, c.table_namespace == ident.namespace, c.table_name == ident.name]
+    return [t.c[column] == value for column, value in key_of(metastore, ident).items()]
 
 
 class Registry:
@@ -188,7 +193,7 @@ class Registry:
         self.table_name = table_name
         self.format = format_name
 
-    @property
+    @cached_property
     def t(self) -> sa.Table:
         """The registry's SQL table (declared, and created when missing)."""
         import sqlalchemy as sa
@@ -206,8 +211,7 @@ class Registry:
                           properties=json.loads(row["properties"] or "{}"))  # fmt: skip
 
     def list(self, namespace: str | None = None) -> list[TableEntry]:
-        where = {"catalog_name": self.metastore.catalog_name, **({"table_namespace": namespace} if namespace else {})}
-        return [self._entry(row) for row in self.metastore.find(self.table_name, where)]
+        return [self._entry(row) for row in self.metastore.find(self.table_name, catalog_filter(self.metastore, namespace))]
 
     def get(self, ident: TableIdent) -> TableEntry | None:
         rows = self.metastore.find(self.table_name, key_of(self.metastore, ident))
@@ -271,5 +275,5 @@ class MaintenanceLog:
 
     def last_runs(self) -> dict[tuple[str, str], int]:
         """(table, action) -> when it last finished (ms), for every table of the catalog."""
-        rows = self.metastore.find(self.TABLE, {"catalog_name": self.metastore.catalog_name})
+        rows = self.metastore.find(self.TABLE, catalog_filter(self.metastore))
         return {(r["table_name"], r["action"]): int(r["finished_ms"]) for r in rows}

@@ -13,7 +13,7 @@ import contextlib
 import os
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -132,12 +132,15 @@ def _log_tail(path: Path, lines: int = 6) -> str:
     return " | ".join(line.strip() for line in text[-lines:])
 
 
-def get_spark(config: CatalogConfig) -> SparkSession:
-    """The process's Spark session, with ``config``'s Iceberg catalog registered in it."""
+def get_spark(config: CatalogConfig, before_local_start: Callable[[], object] | None = None) -> SparkSession:
+    """The process's Spark session, with ``config``'s Iceberg catalog registered in it.
+
+    ``before_local_start`` runs before an in-process session starts (not for a Spark Connect one).
+    """
     global _session
     with _lock:
         if _session is None:
-            _session = _start(config)
+            _session = _start(config, before_local_start)
         _register_catalog(_session, config)
         return _session
 
@@ -273,10 +276,12 @@ def engine_spark_conf(config: CatalogConfig) -> dict[str, str]:
     }
 
 
-def _start(config: CatalogConfig) -> SparkSession:
+def _start(config: CatalogConfig, before_local_start: Callable[[], object] | None = None) -> SparkSession:
     remote = remote_url(config)
     if remote is not None:
         return _connect(config, remote)
+    if before_local_start is not None:
+        before_local_start()
     global _storage
     _check_java()
     from pyspark.sql import SparkSession

@@ -7,6 +7,7 @@ log it needs to be read (a guarantee Delta's own VACUUM and log cleanup do not g
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from ...identifiers import TableIdent
@@ -26,7 +27,7 @@ class TagStore:
     def __init__(self, metastore: Metastore) -> None:
         self.metastore = metastore
 
-    @property
+    @cached_property
     def t(self) -> sa.Table:
         """The tags' SQL table (declared, and created when missing)."""
         import sqlalchemy as sa

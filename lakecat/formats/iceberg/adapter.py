@@ -17,7 +17,7 @@ from ...engine import first_line, spark_errors, sql_string, tblproperties, with_
 from ...errors import CommitConflictError, InvalidArgumentError, LakecatError
 from ...files import fs_for
 from ...identifiers import TableIdent, quote
-from ...metastore import TableEntry, key_of, normalize_location, table_key_columns
+from ...metastore import TableEntry, catalog_filter, key_of, normalize_location, table_key_columns
 from ...results import ColumnInfo, DescribeResult, PartitionSpecInfo
 from ...schema import schema_ddl
 from ...units import from_millis, iso
@@ -195,8 +195,7 @@ class IcebergFormat(IcebergVersions, IcebergMaintenance, IcebergHealth, IcebergE
     def list_entries(self, ctx: CatalogContext, namespace: str | None = None) -> list[TableEntry]:
         if rest.is_external(ctx.config):
             return rest.list_entries(self.name, ctx.config, namespace)
-        where = {"catalog_name": ctx.metastore.catalog_name, **({"table_namespace": namespace} if namespace else {})}
-        return [self._entry(row) for row in ctx.metastore.find("iceberg_tables", where)]
+        return [self._entry(row) for row in ctx.metastore.find("iceberg_tables", catalog_filter(ctx.metastore, namespace))]
 
     def get_entry(self, ctx: CatalogContext, ident: TableIdent) -> TableEntry | None:
         if rest.is_external(ctx.config):
