@@ -2,31 +2,39 @@
 
 from __future__ import annotations
 
+import importlib
 import logging
 import sys
 from typing import Any
 
-import click
 import typer
 
-from . import (
-    adopt,
-    catalogs,
-    doctor,
-    health,
-    ingest,
-    jars,
-    local,
-    maintenance,
-    quickstart,
-    tables,
-    tags,
-    upsert,
-    versions,
-)
 from ._output import dumps
 
-_MODULES = (quickstart, catalogs, tables, adopt, versions, tags, ingest, upsert, maintenance, health, local, jars, doctor)
+# The command modules, in the order of `lakecat -h`, and the top-level commands each registers. A command line
+# imports and builds only its own module: Typer inspects every registered function's signature when it builds the
+# command tree (~0.2 s for all of them), and the modules import what their commands need (tests/test_cli_json.py
+# checks this table against what the modules register).
+COMMANDS: dict[str, tuple[str, ...]] = {
+    "quickstart": ("quickstart",),
+    "catalogs": ("catalogs",),
+    "tables": ("create", "list", "describe", "drop"),
+    "adopt": ("register", "convert"),
+    "versions": ("history", "timetravel", "changes", "rollback"),
+    "tags": ("tag", "tags", "untag", "branch", "publish"),
+    "ingest": ("ingest",),
+    "upsert": ("upsert",),
+    "maintenance": ("compact", "expire", "clean-orphans", "maintain", "alter"),
+    "health": ("health",),
+    "local": ("local",),
+    "jars": ("jars",),
+    "doctor": ("doctor",),
+}
+_MODULE_OF = {name: module for module, names in COMMANDS.items() for name in names}
+
+
+def _module(name: str) -> Any:
+    return importlib.import_module(f"{__package__}.{name}")
 
 
 def _app(modules: tuple[Any, ...]) -> typer.Typer:
@@ -47,17 +55,22 @@ def _names(root: typer.Typer) -> list[str]:
     return [c.name for c in root.registered_commands if c.name] + [g.name for g in root.registered_groups if g.name]
 
 
-app = _app(_MODULES)
-# The module of each top-level command. A command line builds only its own module's commands: Typer inspects every
-# registered function's signature when it builds the command tree (~0.2 s for all of them, in every process).
-_MODULE_OF = {name: module for module in _MODULES for name in _names(_app((module,)))}
+def full_app() -> typer.Typer:
+    """The whole command tree (every module imported and registered)."""
+    return _app(tuple(_module(m) for m in COMMANDS))
+
+
+def __getattr__(name: str) -> Any:  # `from lakecat.commands.main import app`: built on first use
+    if name == "app":
+        return full_app()
+    raise AttributeError(name)
 
 
 def _app_for(argv: list[str]) -> typer.Typer:
     module = _MODULE_OF.get(argv[0]) if argv else None
     if module is None:  # no command, an option first (-h), or a typo: the whole tree (its help, its "no such command")
-        return app
-    root = _app((module,))
+        return full_app()
+    root = _app((_module(module),))
 
     @root.callback()
     def _group() -> None:
@@ -66,10 +79,14 @@ def _app_for(argv: list[str]) -> typer.Typer:
     return root
 
 
-# typer >= 0.2x vendors click (typer._click): its exceptions are not click's. Catch both spellings.
-_EXIT = tuple({click.exceptions.Exit, getattr(typer, "Exit", click.exceptions.Exit)})
-_ABORT = tuple({click.exceptions.Abort, getattr(typer, "Abort", click.exceptions.Abort)})
-_USAGE = tuple({click.ClickException, getattr(typer, "TyperException", click.ClickException)})
+if hasattr(typer, "TyperException"):  # typer >= 0.26 vendors click (typer._click): its exceptions are not click's
+    _EXIT: tuple[type[BaseException], ...] = (typer.Exit,)
+    _ABORT: tuple[type[BaseException], ...] = (typer.Abort,)
+    _USAGE: tuple[type[BaseException], ...] = (typer.TyperException,)
+else:  # pragma: no cover - older typer: click's own
+    import click
+
+    _EXIT, _ABORT, _USAGE = (click.exceptions.Exit,), (click.exceptions.Abort,), (click.ClickException,)
 
 
 def configure_logging(verbose: bool) -> None:

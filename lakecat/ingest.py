@@ -218,6 +218,7 @@ class BatchStats:
     batch_id: int
     rows_written: int = 0
     rows_dead_lettered: int = 0
+    rows_read: int | None = None  # the batch's records, counted once (Spark's numInputRows counts every scan of it)
     unknown_fields: int = 0
     unknown_checked: int = 0
     skipped: bool = False
@@ -407,7 +408,7 @@ class _Pipeline:
                 stats.commit_duration_s = round(time.monotonic() - write_started, 3)
                 m = obs.get
                 rows, bad = int(m["rows"] or 0), int(m["bad"] or 0)
-                stats.rows_written = rows - bad
+                stats.rows_written, stats.rows_read = rows - bad, rows
                 reasons = {r: int(m[f"dl_{r}"] or 0) for r in DEAD_LETTER_REASONS}
                 reasons["other"] = bad - sum(reasons.values())
                 stats.dead_letter_reasons = {r: n for r, n in reasons.items() if n}
@@ -454,7 +455,7 @@ class _Pipeline:
                     merge(self.table, changes, keys, columns, app_id=self.target.app_id, batch_id=batch_id)
                     stats.commit_duration_s = round(time.monotonic() - merge_started, 3)
                 self.target.last_batch = batch_id
-                stats.rows_written = rows - bad
+                stats.rows_written, stats.rows_read = rows - bad, rows
             else:
                 stats.skipped = bad == 0
             if self.dlq is not None and not done_dlq and bad:
@@ -1035,7 +1036,7 @@ class _MetricsWriter:
             new.append(p)
             if self.path is not None:
                 s = batches[bid]
-                line = {"batch_id": bid, "timestamp": p.get("timestamp"), "input_rows": p.get("numInputRows"),
+                line = {"batch_id": bid, "timestamp": p.get("timestamp"), "input_rows": p.get("numInputRows") if s.rows_read is None else s.rows_read,
                         "rows_written": s.rows_written, "rows_dead_lettered": s.rows_dead_lettered,
                         "unknown_fields": s.unknown_fields, "unknown_fields_checked": s.unknown_checked, "skipped": s.skipped, "batch_duration_s": s.duration_s,
                         "trigger_duration_ms": (p.get("durationMs") or {}).get("triggerExecution"),

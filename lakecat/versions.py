@@ -242,8 +242,10 @@ def _light_select(source: Any, *, where: str | None, limit: int | None, count: b
     reader = None
     if limit and not count and type(source).__module__.startswith("pyarrow") and hasattr(source, "scanner"):
         # DuckDB stopping a pyarrow Dataset's scan early (the limit) leaves Arrow's scan threads running, and the
-        # process aborts at exit ("terminate called without an active exception"); a reader closed here ends it.
-        reader = source = source.scanner().to_reader()
+        # process aborts at exit ("terminate called without an active exception"). A reader closed here ends the
+        # scan, and scanning without Arrow's CPU thread pool leaves no task of it behind (closing alone did not
+        # always: a benchmark run still aborted once); a limit reads few batches anyway.
+        reader = source = source.scanner(use_threads=False).to_reader()
     con = _duckdb()
     try:
         con.register("lakecat_source", source)

@@ -133,6 +133,26 @@ def test_every_command_is_covered():
         assert all(f'"{word}"' in body for word in path), f"{where} does not run `lakecat {' '.join(path)}`"
 
 
+def test_the_command_table_matches_the_modules():
+    """`lakecat.commands.main.COMMANDS` (which module a command line imports) names exactly what each module
+    registers, and a command line imports its own command module only."""
+    import importlib
+    import subprocess
+
+    import typer
+    from lakecat.commands import main as cli
+
+    for module, names in cli.COMMANDS.items():
+        root = typer.Typer()
+        importlib.import_module(f"lakecat.commands.{module}").register(root)
+        registered = [c.name for c in root.registered_commands] + [g.name for g in root.registered_groups]
+        assert sorted(registered) == sorted(names), f"commands/{module}.py registers {registered}, COMMANDS says {names}"
+    probe = ("import sys; from lakecat.commands.main import run_cli; run_cli(['history', '-h']); "
+             "print(sorted(m for m in sys.modules if m.startswith('lakecat.commands.') and not m.split('.')[-1].startswith('_')))")  # fmt: skip
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert out.strip().splitlines()[-1] == "['lakecat.commands.main', 'lakecat.commands.versions']", out
+
+
 def _scenario_commands() -> list[tuple[str, ...]]:
     """The commands `test_every_command_with_json` runs (it asserts it ran exactly these)."""
     commands = [

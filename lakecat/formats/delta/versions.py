@@ -177,15 +177,18 @@ class DeltaVersions:
         except Exception as e:  # noqa: BLE001 - whatever delta-rs refuses, Spark reads
             raise NotExactError(f"delta-rs does not read the change data feed of versions {start}..{until}: {e}") from e
 
+        # delta-rs's own types (string_view, uint64 versions) become the table's through the reader's cast, in C++:
+        # per-column casts in Python cost ~0.1 s on a small range, and loading pyarrow.compute as much again
+        have = {f.name: f for f in reader.schema}
+        mid = pa.schema([have.get(f.name, f) for f in schema])
+
         def batches() -> Any:
             for b in reader:
-                have = set(b.schema.names)
                 yield pa.RecordBatch.from_arrays(
-                    [b.column(f.name).cast(f.type) if f.name in have else pa.nulls(b.num_rows, f.type) for f in schema],
-                    schema=schema,
+                    [b.column(f.name) if f.name in have else pa.nulls(b.num_rows, f.type) for f in mid], schema=mid
                 )
 
-        return pa.RecordBatchReader.from_batches(schema, batches())
+        return pa.RecordBatchReader.from_batches(mid, batches()).cast(schema)
 
     def streams_undone_by(self, table: TableHandle, target: int, current: int | None) -> list[str]:
         from .log import log_entries, log_transactions
