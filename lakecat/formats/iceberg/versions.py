@@ -59,7 +59,7 @@ class IcebergVersionLog(VersionLog):
 
     def metadata(self) -> Any:
         if self._meta is None:
-            self._meta = self.fmt.load(self.table).metadata  # type: ignore[attr-defined]
+            self._meta = self.fmt.snapshot_metadata(self.table)  # type: ignore[attr-defined]
         return self._meta
 
     def commits(self) -> list[Commit]:
@@ -96,6 +96,28 @@ class IcebergVersionLog(VersionLog):
         return _ancestors(self.metadata(), until)
 
 
+def _snapshot_view(doc: dict[str, Any]) -> Any:
+    """The snapshot half of a parsed metadata file, shaped as pyiceberg's ``TableMetadata`` shows it (``snapshots``,
+    ``current_snapshot_id``, ``snapshot_log``): what the version log, the lineage and rollback read."""
+    from types import SimpleNamespace as View
+
+    def summary(d: dict[str, Any] | None) -> Any:
+        if not d:
+            return None
+        props = {str(k): str(v) for k, v in d.items() if k != "operation"}
+        return View(operation=View(value=str(d.get("operation", "unknown"))), additional_properties=props)
+
+    def opt_int(v: Any) -> int | None:
+        return None if v is None else int(v)
+
+    snapshots = [View(snapshot_id=int(x["snapshot-id"]), parent_snapshot_id=opt_int(x.get("parent-snapshot-id")),
+                      timestamp_ms=int(x["timestamp-ms"]), sequence_number=opt_int(x.get("sequence-number")),
+                      summary=summary(x.get("summary"))) for x in doc.get("snapshots") or []]  # fmt: skip
+    current = opt_int(doc.get("current-snapshot-id"))
+    log = [View(snapshot_id=int(e["snapshot-id"]), timestamp_ms=int(e["timestamp-ms"])) for e in doc.get("snapshot-log") or []]
+    return View(snapshots=snapshots, current_snapshot_id=None if current is None or current < 0 else current, snapshot_log=log)
+
+
 def _metadata_json(location: str) -> dict[str, Any]:
     """An Iceberg table metadata file, parsed (gzip-compressed ones too: ``*.gz.metadata.json``)."""
     import gzip
@@ -118,7 +140,22 @@ class IcebergVersions:
         return IcebergVersionLog(self, table)  # type: ignore[arg-type]
 
     def commits(self, table: TableHandle) -> list[Commit]:
-        return _commits(self.load(table).metadata)  # type: ignore[attr-defined]
+        return _commits(self.snapshot_metadata(table))
+
+    def snapshot_metadata(self, table: TableHandle) -> Any:
+        """The table's snapshots, current snapshot and snapshot log: read from the metadata file alone where lakecat's
+        catalog names it (no pyiceberg import, ~0.7 s of a short command such as ``rollback``); pyiceberg's otherwise."""
+        from . import rest
+
+        if not rest.is_external(table.catalog.config):
+            entry = table.refresh()
+            try:
+                doc = _metadata_json(entry.metadata_location) if entry.metadata_location else None
+            except (OSError, ValueError):
+                doc = None  # missing or unreadable: load() below says so in its own terms
+            if doc is not None:
+                return _snapshot_view(doc)
+        return self.load(table).metadata  # type: ignore[attr-defined]
 
     def current_version(self, table: TableHandle) -> int | None:
         """The current snapshot id. From the metadata file's ``current-snapshot-id`` alone where lakecat's catalog
@@ -245,7 +282,7 @@ class IcebergVersions:
     def streams_undone_by(self, table: TableHandle, target: int, current: int | None) -> list[str]:
         from .markers import MARKER_QUERY
 
-        meta = self.load(table).metadata  # type: ignore[attr-defined]
+        meta = self.snapshot_metadata(table)
         kept = set(_ancestors(meta, target))
         by_id = {s.snapshot_id: s for s in meta.snapshots}
         apps = {by_id[sid].summary.additional_properties.get(MARKER_QUERY) for sid in _ancestors(meta, current)
@@ -254,7 +291,7 @@ class IcebergVersions:
 
     def rollback(self, table: TableHandle, target: int, current: int | None) -> int | None:
         spark = self.refreshed_session(table)  # type: ignore[attr-defined]
-        meta = self.load(table).metadata  # type: ignore[attr-defined]
+        meta = self.snapshot_metadata(table)
         ancestors = _ancestors(meta, current) if current is not None else []
         procedure = "rollback_to_snapshot" if target in ancestors else "set_current_snapshot"
         spark.sql(
