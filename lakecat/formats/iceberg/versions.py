@@ -158,20 +158,8 @@ class IcebergVersions:
         return self.load(table).metadata  # type: ignore[attr-defined]
 
     def current_version(self, table: TableHandle) -> int | None:
-        """The current snapshot id. From the metadata file's ``current-snapshot-id`` alone where lakecat's catalog
-        names the file (no pyiceberg import: ~1 s of a short command); through pyiceberg otherwise."""
-        from . import rest
-
-        if not rest.is_external(table.catalog.config):
-            entry = table.refresh()
-            try:
-                doc = _metadata_json(entry.metadata_location) if entry.metadata_location else None
-            except (OSError, ValueError):
-                doc = None  # missing or unreadable: load() below says so in its own terms
-            if doc is not None:
-                snapshot = doc.get("current-snapshot-id")
-                return None if snapshot is None or int(snapshot) < 0 else int(snapshot)
-        return self.load(table).metadata.current_snapshot_id  # type: ignore[attr-defined, no-any-return]
+        """The current snapshot id (from the metadata file alone where lakecat's catalog names it)."""
+        return self.snapshot_metadata(table).current_snapshot_id  # type: ignore[no-any-return]
 
     def read_version(self, table: TableHandle, version: int) -> DataFrame:
         spark = self.refreshed_session(table)  # type: ignore[attr-defined]
