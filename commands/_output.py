@@ -9,15 +9,17 @@ import traceback
 from collections.abc import Callable, Iterator
 from datetime import date, datetime
 from decimal import Decimal
-from typing import Any, NoReturn
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 
 from lakecat.errors import EXIT_INTERNAL, InvalidArgumentError, LakecatError
 
 from ._progress import _ignore, _ProgressLine
+
+if TYPE_CHECKING:  # rich loads with the first console a command uses: one printing only JSON never does
+    from rich.console import Console
 
 
 def _default(o: Any) -> Any:
@@ -57,12 +59,24 @@ class Output:
     def __init__(self, json_mode: bool = False, verbose: bool = False) -> None:
         self.json = json_mode
         self.verbose = verbose
+
+    @staticmethod
+    def _console(stderr: bool) -> Console:
+        from rich.console import Console
+
         styles: dict[str, Any] = {"color_system": None} if os.environ.get("NO_COLOR") else {}
-        self.out = Console(highlight=False, **styles)
-        self.err = Console(stderr=True, highlight=False, **styles)
-        for console in (self.out, self.err):
-            if not console.is_terminal and not os.environ.get("COLUMNS"):
-                console.width = UNLIMITED_WIDTH
+        console = Console(stderr=stderr, highlight=False, **styles)
+        if not console.is_terminal and not os.environ.get("COLUMNS"):
+            console.width = UNLIMITED_WIDTH
+        return console
+
+    @cached_property
+    def out(self) -> Console:
+        return self._console(stderr=False)
+
+    @cached_property
+    def err(self) -> Console:
+        return self._console(stderr=True)
 
     def emit(self, result: Any, human: Callable[[Console, Any], None] | None = None) -> None:
         data = result.to_dict() if hasattr(result, "to_dict") else result
@@ -107,6 +121,8 @@ class Output:
         if self.json:
             sys.stdout.write(dumps({"error": {"type": kind, "message": message, "exit_code": code}}) + "\n")
             sys.stdout.flush()
+        from rich.markup import escape
+
         self.err.print(f"[bold red]error:[/] {escape(message)}", markup=True, highlight=False, soft_wrap=True)
         raise typer.Exit(code)
 

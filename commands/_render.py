@@ -4,25 +4,31 @@ from __future__ import annotations
 import json
 from datetime import UTC, date, datetime
 from decimal import Decimal
-from typing import Any, Literal
-
-from rich import box
-from rich.console import Console
-from rich.measure import Measurement
-from rich.table import Column
-from rich.table import Table as RichTable
-from rich.text import Text
+from functools import cache
+from typing import TYPE_CHECKING, Any, Literal
 
 from lakecat.units import human_size, parse_timestamp
 
 from ._output import UNLIMITED_WIDTH, _default
 
+if TYPE_CHECKING:  # rich loads on the first human rendering (~0.05 s a process that prints JSON never pays)
+    from rich.console import Console
+    from rich.table import Column
+    from rich.table import Table as RichTable
 
-class _Table(RichTable):
-    """A table whose string cells are text, never rich markup (a value may hold ``[...]``)."""
 
-    def add_row(self, *renderables: Any, **kwargs: Any) -> None:
-        super().add_row(*(Text(r) if isinstance(r, str) else r for r in renderables), **kwargs)
+@cache
+def _table_class() -> type[RichTable]:
+    from rich.table import Table
+    from rich.text import Text
+
+    class _Table(Table):
+        """A table whose string cells are text, never rich markup (a value may hold ``[...]``)."""
+
+        def add_row(self, *renderables: Any, **kwargs: Any) -> None:
+            super().add_row(*(Text(r) if isinstance(r, str) else r for r in renderables), **kwargs)
+
+    return _Table
 
 
 
@@ -32,20 +38,27 @@ def table(*columns: str | Column, title: str | None = None) -> RichTable:
     A plain string is a text column that folds when the terminal is narrow; pass ``num(...)`` for counts and
     sizes (right-aligned) and ``key(...)`` for names, versions and short times (never broken).
     """
+    from rich import box
+    from rich.table import Column
+
     cols = [c if isinstance(c, Column) else Column(c, overflow="fold", min_width=min(len(c), 12)) for c in columns]
-    return _Table(*cols, title=title, title_justify="left", title_style="bold", header_style="bold",
+    return _table_class()(*cols, title=title, title_justify="left", title_style="bold", header_style="bold",
                   box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, expand=False)  # fmt: skip
 
 
 
 def num(header: str) -> Column:
     """A column of counts or sizes: right-aligned; wraps only on a terminal too narrow for the table."""
+    from rich.table import Column
+
     return Column(header, justify="right", overflow="fold", min_width=max(len(header), 1))
 
 
 
 def key(header: str, *, justify: Literal["left", "right"] = "left") -> Column:
     """A column of identifiers, versions or times: never wrapped (shortened with … only when nothing else fits)."""
+    from rich.table import Column
+
     return Column(header, justify=justify, no_wrap=True, min_width=max(len(header), 1))
 
 
@@ -119,6 +132,8 @@ def print_table(console: Console, t: RichTable, *, optional: tuple[str, ...] = (
 
     A table that still does not fit is wrapped / shortened by rich, and a note says ``--json`` has every value whole.
     """
+    from rich.measure import Measurement
+
     def natural_width() -> int:
         return Measurement.get(console, console.options.update_width(UNLIMITED_WIDTH), t).maximum
 

@@ -187,6 +187,9 @@ def test_engine_choice_and_no_jvm_in_the_process(catalog, spark, ns, lakecat_hom
                  "assert 'pyspark' not in sys.modules and 'py4j' not in sys.modules, 'pyspark was imported'\n"
                  # the table's catalog row is read with the standard library's sqlite3 (SQLAlchemy's import is ~0.4 s)
                  "assert 'sqlalchemy' not in sys.modules, 'SQLAlchemy was imported for a lookup'\n"
+                 # a JSON answer needs neither rich (an error line does) nor typer's pydantic layer (typer >= 0.29)
+                 "assert code or 'rich' not in sys.modules, 'rich was imported'\n"
+                 "assert 'typer._adapters' not in sys.modules, 'typer._adapters was imported'\n"
                  "sys.exit(code)\n")  # fmt: skip
         env = {**os.environ, "LAKECAT_HOME": str(lakecat_home)}
         proc = subprocess.run([sys.executable, "-c", probe, *args, "--json"], env=env, capture_output=True, text=True,
