@@ -53,7 +53,8 @@ log = logging.getLogger(__name__)
 UNKNOWN_SAMPLE = 16  # "sample": one record in 16 (Kafka: offset % 16 == 0; files: a hash of the value)
 UNKNOWN_MODES = ("sample", "all", "off")
 # Why a record is dead-lettered (the pipeline's and the sources' ``_lakecat_error`` values); anything else is "other".
-DEAD_LETTER_REASONS = ("invalid_json", "type_mismatch", "missing_required", "null_value", "not_utf8", "malformed_csv")
+DEAD_LETTER_REASONS = ("invalid_json", "type_mismatch", "missing_required", "null_value", "not_utf8", "malformed_csv",
+                       "invalid_cdc_event", "missing_key", "schema_mismatch")  # the last three: --cdc debezium
 #: The dead-letter table's schema (created with the table's format when missing).
 DLQ_SCHEMA = (
     "raw_value BINARY, raw_text STRING, error STRING, error_detail STRING, source STRING, kafka_topic STRING, "
@@ -399,7 +400,6 @@ class _Pipeline:
                             F.slice(F.array_distinct(F.flatten(F.collect_set(F.col(UNKNOWN)))), 1, 100).alias("names")]  # fmt: skip
             if sampled:
                 metrics.append(F.count(F.when(F.col(CHECKED), 1)).alias("checked"))
-            metrics += [F.count(F.when(F.col(ERROR) == r, 1)).alias(f"dl_{r}") for r in DEAD_LETTER_REASONS]
             obs = Observation(f"lakecat_{batch_id}_{uuid.uuid4().hex[:8]}")
             observed = df.observe(obs, *metrics)
             if not done_table:
@@ -409,9 +409,6 @@ class _Pipeline:
                 m = obs.get
                 rows, bad = int(m["rows"] or 0), int(m["bad"] or 0)
                 stats.rows_written, stats.rows_read = rows - bad, rows
-                reasons = {r: int(m[f"dl_{r}"] or 0) for r in DEAD_LETTER_REASONS}
-                reasons["other"] = bad - sum(reasons.values())
-                stats.dead_letter_reasons = {r: n for r, n in reasons.items() if n}
                 if has_unknown:
                     stats.unknown_fields = int(m["unknown"] or 0)
                     stats.unknown_checked = int(m["checked"] or 0) if sampled else stats.rows_written
@@ -420,7 +417,7 @@ class _Pipeline:
                 bad = self._bad_rows(df, batch_id).count()
                 stats.skipped = bad == 0
             if self.dlq is not None and not done_dlq and bad:
-                self.dlq.write(self._bad_rows(df, batch_id), batch_id)
+                stats.dead_letter_reasons = self._write_dead_letters(df, batch_id, bad)
                 stats.rows_dead_lettered = bad
         finally:
             if df is not base:
@@ -428,6 +425,24 @@ class _Pipeline:
             if cached:
                 base.unpersist()
         return stats, names
+
+    def _write_dead_letters(self, df: DataFrame, batch_id: int, bad: int) -> dict[str, int]:
+        """Write the batch's bad records to the dead-letter table; their count by reason, taken in the same job
+        (counting them in the table write would add a test per reason to every good record)."""
+        from pyspark.sql import Observation
+        from pyspark.sql import functions as F
+
+        assert self.dlq is not None
+        obs = Observation(f"lakecat_dlq_{batch_id}_{uuid.uuid4().hex[:8]}")
+        rows = self._bad_rows(df, batch_id).observe(
+            obs, *[F.count(F.when(F.col("error") == r, 1)).alias(r) for r in DEAD_LETTER_REASONS]
+        )
+        if not self.dlq.write(rows, batch_id):
+            return {}
+        m = obs.get
+        reasons = {r: int(m[r] or 0) for r in DEAD_LETTER_REASONS}
+        reasons["other"] = bad - sum(reasons.values())
+        return {r: n for r, n in reasons.items() if n}
 
     def _apply_changes(self, df: DataFrame, batch_id: int, stats: BatchStats, done_table: bool, done_dlq: bool) -> BatchStats:
         """CDC: the batch's change events, reduced to the last per key, applied with one idempotent MERGE."""
@@ -459,7 +474,7 @@ class _Pipeline:
             else:
                 stats.skipped = bad == 0
             if self.dlq is not None and not done_dlq and bad:
-                self.dlq.write(self._bad_rows(base, batch_id), batch_id)
+                stats.dead_letter_reasons = self._write_dead_letters(base, batch_id, bad)
                 stats.rows_dead_lettered = bad
         finally:
             base.unpersist()
@@ -1038,6 +1053,7 @@ class _MetricsWriter:
                 s = batches[bid]
                 line = {"batch_id": bid, "timestamp": p.get("timestamp"), "input_rows": p.get("numInputRows") if s.rows_read is None else s.rows_read,
                         "rows_written": s.rows_written, "rows_dead_lettered": s.rows_dead_lettered,
+                        "dead_lettered_by_reason": dict(s.dead_letter_reasons or {}),
                         "unknown_fields": s.unknown_fields, "unknown_fields_checked": s.unknown_checked, "skipped": s.skipped, "batch_duration_s": s.duration_s,
                         "trigger_duration_ms": (p.get("durationMs") or {}).get("triggerExecution"),
                         "rows_per_s": p.get("processedRowsPerSecond"), "lag": self.lag}  # fmt: skip

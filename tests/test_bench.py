@@ -88,6 +88,24 @@ def test_markdown_has_every_table_and_the_machine() -> None:
         assert not line.startswith("|") or line.count("|") >= 3
 
 
+def test_dedupe_rows_and_ratio() -> None:
+    doc = json.loads(json.dumps(SAMPLE))
+    doc["ingest"].update({"repeat": 3, "statistic": "median", "dedupe": {"key": "id", "watermark": "60d", "results": {
+        "delta": {"plain_rows_per_s": 9000, "lakecat_rows_per_s": 8640, "ratio": 0.96, "plain_cpu_s": 20.0,
+                  "lakecat_cpu_s": 21.0, "cpu_ratio": 1.05, "lakecat_setup_s": 0.4}}}})  # fmt: skip
+    md = bench.render_markdown(doc)
+    assert "median of 3 runs each, alternating order" in md and "dropDuplicatesWithinWatermark" in md
+    assert "| Delta, `--dedupe-key` | 9,000 | 8,640 | 0.96× | 20.0 / 21.0 | 0.40 s |" in md
+    assert bench.ratios(doc)["ingest.delta.dedupe_throughput"]["value"] == 0.96
+    assert bench._modes("json, dedupe") == ("json", "dedupe")
+    try:
+        bench._modes("json,upsert")
+    except ValueError as e:
+        assert "upsert" in str(e)
+    else:
+        raise AssertionError("an unknown mode was accepted")
+
+
 def test_markdown_tolerates_missing_and_failed_sections() -> None:
     doc = {"machine": SAMPLE["machine"], "ingest": {"error": "RuntimeError: boom"},
            "cdc": {"skipped": "tests/bench/bench_cdc.py not found"}}  # fmt: skip

@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections import Counter
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
@@ -106,7 +107,7 @@ def _create(catalog, name: str, fmt: str):
 
 # --- streaming CDC from Kafka -----------------------------------------------------------------
 @pytest.mark.kafka
-def test_debezium_stream_ends_as_source_state(cli, catalog, ns, kafka_bootstrap, table_format):
+def test_debezium_stream_ends_as_source_state(cli, catalog, ns, kafka_bootstrap, table_format, tmp_path):
     from lakecat.kafka_local import produce
 
     messages, state = change_stream(1500, 40)
@@ -115,12 +116,17 @@ def test_debezium_stream_ends_as_source_state(cli, catalog, ns, kafka_bootstrap,
     produce(kafka_bootstrap, topic, messages)
     name = f"{ns}.accounts"
     _create(catalog, name, table_format)
+    metrics = tmp_path / "metrics.jsonl"
     args = ("ingest", name, "--kafka", kafka_bootstrap, "--topic", topic, "--cdc", "debezium", "--key", "id",
             "--max-records-per-batch", "200", "--json")  # fmt: skip
-    code, out, err = cli(*args)
+    code, out, err = cli(*args, "--metrics-file", str(metrics))
     assert code == 0, err
     report = json.loads(out)
     assert report["rows_dead_lettered"] == len(MALFORMED)
+    by_reason: Counter = Counter()
+    for line in metrics.read_text().splitlines():
+        by_reason.update(json.loads(line)["dead_lettered_by_reason"])
+    assert by_reason == {"invalid_json": 1, "invalid_cdc_event": 2, "missing_key": 1, "type_mismatch": 1}
     assert report["rows_written"] == len(messages) - len(MALFORMED)
     assert report["batches"] >= 5  # every batch repeats keys (40 keys, ~200 events each)
     assert_state(catalog, name, state)

@@ -147,6 +147,8 @@ def test_ingest_runs_on_the_engine(engine, table_format, ns, kafka_bootstrap, ca
     lines = [json.loads(line) for line in metrics.read_text().splitlines()]
     assert len(lines) == report["batches"] and sum(m["rows_written"] for m in lines) == 300
     assert all(m["input_rows"] and m["rows_per_s"] is not None for m in lines)
+    reasons = [r for m in lines for r in m["dead_lettered_by_reason"].items()]  # counted in the engine's worker
+    assert sorted(reasons) == [("invalid_json", 1), ("type_mismatch", 1)]
     assert sorted(r["id"] for r in read_rows(catalog, name)) == list(range(300))
     dead = read_rows(catalog, f"{name}_dlq")
     assert sorted(r["error"] for r in dead) == ["invalid_json", "type_mismatch"]

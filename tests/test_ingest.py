@@ -108,6 +108,7 @@ def test_kafka_available_now_with_dead_letters(cli, catalog, ns, kafka_bootstrap
     assert all(r["raw_text"] is None for r in dead if r["error"] == "not_utf8")
     lines = [json.loads(line) for line in metrics.read_text().splitlines()]
     assert sum(line["rows_written"] for line in lines) == n_good and all("lag" in line for line in lines)
+    assert sum((Counter(line["dead_lettered_by_reason"]) for line in lines), Counter()) == {k: n_bad_each for k in BAD_KINDS}
     # every record read once: a batch with dead letters is scanned twice (table, DLQ) and Spark counts both scans
     assert all(line["input_rows"] == line["rows_written"] + line["rows_dead_lettered"] for line in lines), lines
     assert sum(line["input_rows"] for line in lines) == n_good + n_bad_each * len(BAD_KINDS)

@@ -71,7 +71,7 @@ DOCS_PAGE = "docs/performance.md"  # the docs site's Performance page (``--docs`
 
 #: Sizes. ``--quick`` finishes in a few minutes on 2 cores; the default is what the README reports.
 FULL: dict[str, Any] = {
-    "events": 200_000, "batch": 50_000, "ingest_repeat": 2,
+    "events": 200_000, "batch": 50_000, "ingest_repeat": 3, "ingest_modes": "json,dedupe",
     "fresh_seconds": 60, "fresh_rate": 50, "fresh_poll": "metadata",
     "cdc_events": None,  # lakecat.bench.cdc's own default
     "compact_files": 2000, "compact_rows": 200_000, "compact_target": "64MB",
@@ -80,7 +80,7 @@ FULL: dict[str, Any] = {
     "light_rows": 2_500, "light_big_rows": 2_000_000, "light_big_files": 200, "light_repeat": 5,
 }  # fmt: skip
 QUICK: dict[str, Any] = {
-    "events": 10_000, "batch": 5_000, "ingest_repeat": 1,
+    "events": 10_000, "batch": 5_000, "ingest_repeat": 1, "ingest_modes": "json,dedupe",
     "fresh_seconds": 8, "fresh_rate": 20, "fresh_poll": "metadata",
     "cdc_events": 2_000,
     "compact_files": 100, "compact_rows": 10_000, "compact_target": "64MB",
@@ -335,9 +335,19 @@ def _events(n: int, start: int = 0) -> Iterator[str]:
                           "amt": round(i % 10000 / 100, 2)})  # fmt: skip
 
 
+#: ``--dedupe-key`` in the ingest section: the events' ``id`` within a watermark on their ``ts`` long enough that no
+#: event is late (the events' times span 28 days), so both jobs keep every event and remember every key.
+DEDUPE_KEY, DEDUPE_WATERMARK, DEDUPE_WATERMARK_S = "id", "60d", 60 * 86400
+INGEST_MODES = ("json", "dedupe")
+
+
 def plain_query(spark: Any, catalog: Any, table: Any, bootstrap: str, topic: str, *, checkpoint: str,
-                batch: int | None = None, every_s: int | None = None, name: str | None = None) -> Any:  # fmt: skip
-    """The baseline: ``readStream.format("kafka") -> from_json -> writeStream`` into ``table``; started."""
+                batch: int | None = None, every_s: int | None = None, name: str | None = None,
+                dedupe: bool = False) -> Any:  # fmt: skip
+    """The baseline: ``readStream.format("kafka") -> from_json -> writeStream`` into ``table``; started.
+
+    With ``dedupe``, what a user writes for lakecat's ``--dedupe-key id --watermark 60d``:
+    ``withWatermark("ts", ...) .dropDuplicatesWithinWatermark(["id"])`` between the two."""
     from pyspark.sql import functions as F
 
     reader = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic)
@@ -345,6 +355,8 @@ def plain_query(spark: Any, catalog: Any, table: Any, bootstrap: str, topic: str
     if batch:
         reader = reader.option("maxOffsetsPerTrigger", str(batch))
     df = reader.load().select(F.from_json(F.col("value").cast("string"), SCHEMA).alias("j")).select("j.*")
+    if dedupe:
+        df = df.withWatermark("ts", f"{DEDUPE_WATERMARK_S} seconds").dropDuplicatesWithinWatermark([DEDUPE_KEY])
     writer = df.writeStream.outputMode("append").option("checkpointLocation", checkpoint)
     if name:
         writer = writer.queryName(name)
@@ -404,10 +416,12 @@ class _Progress:
 
 # --- ingest throughput -------------------------------------------------------------------------
 def ingest_throughput(cat: Any, bootstrap: str, *, events: int, batch: int, formats: list[str], repeat: int = 1,
-                      home: Path, sampler: TreeSampler | None = None) -> dict[str, Any]:  # fmt: skip
+                      home: Path, sampler: TreeSampler | None = None,
+                      modes: tuple[str, ...] = ("json",)) -> dict[str, Any]:  # fmt: skip
     """lakecat's ``available-now`` ingest against the plain job, same topic, session and batch size.
 
-    With ``repeat`` 2 the order alternates (plain, lakecat, lakecat, plain) and the figures are means.
+    ``modes``: ``json`` (plain JSON ingest) and ``dedupe`` (``--dedupe-key``). The runs alternate (plain, lakecat,
+    lakecat, plain, ...) and the figures are medians of ``repeat`` runs each (means of 2).
     """
     import lakecat
     from lakecat.kafka_local import create_topic, produce
@@ -427,69 +441,85 @@ def ingest_throughput(cat: Any, bootstrap: str, *, events: int, batch: int, form
     produce(bootstrap, topic, counted(), timeout=max(600, events / 500))
     produce_s = time.monotonic() - t0
     topic_disk_bytes = _topic_disk_bytes(home, topic)
-    # warm-up, both jobs and formats on a small topic of its own: the first micro-batches of a JVM pay for class
-    # loading and code generation; not part of any figure
+
+    def run(kind: str, mode: str, fmt: str, label: str, src: str, n: int, per_batch: int, *, named: bool) -> float | None:
+        """One job, to completion; lakecat's setup time (None for the plain job)."""
+        table = cat.create_table(f"bench.{label}", schema=SCHEMA, format=fmt)
+        ck = str(home / "ck" / label)
+        dedupe = mode == "dedupe"
+        if kind == "plain":
+            plain_query(spark, cat, table, bootstrap, src, checkpoint=ck, batch=per_batch, dedupe=dedupe,
+                        name=f"plain_{label}" if named else None).awaitTermination()  # fmt: skip
+            return None
+        started = time.monotonic()
+        extra = {"dedupe_key": DEDUPE_KEY, "watermark": DEDUPE_WATERMARK} if dedupe else {}
+        report = cat.ingest(table.name, lakecat.KafkaSource(bootstrap, src), max_records_per_batch=per_batch,
+                            checkpoint=ck, **extra)  # fmt: skip
+        if report.rows_written != n:  # every event is distinct: dedupe must keep them all
+            raise RuntimeError(f"lakecat ingest ({mode}) wrote {report.rows_written} of {n} rows")
+        return time.monotonic() - started - report.duration_s
+
+    # warm-up, both jobs, modes and formats on a small topic of its own: the first micro-batches of a JVM pay for
+    # class loading and code generation; not part of any figure
     warm_topic, warm_n = topic + "_warm", max(1000, min(events // 10, 20_000))
-    warm_batch = max(1000, warm_n // 2)
     create_topic(bootstrap, warm_topic, partitions=3)
     produce(bootstrap, warm_topic, _events(warm_n), timeout=600)
-    for fmt in formats:
-        for kind in ("plain", "lakecat"):
-            warm = cat.create_table(f"bench.warm_{kind}_{fmt}", schema=SCHEMA, format=fmt)
-            ck = str(home / "ck" / f"warm_{kind}_{fmt}")
-            if kind == "plain":
-                plain_query(spark, cat, warm, bootstrap, warm_topic, checkpoint=ck, batch=warm_batch).awaitTermination()
-            else:
-                cat.ingest(warm.name, lakecat.KafkaSource(bootstrap, warm_topic), max_records_per_batch=warm_batch,
-                           checkpoint=ck)  # fmt: skip
+    for mode in modes:
+        for fmt in formats:
+            for kind in ("plain", "lakecat"):
+                run(kind, mode, fmt, f"warm_{kind}_{mode}_{fmt}", warm_topic, warm_n, max(1000, warm_n // 2), named=False)
     progress = _Progress(spark)
-    runs: dict[str, dict[str, list[dict[str, Any]]]] = {f: {"plain": [], "lakecat": []} for f in formats}
+    runs: dict[str, dict[str, dict[str, list[dict[str, Any]]]]] = {
+        m: {f: {"plain": [], "lakecat": []} for f in formats} for m in modes
+    }
     try:
         for r in range(repeat):
-            for fmt in formats:
-                for kind in ("plain", "lakecat") if r % 2 == 0 else ("lakecat", "plain"):
-                    label = f"i_{kind}_{fmt}_{r}"
-                    table = cat.create_table(f"bench.{label}", schema=SCHEMA, format=fmt)
-                    ck = str(home / "ck" / label)
-                    with sampler.phase(f"ingest_{kind}_{fmt}") as usage:
-                        started = time.monotonic()
-                        if kind == "plain":
-                            plain_query(spark, cat, table, bootstrap, topic, checkpoint=ck, batch=batch,
-                                        name=f"plain_{label}").awaitTermination()  # fmt: skip
-                            setup = None
-                        else:
-                            report = cat.ingest(table.name, lakecat.KafkaSource(bootstrap, topic),
-                                                max_records_per_batch=batch, checkpoint=ck)  # fmt: skip
-                            if report.rows_written != events:
-                                raise RuntimeError(f"lakecat ingest wrote {report.rows_written} of {events} rows")
-                            setup = time.monotonic() - started - report.duration_s
-                        seconds = time.monotonic() - started
-                    _say(f"ingest {kind} {fmt}: {seconds:.1f}s ({events / seconds:,.0f} rows/s, cpu {usage['cpu_s']}s)")
-                    runs[fmt][kind].append({"s": seconds, "cpu_s": usage["cpu_s"], "setup_s": setup, "label": label,
-                                            "peak_mb": usage.get("total_mb")})  # fmt: skip
+            for mode in modes:
+                for fmt in formats:
+                    for kind in ("plain", "lakecat") if r % 2 == 0 else ("lakecat", "plain"):
+                        label = f"i_{kind}_{mode}_{fmt}_{r}"
+                        with sampler.phase(f"ingest_{kind}_{fmt}" + ("_dedupe" if mode == "dedupe" else "")) as usage:
+                            started = time.monotonic()
+                            setup = run(kind, mode, fmt, label, topic, events, batch, named=True)
+                            seconds = time.monotonic() - started
+                        _say(f"ingest {mode} {kind} {fmt}: {seconds:.1f}s ({events / seconds:,.0f} rows/s, "
+                             f"cpu {usage['cpu_s']}s)")  # fmt: skip
+                        runs[mode][fmt][kind].append({"s": seconds, "cpu_s": usage["cpu_s"], "setup_s": setup,
+                                                      "label": label, "peak_mb": usage.get("total_mb")})  # fmt: skip
         time.sleep(1.0)  # the listener bus delivers the last progress events asynchronously
-        results: dict[str, Any] = {}
-        for fmt in formats:
-            row: dict[str, Any] = {}
-            for kind in ("plain", "lakecat"):
-                rs = runs[fmt][kind]
-                s = statistics.mean(x["s"] for x in rs)
-                row[f"{kind}_s"] = _r(s, 2)
-                row[f"{kind}_rows_per_s"] = round(events / s)
-                row[f"{kind}_cpu_s"] = _r(statistics.mean(x["cpu_s"] for x in rs), 2)
-                row[f"{kind}_runs_s"] = [_r(x["s"], 2) for x in rs]
-                row[f"{kind}_peak_mb"] = max((x["peak_mb"] or 0) for x in rs)
-                prefix = "plain_" if kind == "plain" else "lakecat_ingest_bench_"
-                triggers = [progress.summary(f"{prefix}{x['label']}") for x in rs]
-                row[f"{kind}_spark"] = triggers[0] if len(triggers) == 1 else triggers
-            row["lakecat_setup_s"] = _r(statistics.mean(x["setup_s"] for x in runs[fmt]["lakecat"]), 2)
-            row["ratio"] = _r(row["lakecat_rows_per_s"] / row["plain_rows_per_s"])
-            row["cpu_ratio"] = _r(row["lakecat_cpu_s"] / max(row["plain_cpu_s"], 1e-9))
-            results[fmt] = row
+        middle = statistics.median if repeat > 2 else statistics.mean
+        by_mode: dict[str, dict[str, Any]] = {}
+        for mode in modes:
+            results: dict[str, Any] = {}
+            for fmt in formats:
+                row: dict[str, Any] = {}
+                for kind in ("plain", "lakecat"):
+                    rs = runs[mode][fmt][kind]
+                    s = middle(x["s"] for x in rs)
+                    row[f"{kind}_s"] = _r(s, 2)
+                    row[f"{kind}_rows_per_s"] = round(events / s)
+                    row[f"{kind}_cpu_s"] = _r(middle(x["cpu_s"] for x in rs), 2)
+                    row[f"{kind}_runs_s"] = [_r(x["s"], 2) for x in rs]
+                    row[f"{kind}_peak_mb"] = max((x["peak_mb"] or 0) for x in rs)
+                    prefix = "plain_" if kind == "plain" else "lakecat_ingest_bench_"
+                    triggers = [progress.summary(f"{prefix}{x['label']}") for x in rs]
+                    row[f"{kind}_spark"] = triggers[0] if len(triggers) == 1 else triggers
+                row["lakecat_setup_s"] = _r(middle(x["setup_s"] for x in runs[mode][fmt]["lakecat"]), 2)
+                # the ratio of the medians of the times (rows/s are rounded)
+                row["ratio"] = _r(row["plain_s"] / max(row["lakecat_s"], 1e-9))
+                row["cpu_ratio"] = _r(row["lakecat_cpu_s"] / max(row["plain_cpu_s"], 1e-9))
+                results[fmt] = row
+            by_mode[mode] = results
     finally:
         progress.close()
-    return {"events": events, "batch": batch, "repeat": repeat, "topic_partitions": 3, "produce_s": _r(produce_s, 1),
-            "input_bytes": input_bytes[0], "topic_disk_bytes": topic_disk_bytes, "results": results}  # fmt: skip
+    out: dict[str, Any] = {"events": events, "batch": batch, "repeat": repeat,
+                           "statistic": "median" if repeat > 2 else "mean", "topic_partitions": 3,
+                           "produce_s": _r(produce_s, 1), "input_bytes": input_bytes[0],
+                           "topic_disk_bytes": topic_disk_bytes, "modes": list(modes),
+                           "results": by_mode.get("json", {})}  # fmt: skip
+    if "dedupe" in by_mode:
+        out["dedupe"] = {"key": DEDUPE_KEY, "watermark": DEDUPE_WATERMARK, "results": by_mode["dedupe"]}
+    return out
 
 
 def _topic_disk_bytes(home: Path, topic: str) -> int | None:
@@ -993,6 +1023,14 @@ def cdc(*, events: int | None, bootstrap: str | None, timeout: float) -> dict[st
 
 
 # --- the Spark child ---------------------------------------------------------------------------
+def _modes(text: str) -> tuple[str, ...]:
+    modes = tuple(m.strip() for m in str(text).split(",") if m.strip())
+    bad = [m for m in modes if m not in INGEST_MODES]
+    if bad or not modes:
+        raise ValueError(f"ingest_modes: {text!r} (use a comma-separated subset of {', '.join(INGEST_MODES)})")
+    return modes
+
+
 def run_spark_sections(params: dict[str, Any]) -> dict[str, Any]:
     """Everything that needs the JVM, in this process: (metadata tables,) ingest, freshness, compaction."""
     home = Path(params["home"])
@@ -1013,7 +1051,8 @@ def run_spark_sections(params: dict[str, Any]) -> dict[str, Any]:
             ("light", lambda: light.make_tables(cat, rows=sizes["light_rows"], big_rows=sizes["light_big_rows"],
                                                 big_files=sizes["light_big_files"], formats=formats)),
             ("ingest", lambda: ingest_throughput(cat, params["bootstrap"], events=sizes["events"], batch=sizes["batch"],
-                                                 formats=formats, repeat=sizes["ingest_repeat"], home=home, sampler=sampler)),
+                                                 formats=formats, repeat=sizes["ingest_repeat"], home=home, sampler=sampler,
+                                                 modes=_modes(sizes.get("ingest_modes") or "json"))),
             ("freshness", lambda: freshness(cat, params["bootstrap"], seconds=sizes["fresh_seconds"], rate=sizes["fresh_rate"],
                                             poll=sizes.get("fresh_poll", "metadata"), formats=formats, home=home,
                                             sampler=sampler)),
@@ -1062,6 +1101,9 @@ def ratios(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
     for fmt, row in (doc.get("ingest", {}).get("results") or {}).items():
         add(f"ingest.{fmt}.throughput", row.get("ratio"), "higher", "lakecat rows/s / plain rows/s")
         add(f"ingest.{fmt}.cpu", row.get("cpu_ratio"), "lower", "lakecat driver CPU s / plain driver CPU s")
+    for fmt, row in (((doc.get("ingest") or {}).get("dedupe") or {}).get("results") or {}).items():
+        add(f"ingest.{fmt}.dedupe_throughput", row.get("ratio"), "higher",
+            "lakecat --dedupe-key rows/s / plain dropDuplicatesWithinWatermark rows/s")
     for fmt, row in (doc.get("freshness", {}).get("results") or {}).items():
         add(f"freshness.{fmt}.p50", row.get("ratio_p50"), "lower", "lakecat p50 latency / plain p50 latency")
         add(f"freshness.{fmt}.p95", row.get("ratio_p95"), "lower", "lakecat p95 latency / plain p95 latency")
@@ -1246,12 +1288,17 @@ def render_markdown(doc: dict[str, Any]) -> str:
                 if isinstance(ing.get("topic_disk_bytes"), int) else "")) if isinstance(ing.get("input_bytes"), int) else ""
         lines += ["", f"**Ingest, Kafka → table** ({ing['events']:,} JSON events{size} on a {ing.get('topic_partitions', 3)}-partition "
                   f"topic, `available-now`, {ing['batch']:,} per micro-batch"
-                  f"{', mean of ' + str(ing['repeat']) + ' runs each, alternating order' if ing.get('repeat', 1) > 1 else ''}; "
-                  "plain = `readStream.format(\"kafka\") → from_json → writeStream`):", "",
+                  f"{', ' + ing.get('statistic', 'mean') + ' of ' + str(ing['repeat']) + ' runs each, alternating order' if ing.get('repeat', 1) > 1 else ''}; "
+                  "plain = `readStream.format(\"kafka\") → from_json → writeStream`"
+                  + ("; `--dedupe-key`: lakecat `--dedupe-key id --watermark 60d` against the plain job with "
+                     "`withWatermark(\"ts\", …).dropDuplicatesWithinWatermark([\"id\"])`, every event kept"
+                     if (ing.get("dedupe") or {}).get("results") else "") + "):", "",
                   "| format | plain rows/s | lakecat rows/s | lakecat / plain | driver CPU s plain / lakecat | lakecat setup |",
                   "|---|---|---|---|---|---|"]  # fmt: skip
-        for fmt, r in ing["results"].items():
-            lines.append(f"| {_fmt_name(fmt)} | {_n(r.get('plain_rows_per_s'))} | {_n(r.get('lakecat_rows_per_s'))} | "
+        rows = [(_fmt_name(fmt), r) for fmt, r in ing["results"].items()]
+        rows += [(f"{_fmt_name(fmt)}, `--dedupe-key`", r) for fmt, r in ((ing.get("dedupe") or {}).get("results") or {}).items()]
+        for name, r in rows:
+            lines.append(f"| {name} | {_n(r.get('plain_rows_per_s'))} | {_n(r.get('lakecat_rows_per_s'))} | "
                          f"{_x(r.get('ratio'))} | {_n(r.get('plain_cpu_s'), '{:.1f}')} / {_n(r.get('lakecat_cpu_s'), '{:.1f}')} | "
                          f"{_s(r.get('lakecat_setup_s'))} |")  # fmt: skip
     elif ing.get("error"):
@@ -1364,7 +1411,8 @@ def render_markdown(doc: dict[str, Any]) -> str:
     elif en.get("error"):
         lines += ["", f"**A warm engine**: failed in this run ({en['error'][:200]})."]
     mem = (doc.get("memory") or {}).get("spark_driver") or {}
-    order = [f"{sec}_{kind}{fmt}" for sec in ("ingest", "freshness") for fmt in ("iceberg", "delta") for kind in ("plain_", "lakecat_")]
+    order = [f"{sec}_{kind}{fmt}{mode}" for sec, mode in (("ingest", ""), ("ingest", "_dedupe"), ("freshness", ""))
+             for fmt in ("iceberg", "delta") for kind in ("plain_", "lakecat_")]  # fmt: skip
     order += [f"compact_{kind}{fmt}" for kind in ("", "big_") for fmt in ("iceberg", "delta")]
     phases = [(k, mem[k]) for k in order if k in mem]
     if phases:
@@ -1448,7 +1496,7 @@ def main(argv: list[str] | None = None) -> int:
             key, _, value = item.partition("=")
             if key not in sizes:
                 _parser().error(f"--set {key}: unknown size; one of {', '.join(sizes)}")
-            sizes[key] = value if key in ("compact_target", "fresh_poll") else (None if value.lower() == "none" else float(value) if "." in value else int(value))
+            sizes[key] = value if key in ("compact_target", "fresh_poll", "ingest_modes") else (None if value.lower() == "none" else float(value) if "." in value else int(value))
         formats = [f.strip() for f in args.formats.split(",") if f.strip()]
         doc = run_suite(sizes, sections=sections, formats=formats, bootstrap=args.bootstrap, quick=args.quick)
     text = json.dumps(doc, indent=2)
