@@ -327,6 +327,7 @@ class _Pipeline:
         return df
 
     def start(self) -> StreamingQuery:
+        clear_unfinished_first_batch(self.opts.checkpoint)
         func = _EngineBatch(self.engine_spec()) if self.remote else self._batch
         writer = self.plan().writeStream.foreachBatch(func).option("checkpointLocation", self.opts.checkpoint)
         writer = writer.queryName(f"lakecat_ingest_{self.table.entry.ident.namespace}_{self.table.entry.ident.name}"
@@ -717,6 +718,36 @@ def read_batch_reports(directory: str, skip: set[int]) -> list[tuple[BatchStats,
             doc = json.loads(fh.read())
         out.append((BatchStats(**doc["stats"]), list(doc.get("unknown_names") or []), list(doc.get("added_columns") or [])))
     return sorted(out, key=lambda item: item[0].batch_id)
+
+
+def clear_unfinished_first_batch(checkpoint: str) -> list[str]:
+    """Remove what a process killed while Spark wrote a checkpoint's first offset-log entry left behind.
+
+    Spark writes each log entry under a hidden temporary name, then renames it. A ``kill -9`` between the two leaves
+    ``offsets/.0.<uuid>.tmp`` (and its ``.crc``) and no entry ``0``; Spark 4 then refuses batch 0 on every restart
+    (STATE_STORE_CHECKPOINT_LOCATION_NOT_EMPTY, "offsets should be empty on batch 0"). With no entry in the log, the
+    stream has committed nothing anywhere, so only such hidden temporary files are removed, and only then.
+    """
+    from pyarrow import fs as pafs
+
+    from .config import pyarrow_filesystem
+
+    try:
+        fs, path = pyarrow_filesystem(checkpoint)
+        infos = fs.get_file_info(pafs.FileSelector(f"{path.rstrip('/')}/offsets", allow_not_found=True))
+    except (OSError, ValueError):
+        return []
+    if any(i.base_name.isdigit() for i in infos):
+        return []
+    removed = []
+    for info in infos:
+        if info.type == pafs.FileType.File and info.base_name.startswith(".") and ".tmp" in info.base_name:
+            fs.delete_file(info.path)
+            removed.append(info.path)
+    if removed:
+        log.warning("checkpoint %s: removed %d temporary file(s) of a first batch that was never logged",
+                    checkpoint, len(removed))  # fmt: skip
+    return removed
 
 
 def remove_dir(directory: str) -> None:

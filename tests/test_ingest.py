@@ -264,6 +264,26 @@ def test_with_kafka_metadata_needs_columns(cli, catalog, ns, kafka_bootstrap):
     assert code == 2 and "_kafka_key" in err and "--merge-schema" in err
 
 
+def test_restart_after_a_kill_while_spark_logged_the_first_batch(catalog, ns, kafka_bootstrap, table_format, tmp_path):
+    """A kill -9 while Spark wrote offsets/0 leaves its hidden temporary file and no entry 0 (found by the chaos
+    soak); Spark 4 then refuses batch 0 on every restart. The next run clears the leftover and starts."""
+    import lakecat
+    from lakecat.kafka_local import produce
+
+    topic = new_topic(kafka_bootstrap)
+    produce(kafka_bootstrap, topic, [good_event(i) for i in range(30)])
+    name = f"{ns}.killed_first"
+    catalog.create_table(name, schema=SCHEMA, format=table_format)
+    ck = tmp_path / "ck"
+    (ck / "offsets").mkdir(parents=True)
+    (ck / "metadata").write_text('{"id":"eb6387e2-dfee-4699-ad5c-f1c99a06e39a"}')  # the exact state the soak left
+    (ck / "offsets" / ".0.1480752f-b8d3-4db1-b4f0-34ab751fe41d.tmp").write_text('v1\n{"batchWatermarkMs":0}\n')
+    (ck / "offsets" / "..0.1480752f-b8d3-4db1-b4f0-34ab751fe41d.tmp.crc").write_bytes(b"crc")
+    report = catalog.ingest(name, lakecat.KafkaSource(kafka_bootstrap, topic), checkpoint=str(ck))
+    assert report.rows_written == 30 and len(read_rows(catalog, name)) == 30
+    assert not [p for p in (ck / "offsets").iterdir() if ".tmp" in p.name]
+
+
 def test_dedupe_within_watermark(catalog, ns, kafka_bootstrap, table_format):
     import lakecat
     from lakecat.kafka_local import produce
