@@ -60,6 +60,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ..units import parse_duration
 from . import light
 
 SECTIONS = ("ingest", "freshness", "cdc", "compact", "metadata", "light", "start", "engine")
@@ -337,7 +338,7 @@ def _events(n: int, start: int = 0) -> Iterator[str]:
 
 #: ``--dedupe-key`` in the ingest section: the events' ``id`` within a watermark on their ``ts`` long enough that no
 #: event is late (the events' times span 28 days), so both jobs keep every event and remember every key.
-DEDUPE_KEY, DEDUPE_WATERMARK, DEDUPE_WATERMARK_S = "id", "60d", 60 * 86400
+DEDUPE_KEY, DEDUPE_WATERMARK = "id", "60d"
 INGEST_MODES = ("json", "dedupe")
 
 
@@ -356,7 +357,8 @@ def plain_query(spark: Any, catalog: Any, table: Any, bootstrap: str, topic: str
         reader = reader.option("maxOffsetsPerTrigger", str(batch))
     df = reader.load().select(F.from_json(F.col("value").cast("string"), SCHEMA).alias("j")).select("j.*")
     if dedupe:
-        df = df.withWatermark("ts", f"{DEDUPE_WATERMARK_S} seconds").dropDuplicatesWithinWatermark([DEDUPE_KEY])
+        seconds = int(parse_duration(DEDUPE_WATERMARK).total_seconds())
+        df = df.withWatermark("ts", f"{seconds} seconds").dropDuplicatesWithinWatermark([DEDUPE_KEY])
     writer = df.writeStream.outputMode("append").option("checkpointLocation", checkpoint)
     if name:
         writer = writer.queryName(name)
