@@ -17,8 +17,8 @@ SAMPLE = {
                 "python": "3.11.9", "java": "17.0.15 (OpenJDK Runtime Environment)", "pyspark": "4.1.1",
                 "delta_spark": "4.4.0", "iceberg_spark_runtime": "1.11.0", "date": "2026-01-02T03:04:05Z",
                 "load_average_start": [1.5, 1.2, 1.0], "load_average_end": [2.0, 1.5, 1.1]},  # fmt: skip
-    "ingest": {"events": 200000, "batch": 50000, "repeat": 2, "topic_partitions": 3, "results": {
-        "iceberg": {"plain_rows_per_s": 15730, "lakecat_rows_per_s": 14900, "ratio": 0.947, "plain_cpu_s": 30.1,
+    "ingest": {"events": 200000, "batch": 50000, "repeat": 2, "topic_partitions": 3, "input_bytes": 16_000_000, "results": {
+        "iceberg": {"lakecat_s": 13.4, "plain_rows_per_s": 15730, "lakecat_rows_per_s": 14900, "ratio": 0.947, "plain_cpu_s": 30.1,
                     "lakecat_cpu_s": 31.5, "cpu_ratio": 1.047, "lakecat_setup_s": 1.2},
         "delta": {"plain_rows_per_s": 15603, "lakecat_rows_per_s": 15000, "ratio": 0.961, "plain_cpu_s": 29.0,
                   "lakecat_cpu_s": 30.0, "cpu_ratio": 1.034, "lakecat_setup_s": 0.9}}},  # fmt: skip
@@ -77,13 +77,14 @@ def test_markdown_has_every_table_and_the_machine() -> None:
     md = bench.render_markdown(SAMPLE)
     assert md.startswith(bench.START_MARK) and md.endswith(bench.END_MARK)
     assert "2 × Test CPU @ 2.0GHz, 23.4 GiB RAM" in md and "PySpark 4.1.1" in md and "Java 17.0.15" in md
-    assert "| Iceberg | 15,730 | 14,900 | 0.95× |" in md
+    assert "| Iceberg | 15,730 | 14,900 | 1.2 | 0.95× |" in md
     assert "| Delta | 1.30 s / 2.00 s | 1.35 s / 2.10 s | 1.04× |" in md
     assert "| Iceberg | 2,750 | 3,056 | 1.11× |" in md  # CDC
     assert "| files before → after | 2,000 → 4 | 2,000 → 4 |" in md
     assert "| `lakecat describe` (Iceberg) | 0.70 s | 140 MB | 0.05× |" in md
     assert "bare Spark session start" in md and "15.2 s" in md
-    assert "| ingest lakecat iceberg | 290 MB | 1,400 MB | 1,690 MB |" in md
+    assert "| ingest lakecat iceberg | 290 | 1,400 | 1,690 |" in md
+    assert "driver peak, 1,800 MiB, is within the 2 GiB" in md
     for line in md.splitlines():  # every table row has as many cells as its header
         assert not line.startswith("|") or line.count("|") >= 3
 
@@ -95,7 +96,7 @@ def test_dedupe_rows_and_ratio() -> None:
                   "lakecat_cpu_s": 21.0, "cpu_ratio": 1.05, "lakecat_setup_s": 0.4}}}})  # fmt: skip
     md = bench.render_markdown(doc)
     assert "median of 3 runs each, alternating order" in md and "dropDuplicatesWithinWatermark" in md
-    assert "| Delta, `--dedupe-key` | 9,000 | 8,640 | 0.96× | 20.0 / 21.0 | 0.40 s |" in md
+    assert "| Delta, `--dedupe-key` | 9,000 | 8,640 | – | 0.96× | 20.0 / 21.0 | 0.40 s |" in md
     assert bench.ratios(doc)["ingest.delta.dedupe_throughput"]["value"] == 0.96
     assert bench._modes("json, dedupe") == ("json", "dedupe")
     try:
@@ -160,7 +161,7 @@ def test_from_json_rewrites_the_docs_page(tmp_path, capsys, monkeypatch) -> None
     assert bench.main(["--from-json", str(saved), "--docs"]) == 0
     assert json.loads(capsys.readouterr().out)["ingest"]["events"] == 200000
     text = page.read_text()
-    assert "old generated block" not in text and "| Iceberg | 15,730 | 14,900 | 0.95× |" in text
+    assert "old generated block" not in text and "| Iceberg | 15,730 | 14,900 | 1.2 | 0.95× |" in text
     assert text.startswith("# Performance\n\n" + bench.START_MARK) and text.endswith("## What profiling found\n\n- keep me\n")
     assert "--from-json bench.json --docs" in text
 
@@ -217,5 +218,5 @@ def test_the_many_small_files_compaction_and_the_input_size_render() -> None:
     assert "**Compaction of 10,000 small files**" in md and "| files before → after | 10,000 → 3 | 10,000 → 3 |" in md
     assert "| of it: the engine's procedure / lakecat's own part | 41.2 s / 0.80 s |" in md
     assert "| driver peak (Python + JVM) | 1,750 MB | 1,750 MB |" in md
-    assert "| compact big delta | 350 MB | 1,400 MB | 1,750 MB |" in md
+    assert "| compact big delta | 350 | 1,400 | 1,750 |" in md
     assert bench.ratios(doc)["compact.delta.big_time_vs_engine"]["value"] == 1.05

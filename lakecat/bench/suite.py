@@ -47,6 +47,7 @@ import math
 import os
 import platform
 import re
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -72,7 +73,7 @@ DOCS_PAGE = "docs/performance.md"  # the docs site's Performance page (``--docs`
 
 #: Sizes. ``--quick`` finishes in a few minutes on 2 cores; the default is what the README reports.
 FULL: dict[str, Any] = {
-    "events": 200_000, "batch": 50_000, "ingest_repeat": 3, "ingest_modes": "json,dedupe",
+    "events": 200_000, "batch": 50_000, "ingest_repeat": 3, "ingest_modes": "json,dedupe", "ingest_plain": 1,
     "fresh_seconds": 60, "fresh_rate": 50, "fresh_poll": "metadata",
     "cdc_events": None,  # lakecat.bench.cdc's own default
     "compact_files": 2000, "compact_rows": 200_000, "compact_target": "64MB",
@@ -81,7 +82,7 @@ FULL: dict[str, Any] = {
     "light_rows": 2_500, "light_big_rows": 2_000_000, "light_big_files": 200, "light_repeat": 5,
 }  # fmt: skip
 QUICK: dict[str, Any] = {
-    "events": 10_000, "batch": 5_000, "ingest_repeat": 1, "ingest_modes": "json,dedupe",
+    "events": 10_000, "batch": 5_000, "ingest_repeat": 1, "ingest_modes": "json,dedupe", "ingest_plain": 1,
     "fresh_seconds": 8, "fresh_rate": 20, "fresh_poll": "metadata",
     "cdc_events": 2_000,
     "compact_files": 100, "compact_rows": 10_000, "compact_target": "64MB",
@@ -419,12 +420,14 @@ class _Progress:
 # --- ingest throughput -------------------------------------------------------------------------
 def ingest_throughput(cat: Any, bootstrap: str, *, events: int, batch: int, formats: list[str], repeat: int = 1,
                       home: Path, sampler: TreeSampler | None = None,
-                      modes: tuple[str, ...] = ("json",)) -> dict[str, Any]:  # fmt: skip
+                      modes: tuple[str, ...] = ("json",), plain: bool = True) -> dict[str, Any]:  # fmt: skip
     """lakecat's ``available-now`` ingest against the plain job, same topic, session and batch size.
 
     ``modes``: ``json`` (plain JSON ingest) and ``dedupe`` (``--dedupe-key``). The runs alternate (plain, lakecat,
-    lakecat, plain, ...) and the figures are medians of ``repeat`` runs each (means of 2).
+    lakecat, plain, ...) and the figures are medians of ``repeat`` runs each (means of 2). ``plain=False`` runs
+    lakecat's job alone (``--set ingest_plain=0``: the largest ingest the machine does in a given time, no ratio).
     """
+    kinds = ("plain", "lakecat") if plain else ("lakecat",)
     import lakecat
     from lakecat.kafka_local import create_topic, produce
 
@@ -468,17 +471,17 @@ def ingest_throughput(cat: Any, bootstrap: str, *, events: int, batch: int, form
     produce(bootstrap, warm_topic, _events(warm_n), timeout=600)
     for mode in modes:
         for fmt in formats:
-            for kind in ("plain", "lakecat"):
+            for kind in kinds:
                 run(kind, mode, fmt, f"warm_{kind}_{mode}_{fmt}", warm_topic, warm_n, max(1000, warm_n // 2), named=False)
     progress = _Progress(spark)
     runs: dict[str, dict[str, dict[str, list[dict[str, Any]]]]] = {
-        m: {f: {"plain": [], "lakecat": []} for f in formats} for m in modes
+        m: {f: {k: [] for k in kinds} for f in formats} for m in modes
     }
     try:
         for r in range(repeat):
             for mode in modes:
                 for fmt in formats:
-                    for kind in ("plain", "lakecat") if r % 2 == 0 else ("lakecat", "plain"):
+                    for kind in kinds if r % 2 == 0 else kinds[::-1]:
                         label = f"i_{kind}_{mode}_{fmt}_{r}"
                         with sampler.phase(f"ingest_{kind}_{fmt}" + ("_dedupe" if mode == "dedupe" else "")) as usage:
                             started = time.monotonic()
@@ -495,7 +498,7 @@ def ingest_throughput(cat: Any, bootstrap: str, *, events: int, batch: int, form
             results: dict[str, Any] = {}
             for fmt in formats:
                 row: dict[str, Any] = {}
-                for kind in ("plain", "lakecat"):
+                for kind in kinds:
                     rs = runs[mode][fmt][kind]
                     s = middle(x["s"] for x in rs)
                     row[f"{kind}_s"] = _r(s, 2)
@@ -507,9 +510,9 @@ def ingest_throughput(cat: Any, bootstrap: str, *, events: int, batch: int, form
                     triggers = [progress.summary(f"{prefix}{x['label']}") for x in rs]
                     row[f"{kind}_spark"] = triggers[0] if len(triggers) == 1 else triggers
                 row["lakecat_setup_s"] = _r(middle(x["setup_s"] for x in runs[mode][fmt]["lakecat"]), 2)
-                # the ratio of the medians of the times (rows/s are rounded)
-                row["ratio"] = _r(row["plain_s"] / max(row["lakecat_s"], 1e-9))
-                row["cpu_ratio"] = _r(row["lakecat_cpu_s"] / max(row["plain_cpu_s"], 1e-9))
+                if plain:  # the ratio of the medians of the times (rows/s are rounded)
+                    row["ratio"] = _r(row["plain_s"] / max(row["lakecat_s"], 1e-9))
+                    row["cpu_ratio"] = _r(row["lakecat_cpu_s"] / max(row["plain_cpu_s"], 1e-9))
                 results[fmt] = row
             by_mode[mode] = results
     finally:
@@ -1054,7 +1057,8 @@ def run_spark_sections(params: dict[str, Any]) -> dict[str, Any]:
                                                 big_files=sizes["light_big_files"], formats=formats)),
             ("ingest", lambda: ingest_throughput(cat, params["bootstrap"], events=sizes["events"], batch=sizes["batch"],
                                                  formats=formats, repeat=sizes["ingest_repeat"], home=home, sampler=sampler,
-                                                 modes=_modes(sizes.get("ingest_modes") or "json"))),
+                                                 modes=_modes(sizes.get("ingest_modes") or "json"),
+                                                 plain=bool(sizes.get("ingest_plain", 1)))),
             ("freshness", lambda: freshness(cat, params["bootstrap"], seconds=sizes["fresh_seconds"], rate=sizes["fresh_rate"],
                                             poll=sizes.get("fresh_poll", "metadata"), formats=formats, home=home,
                                             sampler=sampler)),
@@ -1276,16 +1280,18 @@ def render_markdown(doc: dict[str, Any]) -> str:
         START_MARK,
         "<!-- generated by `python -m lakecat.bench --docs` (lakecat/bench.py); edit the generator, not this text -->",
         "",
-        f"Measured by `python -m lakecat.bench{' --quick' if doc.get('quick') else ''}` on {m.get('date', '?')[:10]}: "
+        f"Measured by `{doc.get('command') or 'python -m lakecat.bench' + (' --quick' if doc.get('quick') else '')}` on "
+        f"{m.get('date', '?')[:10]}: "
         f"{m.get('cpu_count', '?')} × {m.get('cpu_model') or 'unknown CPU'}, {m.get('memory_gib', '?')} GiB RAM, "
         f"{m.get('os', '?')}; Python {m.get('python', '?')}, Java {m.get('java') or '?'}, PySpark {m.get('pyspark', '?')}, "
         f"delta-spark {m.get('delta_spark', '?')}, Iceberg {m.get('iceberg_spark_runtime', '?')}. "
         f"Load average (1/5/15 min) {_load(m.get('load_average_start'))} at the start, {_load(m.get('load_average_end'))} at the end "
-        "(other work shared the machine; absolute numbers swing with it — ratios measured in the same run are steadier). "
+        "(the suite keeps both cores busy itself; other work on the machine moves absolute numbers — ratios measured in "
+        "the same run are steadier). "
         "Every \"plain\" figure is the hand-written Spark baseline, run by the same suite in the same Spark session.",
     ]
     ing = doc.get("ingest") or {}
-    if ing.get("results"):
+    if ing.get("results") or (ing.get("dedupe") or {}).get("results"):
         size = (f" — {ing['input_bytes'] / 1e6:,.0f} MB of JSON" + (f", {ing['topic_disk_bytes'] / 1e6:,.0f} MB of Kafka log on disk"
                 if isinstance(ing.get("topic_disk_bytes"), int) else "")) if isinstance(ing.get("input_bytes"), int) else ""
         lines += ["", f"**Ingest, Kafka → table** ({ing['events']:,} JSON events{size} on a {ing.get('topic_partitions', 3)}-partition "
@@ -1295,12 +1301,13 @@ def render_markdown(doc: dict[str, Any]) -> str:
                   + ("; `--dedupe-key`: lakecat `--dedupe-key id --watermark 60d` against the plain job with "
                      "`withWatermark(\"ts\", …).dropDuplicatesWithinWatermark([\"id\"])`, every event kept"
                      if (ing.get("dedupe") or {}).get("results") else "") + "):", "",
-                  "| format | plain rows/s | lakecat rows/s | lakecat / plain | driver CPU s plain / lakecat | lakecat setup |",
-                  "|---|---|---|---|---|---|"]  # fmt: skip
-        rows = [(_fmt_name(fmt), r) for fmt, r in ing["results"].items()]
+                  "| format | plain rows/s | lakecat rows/s | lakecat MB/s (JSON in) | lakecat / plain | driver CPU s plain / lakecat | lakecat setup |",
+                  "|---|---|---|---|---|---|---|"]  # fmt: skip
+        rows = [(_fmt_name(fmt), r) for fmt, r in (ing.get("results") or {}).items()]
         rows += [(f"{_fmt_name(fmt)}, `--dedupe-key`", r) for fmt, r in ((ing.get("dedupe") or {}).get("results") or {}).items()]
         for name, r in rows:
-            lines.append(f"| {name} | {_n(r.get('plain_rows_per_s'))} | {_n(r.get('lakecat_rows_per_s'))} | "
+            mb_s = (ing["input_bytes"] / 1e6 / r["lakecat_s"]) if isinstance(ing.get("input_bytes"), int) and r.get("lakecat_s") else None
+            lines.append(f"| {name} | {_n(r.get('plain_rows_per_s'))} | {_n(r.get('lakecat_rows_per_s'))} | {_n(mb_s, '{:.1f}')} | "
                          f"{_x(r.get('ratio'))} | {_n(r.get('plain_cpu_s'), '{:.1f}')} / {_n(r.get('lakecat_cpu_s'), '{:.1f}')} | "
                          f"{_s(r.get('lakecat_setup_s'))} |")  # fmt: skip
     elif ing.get("error"):
@@ -1419,13 +1426,18 @@ def render_markdown(doc: dict[str, Any]) -> str:
     phases = [(k, mem[k]) for k in order if k in mem]
     if phases:
         lines += ["", "**Driver memory** (peak RSS of the benchmark's driver process tree — Python + the Spark JVM — during "
-                  "each phase; one JVM serves every phase in turn, so a later phase inherits the heap an earlier one grew):", "",
+                  "each phase, in MiB; one JVM serves every phase in turn, so a later phase inherits the heap an earlier one "
+                  "grew):", "",
                   "| phase | Python | JVM | total |", "|---|---|---|---|"]  # fmt: skip
         for k, v in phases:
-            lines.append(f"| {k.replace('_', ' ')} | {_n(v.get('python_mb'))} MB | {_n(v.get('jvm_mb'))} MB | {_n(v.get('total_mb'))} MB |")
+            lines.append(f"| {k.replace('_', ' ')} | {_n(v.get('python_mb'))} | {_n(v.get('jvm_mb'))} | {_n(v.get('total_mb'))} |")
         if "overall" in mem:
             v = mem["overall"]
-            lines.append(f"| whole run | {_n(v.get('python_mb'))} MB | {_n(v.get('jvm_mb'))} MB | {_n(v.get('total_mb'))} MB |")
+            lines.append(f"| whole run | {_n(v.get('python_mb'))} | {_n(v.get('jvm_mb'))} | {_n(v.get('total_mb'))} |")
+            if isinstance(v.get("total_mb"), (int, float)):
+                within = "within" if v["total_mb"] <= 2048 else "over"
+                lines += ["", f"The whole run's driver peak, {_n(v['total_mb'])} MiB, is {within} the 2 GiB (2,048 MiB) "
+                          "bound lakecat's JVM defaults aim at."]
     lines += ["", "Rerun: `python -m lakecat.bench --out bench.json` (full sizes; `--quick` for a smoke run), then "
               "`python -m lakecat.bench --from-json bench.json --docs` to regenerate this section.", END_MARK]  # fmt: skip
     return "\n".join(lines)
@@ -1501,6 +1513,7 @@ def main(argv: list[str] | None = None) -> int:
             sizes[key] = value if key in ("compact_target", "fresh_poll", "ingest_modes") else (None if value.lower() == "none" else float(value) if "." in value else int(value))
         formats = [f.strip() for f in args.formats.split(",") if f.strip()]
         doc = run_suite(sizes, sections=sections, formats=formats, bootstrap=args.bootstrap, quick=args.quick)
+        doc["command"] = shlex.join(["python", "-m", "lakecat.bench", *(argv if argv is not None else sys.argv[1:])])
     text = json.dumps(doc, indent=2)
     if args.out:
         Path(args.out).write_text(text + "\n")
