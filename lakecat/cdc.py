@@ -268,13 +268,14 @@ def parse_debezium(raw: DataFrame, fields: list[StructField], keys: list[str], *
     def part(name: str) -> Column:
         return F.when(wrapped, e["payload"][name]).otherwise(e[name])
 
-    op = F.lower(part("op"))
-    after, before = part("after"), part("before")
+    # before and after share the row schema (the connector's <table>.Value); take it from the "after" section
+    df = df.select("*", F.lower(part("op")).alias("_lakecat_op"), part("after").alias("_lakecat_after"),
+                   part("before").alias("_lakecat_before"),
+                   F.filter(e["schema"]["fields"], lambda s: s["field"] == F.lit("after"))[0]["fields"].alias("_lakecat_rs"))  # fmt: skip
+    op, after, before, row_schema = (F.col(c) for c in ("_lakecat_op", "_lakecat_after", "_lakecat_before", "_lakecat_rs"))
     k = F.col("_k")
     kafka_key = {n: F.coalesce(k["payload"][n], k[n]) for n in keys}
     tombstone = F.col("value").isNull() & F.col("_lakecat_key").isNotNull()
-    # before and after share the row schema (the connector's <table>.Value); take it from the "after" section
-    row_schema = F.filter(e["schema"]["fields"], lambda s: s["field"] == F.lit("after"))[0]["fields"]
 
     def declared(fields_schema: Column, name: str) -> tuple[Column, Column]:
         spec = F.filter(fields_schema, lambda s: s["field"] == F.lit(name))[0]
@@ -295,6 +296,12 @@ def parse_debezium(raw: DataFrame, fields: list[StructField], keys: list[str], *
 
     values = {f.name: (key_value(f) if f.name in keys else F.when(op.isin(*UPSERT_OPS), typed(after, f)))
               for f in fields}  # fmt: skip
+    # Computed once, as columns: the checks, the error, its detail and the output refer to them by name. (Written
+    # inline, every reference repeated a value's whole decoding: a plan of ~250 KB that took seconds per batch to
+    # analyze, optimize and run.)
+    staged = {f.name: f"_lakecat_v{i}" for i, f in enumerate(fields)}
+    df = df.select("*", *[values[n].alias(c) for n, c in staged.items()])
+    values = {n: F.col(c) for n, c in staged.items()}
     decoded = [f for f in fields if _decoded(f.dataType)]
     time_errors = F.concat_ws(", ", *[F.when(after[f.name].isNotNull() & values[f.name].isNull(),
                                              F.lit(f"{f.name} (expected {f.dataType.simpleString()})"))

@@ -220,3 +220,15 @@ def test_the_many_small_files_compaction_and_the_input_size_render() -> None:
     assert "| driver peak (Python + JVM) | 1,750 MB | 1,750 MB |" in md
     assert "| compact big delta | 350 | 1,400 | 1,750 |" in md
     assert bench.ratios(doc)["compact.delta.big_time_vs_engine"]["value"] == 1.05
+
+
+def test_the_freshness_poll_counts_what_a_reader_sees(catalog, spark, ns, table_format):
+    """The freshness section's poll on a real table, both ways (a full run once failed here after the format refactor)."""
+    t = catalog.create_table(f"{ns}.fresh_poll", schema=bench.SCHEMA, format=table_format)
+    metadata, by_spark = bench.visible_rows(catalog, t, "metadata"), bench.visible_rows(catalog, t, "spark")
+    assert metadata() == 0 and by_spark() == 0
+    spark.sql(f"""INSERT INTO {t.spark_name} VALUES (1, TIMESTAMP '2024-01-01 00:00:00', 'a', 1.50),
+        (2, NULL, 'b', NULL), (3, TIMESTAMP '2024-01-02 00:00:00', NULL, 2.00)""")
+    assert metadata() == 3 and by_spark() == 3
+    spark.sql(f"INSERT INTO {t.spark_name} VALUES (4, NULL, 'd', 0.10)")
+    assert metadata() == 4 and by_spark() == 4

@@ -560,10 +560,9 @@ def visible_rows(cat: Any, table: Any, how: str) -> Callable[[], int]:
             return int(pc.sum(pa.table(dt.get_add_actions(flatten=True))["num_records"]).as_py() or 0)
 
         return delta_rows
-    ident = str(table.entry.ident)
 
     def iceberg_rows() -> int:
-        snap = cat.pyiceberg().load_table(ident).current_snapshot()
+        snap = table.adapter.load(table).current_snapshot()
         return int(snap.summary.get("total-records") or 0) if snap is not None and snap.summary else 0
 
     return iceberg_rows
