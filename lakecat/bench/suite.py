@@ -20,7 +20,8 @@ Sections (``--sections``, all by default):
   ``OPTIMIZE``) on identical tables of many small files, and the query speedup after; then the same on two
   unpartitioned tables of ``compact_big_files`` (10,000) files of ``compact_big_rows_per_file`` rows each, with the
   driver's peak memory. Each lakecat run is split into the engine's procedure and lakecat's own overhead (planning
-  from metadata before, the totals after, the maintenance record).
+  from metadata before, the totals after, the maintenance record). ``compact_repeat`` rounds per pair in
+  alternating order (both tables rolled back to the same files between rounds), medians.
 - ``metadata``: whole ``lakecat list/describe/history`` processes (light path, no JVM) against a process that
   only starts a bare Spark session with the same jars.
 - ``engine``: whole ``lakecat compact --dry-run`` / ``rollback`` / ``upsert`` (100 rows) processes on a warm local
@@ -77,7 +78,7 @@ FULL: dict[str, Any] = {
     "fresh_seconds": 60, "fresh_rate": 50, "fresh_poll": "metadata",
     "cdc_events": None,  # lakecat.bench.cdc's own default
     "compact_files": 2000, "compact_rows": 200_000, "compact_target": "64MB",
-    "compact_big_files": 10_000, "compact_big_rows_per_file": 1000,
+    "compact_big_files": 10_000, "compact_big_rows_per_file": 1000, "compact_repeat": 3,
     "meta_commits": 20, "meta_repeat": 5, "spark_start_repeat": 2, "start_repeat": 5, "engine_repeat": 3,
     "light_rows": 2_500, "light_big_rows": 2_000_000, "light_big_files": 200, "light_repeat": 5,
 }  # fmt: skip
@@ -86,7 +87,7 @@ QUICK: dict[str, Any] = {
     "fresh_seconds": 8, "fresh_rate": 20, "fresh_poll": "metadata",
     "cdc_events": 2_000,
     "compact_files": 100, "compact_rows": 10_000, "compact_target": "64MB",
-    "compact_big_files": 200, "compact_big_rows_per_file": 1000,
+    "compact_big_files": 200, "compact_big_rows_per_file": 1000, "compact_repeat": 1,
     "meta_commits": 3, "meta_repeat": 2,
     "spark_start_repeat": 0,  # 0: the suite's own Spark child's session start stands in for a separate bare start
     "start_repeat": 2,
@@ -709,18 +710,39 @@ def _engine_compact(cat: Any, spark: Any, table: Any, target_bytes: int) -> Call
     return delta
 
 
-def _compact_pair(cat: Any, spark: Any, lt: Any, et: Any, target_bytes: int, row: dict[str, Any]) -> None:
-    """Dry run and ``Table.compact`` of ``lt``, the engine's own command on its copy ``et``; figures into ``row``."""
+def _compact_pair(cat: Any, spark: Any, lt: Any, et: Any, target_bytes: int, row: dict[str, Any], *,
+                  repeat: int = 1) -> None:  # fmt: skip
+    """Dry run and ``Table.compact`` of ``lt``, the engine's own command on its copy ``et``; figures into ``row``.
+
+    With ``repeat`` > 1, ``repeat`` rounds in alternating order (lakecat first in even rounds, the engine first in
+    odd ones), both tables rolled back to their version before compaction between rounds (the same files again, no
+    rebuild); the figures are medians over the rounds, each round's pair in ``rounds``."""
     row["dry_run_s"], plan = _timed(lambda: lt.compact(target_file_size=target_bytes, dry_run=True))
     row["dry_run_estimated_files_after"] = plan.files_after
-    row["lakecat_compact_s"], res = _timed(lambda: lt.compact(target_file_size=target_bytes))
-    row["files_after"] = res.files_after
-    # lakecat's own part: everything of Table.compact but the engine's procedure inside it
-    row["lakecat_engine_s"] = res.engine_s
-    row["lakecat_overhead_s"] = _r(row["lakecat_compact_s"] - res.engine_s)
-    row["engine_compact_s"], _ = _timed(_engine_compact(cat, spark, et, target_bytes))
+    start = {"lakecat": lt.describe().current_version, "engine": et.describe().current_version}
+    rounds: list[dict[str, Any]] = []
+    for i in range(max(1, repeat)):
+        if i:
+            for which, t in (("lakecat", lt), ("engine", et)):
+                t.rollback(version=start[which], force=True)
+        one: dict[str, Any] = {"first": "lakecat" if i % 2 == 0 else "engine"}
+        for which in (("lakecat", "engine") if i % 2 == 0 else ("engine", "lakecat")):
+            if which == "lakecat":
+                one["lakecat_compact_s"], res = _timed(lambda: lt.compact(target_file_size=target_bytes))
+                one["lakecat_engine_s"] = res.engine_s  # lakecat's own part: the rest of Table.compact
+                one["lakecat_overhead_s"] = _r(one["lakecat_compact_s"] - res.engine_s)
+                one["files_after"] = res.files_after
+            else:
+                one["engine_compact_s"], _ = _timed(_engine_compact(cat, spark, et, target_bytes))
+        rounds.append(one)
+    for key in ("lakecat_compact_s", "lakecat_engine_s", "lakecat_overhead_s", "engine_compact_s"):
+        row[key] = _r(statistics.median(r[key] for r in rounds))
+    row["files_after"] = rounds[-1]["files_after"]
     row["engine_files_after"] = et.describe().files
     row["lakecat_over_engine"] = _r(row["lakecat_compact_s"] / max(row["engine_compact_s"], 1e-9), 2)
+    row["repeat"] = len(rounds)
+    if len(rounds) > 1:
+        row["rounds"] = rounds
 
 
 def _small_files_table(cat: Any, spark: Any, name: str, fmt: str, *, files: int, rows_per_file: int) -> Any:
@@ -741,7 +763,7 @@ def _small_files_table(cat: Any, spark: Any, name: str, fmt: str, *, files: int,
 
 
 def compaction_big(cat: Any, *, files: int, rows_per_file: int, target: str, formats: list[str],
-                   sampler: TreeSampler | None = None) -> dict[str, Any]:  # fmt: skip
+                   sampler: TreeSampler | None = None, repeat: int = 1) -> dict[str, Any]:  # fmt: skip
     """Compaction of ``files`` small files (one unpartitioned table per format, an identical copy for the engine's
     own command): times, lakecat's own overhead and the driver's peak memory (Python + JVM)."""
     from lakecat.units import parse_size
@@ -762,7 +784,7 @@ def compaction_big(cat: Any, *, files: int, rows_per_file: int, target: str, for
         row["files_before"] = lt.describe().files
         row["engine_files_before"] = et.describe().files
         with sampler.phase(f"compact_big_{fmt}") as usage:
-            _compact_pair(cat, spark, lt, et, target_bytes, row)
+            _compact_pair(cat, spark, lt, et, target_bytes, row, repeat=repeat)
         row["cpu_s"] = usage["cpu_s"]
         row["peak_mb"] = {k: usage.get(k) for k in ("python_mb", "jvm_mb", "total_mb")}
         _say(f"compact {row['files_before']:,} files {fmt}: lakecat {row['lakecat_compact_s']}s (overhead "
@@ -772,7 +794,8 @@ def compaction_big(cat: Any, *, files: int, rows_per_file: int, target: str, for
 
 
 def compaction(cat: Any, *, files: int, rows: int, target: str, formats: list[str],
-               sampler: TreeSampler | None = None, big_files: int = 0, big_rows_per_file: int = 1000) -> dict[str, Any]:
+               sampler: TreeSampler | None = None, big_files: int = 0, big_rows_per_file: int = 1000,
+               repeat: int = 1) -> dict[str, Any]:  # fmt: skip
     """``Table.compact`` against the engine's own command on an identical copy; queries before and after. With
     ``big_files``, also ``compaction_big`` (its figures under the ``big`` key)."""
     from lakecat.units import parse_size
@@ -798,7 +821,7 @@ def compaction(cat: Any, *, files: int, rows: int, target: str, formats: list[st
         row: dict[str, Any] = {"build_s": build_s, "files_before": lt.describe().files}
         with sampler.phase(f"compact_{fmt}") as usage:
             row["before"] = _queries(spark, lt)
-            _compact_pair(cat, spark, lt, et, target_bytes, row)
+            _compact_pair(cat, spark, lt, et, target_bytes, row, repeat=repeat)
             row["after"] = _queries(spark, lt)
         for q in ("filtered_query_s", "full_query_s"):
             row[f"{q.removesuffix('_s')}_speedup"] = _r(row["before"][q] / max(row["after"][q], 1e-9), 2)
@@ -809,7 +832,7 @@ def compaction(cat: Any, *, files: int, rows: int, target: str, formats: list[st
     if big_files:
         try:
             report["big"] = compaction_big(cat, files=big_files, rows_per_file=big_rows_per_file, target=target,
-                                           formats=formats, sampler=sampler)  # fmt: skip
+                                           formats=formats, sampler=sampler, repeat=repeat)  # fmt: skip
         except Exception as e:  # noqa: BLE001 - the small-table figures stand on their own
             _say(f"compaction of {big_files} files failed: {e!r}")
             report["big"] = {"error": f"{type(e).__name__}: {e}"[:2000]}
@@ -1064,7 +1087,8 @@ def run_spark_sections(params: dict[str, Any]) -> dict[str, Any]:
             ("compact", lambda: compaction(cat, files=sizes["compact_files"], rows=sizes["compact_rows"],
                                            target=sizes["compact_target"], formats=formats, sampler=sampler,
                                            big_files=sizes.get("compact_big_files") or 0,
-                                           big_rows_per_file=sizes.get("compact_big_rows_per_file") or 1000)),
+                                           big_rows_per_file=sizes.get("compact_big_rows_per_file") or 1000,
+                                           repeat=sizes.get("compact_repeat") or 1)),
         ]  # fmt: skip
         for name, job in jobs:
             if name not in sections:
@@ -1272,6 +1296,13 @@ def _fmt_name(fmt: str) -> str:
     return {"iceberg": "Iceberg", "delta": "Delta"}.get(fmt, fmt)
 
 
+def _rounds_note(results: dict[str, dict[str, Any]]) -> str:
+    """How a compaction table's times were taken, when over several rounds."""
+    n = max((int(r.get("repeat") or 1) for r in results.values()), default=1)
+    return (f"; median of {n} rounds in alternating order (lakecat first, then the engine first, ...), both tables "
+            "rolled back to the same files between rounds") if n > 1 else ""  # fmt: skip
+
+
 def render_markdown(doc: dict[str, Any]) -> str:
     """The README's Performance section body (between the markers) for a suite document."""
     m = doc.get("machine", {})
@@ -1340,7 +1371,7 @@ def render_markdown(doc: dict[str, Any]) -> str:
         fmts = list(res)
         target = cp.get("target") or f"{cp.get('target_file_size', 0):,} bytes"
         lines += ["", f"**Compaction** ({cp['files']:,} files, {cp['rows']:,} rows, {target} target; the engine's own command "
-                  "(`rewrite_data_files` / `OPTIMIZE`) runs on an identical copy):", "",
+                  f"(`rewrite_data_files` / `OPTIMIZE`) runs on an identical copy{_rounds_note(res)}):", "",
                   "| | " + " | ".join(_fmt_name(f) for f in fmts) + " |", "|---" * (len(fmts) + 1) + "|"]  # fmt: skip
 
         def row(label: str, cell: Callable[[dict[str, Any]], str]) -> None:
@@ -1364,7 +1395,7 @@ def render_markdown(doc: dict[str, Any]) -> str:
         fmts = list(res)
         lines += ["", f"**Compaction of {big['files']:,} small files** (one unpartitioned table, {big['rows']:,} rows, "
                   f"{big.get('rows_per_file', 0):,} per file, {big.get('target')} target; the engine's own command on an "
-                  "identical copy):", "", "| | " + " | ".join(_fmt_name(f) for f in fmts) + " |",
+                  f"identical copy{_rounds_note(res)}):", "", "| | " + " | ".join(_fmt_name(f) for f in fmts) + " |",
                   "|---" * (len(fmts) + 1) + "|"]  # fmt: skip
         for label, cell in (
             ("files before → after", lambda r: f"{_n(r.get('files_before'))} → {_n(r.get('files_after'))}"),
