@@ -719,21 +719,25 @@ def _compact_pair(cat: Any, spark: Any, lt: Any, et: Any, target_bytes: int, row
     rebuild); the figures are medians over the rounds, each round's pair in ``rounds``."""
     row["dry_run_s"], plan = _timed(lambda: lt.compact(target_file_size=target_bytes, dry_run=True))
     row["dry_run_estimated_files_after"] = plan.files_after
-    start = {"lakecat": lt.describe().current_version, "engine": et.describe().current_version}
+    start = [(t, t.describe().current_version) for t in (lt, et)]
+
+    def by_lakecat(one: dict[str, Any]) -> None:
+        one["lakecat_compact_s"], res = _timed(lambda: lt.compact(target_file_size=target_bytes))
+        one["lakecat_engine_s"] = res.engine_s  # lakecat's own part: the rest of Table.compact
+        one["lakecat_overhead_s"] = _r(one["lakecat_compact_s"] - res.engine_s)
+        one["files_after"] = res.files_after
+
+    def by_engine(one: dict[str, Any]) -> None:
+        one["engine_compact_s"], _ = _timed(_engine_compact(cat, spark, et, target_bytes))
+
     rounds: list[dict[str, Any]] = []
     for i in range(max(1, repeat)):
-        if i:
-            for which, t in (("lakecat", lt), ("engine", et)):
-                t.rollback(version=start[which], force=True)
+        if i:  # the same small files again
+            for t, version in start:
+                t.rollback(version=version, force=True)
         one: dict[str, Any] = {"first": "lakecat" if i % 2 == 0 else "engine"}
-        for which in (("lakecat", "engine") if i % 2 == 0 else ("engine", "lakecat")):
-            if which == "lakecat":
-                one["lakecat_compact_s"], res = _timed(lambda: lt.compact(target_file_size=target_bytes))
-                one["lakecat_engine_s"] = res.engine_s  # lakecat's own part: the rest of Table.compact
-                one["lakecat_overhead_s"] = _r(one["lakecat_compact_s"] - res.engine_s)
-                one["files_after"] = res.files_after
-            else:
-                one["engine_compact_s"], _ = _timed(_engine_compact(cat, spark, et, target_bytes))
+        for side in (by_lakecat, by_engine) if i % 2 == 0 else (by_engine, by_lakecat):
+            side(one)
         rounds.append(one)
     for key in ("lakecat_compact_s", "lakecat_engine_s", "lakecat_overhead_s", "engine_compact_s"):
         row[key] = _r(statistics.median(r[key] for r in rounds))

@@ -13,7 +13,8 @@ if TYPE_CHECKING:
 MARKER_QUERY = "lakecat.query-id"  # the exactly-once marker ingest puts on each snapshot it commits
 
 
-def _partition(specs: dict[int, Any], schema: Any, spec_id: int, partition: Any) -> str:
+def partition_path(specs: dict[int, Any], schema: Any, spec_id: int, partition: Any) -> str:
+    """A data file's partition as Hive-style path text ("" when unpartitioned), for display and planning."""
     spec = specs.get(spec_id)
     if spec is None or not spec.fields:
         return ""
@@ -67,7 +68,7 @@ class IcebergHealth:
                 live.add(f.file_path)
                 if f.content == DataFileContent.DATA:
                     data_paths.add(f.file_path)
-                    part = _partition(specs, schema, manifest.partition_spec_id, f.partition)
+                    part = partition_path(specs, schema, manifest.partition_spec_id, f.partition)
                     facts.files.append(FileFact(int(f.file_size_in_bytes), part, int(f.record_count)))
                 else:
                     deletes.append(f)

@@ -12,6 +12,7 @@ from ...files import DataFile, norm_path
 from ...identifiers import quote
 from ...results import ExpireResult, MetadataResult
 from ...units import format_duration, iso
+from .health import partition_path
 from .markers import MARKER_PROPERTY_PREFIX, all_stream_markers, unpublished
 
 if TYPE_CHECKING:
@@ -67,25 +68,13 @@ class IcebergMaintenance:
         if snap is None:
             return []
         schema, specs = tbl.schema(), tbl.specs()
-        paths: dict[tuple[int, tuple[Any, ...]], str] = {}
-
-        def part_path(spec_id: int, partition: Any) -> str:
-            key = (spec_id, tuple(partition))
-            if key not in paths:
-                spec = specs.get(spec_id)
-                try:
-                    paths[key] = spec.partition_to_path(partition, schema) if spec is not None and spec.fields else ""
-                except Exception:  # noqa: BLE001 - a display string only
-                    paths[key] = str(partition)
-            return paths[key]
-
         out = []
         for m in snap.manifests(tbl.io):
             if m.content != ManifestContent.DATA:
                 continue
             for entry in m.fetch_manifest_entry(tbl.io, discard_deleted=True):
                 f = entry.data_file
-                out.append(DataFile(f.file_path, int(f.file_size_in_bytes), part_path(f.spec_id, f.partition)))
+                out.append(DataFile(f.file_path, int(f.file_size_in_bytes), partition_path(specs, schema, f.spec_id, f.partition)))
         return out
 
     def _totals(self, table: TableHandle) -> dict[str, str] | None:
