@@ -189,6 +189,7 @@ def test_ratios_are_flat_with_a_direction() -> None:
 def test_failed_sections_and_quantiles() -> None:
     assert bench.failed_sections(SAMPLE) == []
     assert bench.failed_sections({"compact": {"error": "x"}, "cdc": {"skipped": "y"}}) == ["compact"]
+    assert bench.failed_sections({"compact": {"results": {}, "big": {"error": "MemoryError"}}}) == ["compact.big"]
     assert bench._pct([3.0, 1.0, 2.0, 4.0], 0.5) == 2.5
     assert bench._pct([], 0.5) is None
 

@@ -159,3 +159,43 @@ def test_metadata_commands_start_no_jvm(catalog, ns, light_cli):
     assert {t["name"] for t in light_cli("list", ns)} == {f"{ns}.light_ice", f"{ns}.light_delta"}
     for name in ("light_ice", "light_delta"):
         assert light_cli("describe", f"{ns}.{name}")["partitioning"] == ["days(ts)"]
+
+
+@pytest.mark.iceberg
+@pytest.mark.parametrize("version", ["1", "2"])
+def test_iceberg_describe_from_the_metadata_file_equals_pyicebergs_view(catalog, spark, ns, version, monkeypatch):
+    """``describe`` of an Iceberg table reads its metadata file as JSON (no pyiceberg import); after schema and partition
+    evolution, tags and branches, on format v1 and v2 files, it says exactly what pyiceberg's parsed metadata says, and
+    its column types are Spark's."""
+    t = catalog.create_table(f"{ns}.m{version}", schema="id BIGINT NOT NULL, ts TIMESTAMP, amount DECIMAL(10,2), "
+                             "tags ARRAY<STRING>, attrs MAP<STRING, INT>, info STRUCT<region: STRING, zone: INT>, raw BINARY",
+                             format="iceberg", partition_by="days(ts), bucket(4, id)",
+                             properties={"format-version": version})  # fmt: skip
+    name = t.spark_name
+    spark.sql(f"INSERT INTO {name} VALUES (1, TIMESTAMP'2026-01-01 10:00:00', 1.50, array('a'), map('k', 1), "
+              "named_struct('region', 'eu', 'zone', 2), X'01')")  # fmt: skip
+    spark.sql(f"ALTER TABLE {name} ADD COLUMNS (note STRING COMMENT 'free text', seen TIMESTAMP_NTZ)")
+    spark.sql(f"ALTER TABLE {name} RENAME COLUMN amount TO price")
+    spark.sql(f"ALTER TABLE {name} ADD PARTITION FIELD truncate(2, info.region)")
+    spark.sql(f"ALTER TABLE {name} DROP PARTITION FIELD bucket(4, id)")
+    spark.sql(f"INSERT INTO {name} VALUES (2, TIMESTAMP'2026-01-02 10:00:00', 2.00, array(), map(), "
+              "named_struct('region', 'us', 'zone', 1), X'02', 'n', TIMESTAMP_NTZ'2026-01-02 00:00:00')")  # fmt: skip
+    first = t.history()[-1].version
+    t.tag("before", version=first, retain="7d")
+    spark.sql(f"ALTER TABLE {name} CREATE BRANCH audit")
+
+    light = t.describe()
+    adapter = type(t.adapter)
+    monkeypatch.setattr(adapter, "metadata_file_doc", lambda self, table: None)  # as for a REST catalog: via pyiceberg
+    assert t.describe() == light
+
+    assert [c.name for c in light.schema] == ["id", "ts", "price", "tags", "attrs", "info", "raw", "note", "seen"]
+    # a v1 spec keeps a dropped field as void (v1 specs must keep their fields' positions)
+    assert light.partitioning == ["days(ts)", *(["void(id)"] if version == "1" else []), "truncate(2, info.region)"]
+    assert [s.current for s in light.partition_specs].count(True) == 1 and len(light.partition_specs) >= 2
+    assert light.records == 2 and light.files >= 2 and light.current_version == t.describe().current_version
+    assert [(r.name, r.retain) for r in light.tags] == [("before", "1w")] and [b.name for b in light.branches] == ["audit"]
+    assert {c.name: c.comment for c in light.schema}["note"] == "free text"
+    assert not {c.name: c.nullable for c in light.schema}["id"]
+    spark_types = {f.name: f.dataType.simpleString() for f in spark.table(name).schema.fields}
+    assert {c.name: c.type.replace(" ", "").lower() for c in light.schema} == spark_types

@@ -133,10 +133,10 @@ def test_changes(cli, catalog, spark, ns, table_format):
 def assert_same_snapshot_view(t):
     """Iceberg: the version log reads the metadata file itself (no pyiceberg import); it must see the commits, the
     current snapshot and the snapshot log exactly as pyiceberg's parse of the same file does."""
-    from lakecat.formats.iceberg.versions import _commits, _metadata_json, _snapshot_view
+    from lakecat.formats.iceberg.versions import _commits, _metadata_json, snapshot_view
 
     meta = t.adapter.load(t).metadata
-    light = _snapshot_view(_metadata_json(t.refresh().metadata_location))
+    light = snapshot_view(_metadata_json(t.refresh().metadata_location))
     assert _commits(light) == _commits(meta)
     assert light.current_snapshot_id == meta.current_snapshot_id
     assert [(e.snapshot_id, e.timestamp_ms) for e in light.snapshot_log] == [

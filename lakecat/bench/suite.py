@@ -1270,9 +1270,12 @@ def run_suite(sizes: dict[str, Any], *, sections: list[str], formats: list[str],
 
 
 def failed_sections(doc: dict[str, Any]) -> list[str]:
-    return [s for s in SECTIONS if isinstance(doc.get(s), dict) and "error" in doc[s]] + (
-        ["spark_child"] if "spark_child_error" in doc else []
-    )
+    """The sections (and sub-parts: ``compact.big``) that failed in this run; any makes the exit code 1."""
+    failed = [s for s in SECTIONS if isinstance(doc.get(s), dict) and "error" in doc[s]]
+    big = (doc.get("compact") or {}).get("big") if isinstance(doc.get("compact"), dict) else None
+    if isinstance(big, dict) and "error" in big:
+        failed.append("compact.big")
+    return failed + (["spark_child"] if "spark_child_error" in doc else [])
 
 
 # --- the README section ------------------------------------------------------------------------
