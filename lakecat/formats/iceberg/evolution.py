@@ -180,7 +180,7 @@ class IcebergEvolution:
         return out
 
     def refs(self, table: TableHandle) -> list[RefInfo]:
-        return self.ref_infos(self.load(table).metadata)  # type: ignore[attr-defined]
+        return self.ref_infos(self.snapshot_metadata(table))  # type: ignore[attr-defined]  # the file alone where it can
 
     def create_tag(self, table: TableHandle, name: str, version: int, retain: timedelta | None) -> None:
         age = int(retain.total_seconds() * 1000) if retain is not None else None
