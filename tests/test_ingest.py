@@ -257,6 +257,27 @@ def test_unknown_fields_counted_then_merged(catalog, ns, kafka_bootstrap, table_
     assert cols["color"] == "STRING" and cols["size"] == "BIGINT" and cols["_kafka_partition"] == "INT"
 
 
+def test_merge_schema_in_a_later_batch_writes_the_new_columns(catalog, ns, kafka_bootstrap, table_format):
+    """A micro-batch reuses the previous one's write expressions until the columns change: a field that first appears
+    in the third batch is added and written from that batch on, and the counters stay exact in every batch."""
+    import lakecat
+    from lakecat.kafka_local import produce
+
+    topic = new_topic(kafka_bootstrap, partitions=1)
+    events = [{"id": i, "name": f"n{i}"} for i in range(20)] + [{"id": i, "name": f"n{i}", "color": f"c{i}"} for i in range(20, 30)]
+    produce(kafka_bootstrap, topic, [json.dumps(e).encode() for e in events] + [b"{not json"])
+    name = f"{ns}.later_cols"
+    catalog.create_table(name, schema="id BIGINT NOT NULL, name STRING", format=table_format)
+    report = catalog.ingest(name, lakecat.KafkaSource(kafka_bootstrap, topic), merge_schema=True, max_records_per_batch=10,
+                            checkpoint=str(catalog.config.warehouse_path / "ck" / ns / "later"))  # fmt: skip
+    assert report.batches >= 3 and report.rows_written == 30 and report.rows_dead_lettered == 1
+    assert report.added_columns == ["color"]
+    rows = {r["id"]: r for r in read_rows(catalog, name)}
+    assert sorted(rows) == list(range(30))
+    assert all(rows[i]["color"] is None for i in range(20)) and all(rows[i]["color"] == f"c{i}" for i in range(20, 30))
+    assert len(read_rows(catalog, f"{name}_dlq")) == 1
+
+
 def test_with_kafka_metadata_needs_columns(cli, catalog, ns, kafka_bootstrap):
     topic = new_topic(kafka_bootstrap, partitions=1)
     catalog.create_table(f"{ns}.m", schema="id BIGINT", format="iceberg")
