@@ -47,13 +47,9 @@ _PRIMITIVE_SQL = {
 }  # fmt: skip
 
 
-def iceberg_type_sql(t: Any) -> str:
-    """An Iceberg type in the metadata file's JSON form (``"long"``, ``"decimal(10, 2)"``, ``{"type": "list", ...}``;
-    a pyiceberg type is turned into it first) -> the Spark SQL spelling lakecat shows for every format."""
-    if not isinstance(t, (str, dict)):
-        import json
-
-        t = json.loads(t.model_dump_json())
+def iceberg_type_sql(t: str | dict[str, Any]) -> str:
+    """An Iceberg type in the metadata file's JSON form (``"long"``, ``"decimal(10, 2)"``, ``{"type": "list", ...}``)
+    -> the Spark SQL spelling lakecat shows for every format."""
     if isinstance(t, dict):
         kind = str(t.get("type", "")).lower()
         if kind == "list":

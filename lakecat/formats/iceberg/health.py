@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..base import FileFact, HealthFacts
@@ -13,15 +14,22 @@ if TYPE_CHECKING:
 MARKER_QUERY = "lakecat.query-id"  # the exactly-once marker ingest puts on each snapshot it commits
 
 
-def partition_path(specs: dict[int, Any], schema: Any, spec_id: int, partition: Any) -> str:
-    """A data file's partition as Hive-style path text ("" when unpartitioned), for display and planning."""
-    spec = specs.get(spec_id)
-    if spec is None or not spec.fields:
-        return ""
-    try:
-        return str(spec.partition_to_path(partition, schema))
-    except Exception:  # noqa: BLE001 - a display string only
-        return str(partition)
+def partition_paths(specs: dict[int, Any], schema: Any) -> Callable[[int, Any], str]:
+    """``path(spec_id, partition)``: a data file's partition as Hive-style path text ("" when unpartitioned), for
+    display and planning; each distinct partition is rendered once (a table has far fewer partitions than files)."""
+    seen: dict[tuple[int, tuple[Any, ...]], str] = {}
+
+    def path(spec_id: int, partition: Any) -> str:
+        key = (spec_id, tuple(partition))
+        if key not in seen:
+            spec = specs.get(spec_id)
+            try:
+                seen[key] = str(spec.partition_to_path(partition, schema)) if spec is not None and spec.fields else ""
+            except Exception:  # noqa: BLE001 - a display string only
+                seen[key] = str(partition)
+        return seen[key]
+
+    return path
 
 
 _DELETE_FILE_PATH_ID = 2147483546  # the reserved field id of a position delete's file_path column
@@ -57,7 +65,7 @@ class IcebergHealth:
         current = tbl.current_snapshot()
         if current is None:
             return facts
-        schema, specs = tbl.schema(), tbl.specs()
+        partition_path = partition_paths(tbl.specs(), tbl.schema())
         live: set[str] = set()
         data_paths: set[str] = set()
         deletes: list[Any] = []
@@ -68,7 +76,7 @@ class IcebergHealth:
                 live.add(f.file_path)
                 if f.content == DataFileContent.DATA:
                     data_paths.add(f.file_path)
-                    part = partition_path(specs, schema, manifest.partition_spec_id, f.partition)
+                    part = partition_path(manifest.partition_spec_id, f.partition)
                     facts.files.append(FileFact(int(f.file_size_in_bytes), part, int(f.record_count)))
                 else:
                     deletes.append(f)

@@ -12,7 +12,7 @@ from ...files import DataFile, norm_path
 from ...identifiers import quote
 from ...results import ExpireResult, MetadataResult
 from ...units import format_duration, iso
-from .health import partition_path
+from .health import partition_paths
 from .markers import MARKER_PROPERTY_PREFIX, all_stream_markers, unpublished
 
 if TYPE_CHECKING:
@@ -67,14 +67,14 @@ class IcebergMaintenance:
         snap = tbl.current_snapshot()
         if snap is None:
             return []
-        schema, specs = tbl.schema(), tbl.specs()
+        partition_path = partition_paths(tbl.specs(), tbl.schema())
         out = []
         for m in snap.manifests(tbl.io):
             if m.content != ManifestContent.DATA:
                 continue
             for entry in m.fetch_manifest_entry(tbl.io, discard_deleted=True):
                 f = entry.data_file
-                out.append(DataFile(f.file_path, int(f.file_size_in_bytes), partition_path(specs, schema, f.spec_id, f.partition)))
+                out.append(DataFile(f.file_path, int(f.file_size_in_bytes), partition_path(f.spec_id, f.partition)))
         return out
 
     def _totals(self, table: TableHandle) -> dict[str, str] | None:
