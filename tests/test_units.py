@@ -188,3 +188,15 @@ def test_delta_conflicts_raised_as_python_classes_are_commit_conflicts():
         raise ConcurrentAppendException("[DELTA_CONCURRENT_APPEND.WITH_PARTITION_HINT] Transaction conflict detected.")
     with pytest.raises(KeyError), spark_errors("upsert into"):  # not an engine error: a bug stays a bug
         raise KeyError("x")
+
+
+def test_kafka_consumer_defaults_and_overrides():
+    """lakecat's reader default (a short fetch wait, see CONSUMER_DEFAULTS) unless the user's options name it; such
+    Java-consumer settings never reach librdkafka's admin client, which has no such names."""
+    from lakecat.sources.kafka import KafkaSource
+
+    plain = KafkaSource("localhost:9092", "orders")
+    assert plain.consumer_options() == {"kafka.fetch.max.wait.ms": "10"}
+    own = KafkaSource("localhost:9092", "orders", options={"fetch.max.wait.ms": 300, "kafka.security.protocol": "SSL"})
+    assert own.consumer_options() == {"kafka.fetch.max.wait.ms": "300", "kafka.security.protocol": "SSL"}
+    assert own.admin_conf()["security.protocol"] == "SSL" and "fetch.max.wait.ms" not in own.admin_conf()
