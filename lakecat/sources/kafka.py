@@ -20,9 +20,14 @@ STARTING_OFFSETS = ("earliest", "latest")
 #: a consumer sends its next fetch as soon as it has records, so a task that reads up to the log end leaves a fetch
 #: the broker holds for this long (Kafka's default 500 ms) when no newer record exists, and the next micro-batch's
 #: task on that consumer waits for it before it can fetch: ~0.5 s per such partition read (a whole drain of 20,000
-#: events took 3.0 s with the default, 2.15 s with 10 ms). Spark's tasks only ask for offsets that exist, so a
+#: events took ~3.0 s with the default, 2.2-2.6 s with 10 ms). Spark's tasks only ask for offsets that exist, so a
 #: shorter wait costs nothing when records are there.
 CONSUMER_DEFAULTS = {"fetch.max.wait.ms": "10"}
+
+
+def _bare(key: str) -> str:
+    """An option's consumer setting name, without Spark's ``kafka.`` prefix."""
+    return key[len("kafka."):] if key.startswith("kafka.") else key
 #: Columns ``with_metadata`` fills (the table must have them, or ``merge_schema`` adds them).
 KAFKA_METADATA_COLUMNS = {
     "_kafka_key": "STRING",
@@ -109,17 +114,14 @@ class KafkaSource(Source):
 
     def consumer_options(self) -> dict[str, str]:
         """The ``kafka.*`` options of Spark's reader: ``options`` over lakecat's ``CONSUMER_DEFAULTS``."""
-        merged = {f"kafka.{k}": v for k, v in CONSUMER_DEFAULTS.items()}
-        for k, v in self.options.items():
-            merged[k if k.startswith("kafka.") else f"kafka.{k}"] = str(v)
-        return merged
+        merged = {**CONSUMER_DEFAULTS, **{_bare(k): str(v) for k, v in self.options.items()}}
+        return {f"kafka.{k}": v for k, v in merged.items()}
 
     def admin_conf(self) -> dict[str, Any]:
         conf: dict[str, Any] = {"bootstrap.servers": self.bootstrap, "logger": log}
         for k, v in self.options.items():
-            name = k[len("kafka."):] if k.startswith("kafka.") else k
-            if name not in CONSUMER_DEFAULTS:  # the Java consumer's own settings; librdkafka's admin client refuses them
-                conf[name] = v
+            if _bare(k) not in CONSUMER_DEFAULTS:  # the Java consumer's own settings; librdkafka's admin client refuses them
+                conf[_bare(k)] = v
         return conf
 
     def check_reachable(self, timeout: float = 10.0) -> list[str]:  # type: ignore[override]
