@@ -217,12 +217,14 @@ def test_the_many_small_files_compaction_and_the_input_size_render() -> None:
               "lakecat_overhead_s": 0.8, "engine_compact_s": 40.0, "lakecat_over_engine": 1.05,
               "peak_mb": {"python_mb": 350, "jvm_mb": 1400, "total_mb": 1750}} for fmt in ("iceberg", "delta")}}  # fmt: skip
     doc["memory"]["spark_driver"]["compact_big_delta"] = {"python_mb": 350, "jvm_mb": 1400, "total_mb": 1750}
+    doc["memory"]["spark_driver"]["ingest_tuned_delta"] = {"python_mb": 230, "jvm_mb": 1640, "total_mb": 1870}
     md = bench.render_markdown(doc)
     assert "200,000 JSON events — 22 MB of JSON, 30 MB of Kafka log on disk" in md
     assert "**Compaction of 10,000 small files**" in md and "| files before → after | 10,000 → 3 | 10,000 → 3 |" in md
     assert "| of it: the engine's procedure / lakecat's own part | 41.2 s / 0.80 s |" in md
     assert "| driver peak (Python + JVM) | 1,750 MB | 1,750 MB |" in md
     assert "| compact big delta | 350 | 1,400 | 1,750 |" in md
+    assert "| ingest tuned delta | 230 | 1,640 | 1,870 |" in md  # the tuned plain job's phases are measured too
     assert bench.ratios(doc)["compact.delta.big_time_vs_engine"]["value"] == 1.05
 
 

@@ -331,7 +331,11 @@ def test_dedupe_within_watermark(catalog, ns, kafka_bootstrap, table_format):
                             max_records_per_batch=40)  # fmt: skip
     assert report.batches >= 6 and (report.rows_written, report.rows_dead_lettered) == (70, 3)
     assert sorted(r["id"] for r in read_rows(catalog, name)) == list(range(70))
-    assert len(read_rows(catalog, f"{name}_dlq")) == 3
+    dead = read_rows(catalog, f"{name}_dlq")  # the source's metadata and the raw value come through the dedupe intact
+    assert sorted(r["raw_text"] for r in dead) == ["oops", "oops", "{"]
+    assert {r["kafka_topic"] for r in dead} == {topic} and {r["source"] for r in dead} == {topic}
+    assert len({(r["kafka_partition"], r["kafka_offset"]) for r in dead}) == 3 and all(r["kafka_timestamp"] for r in dead)
+    assert {r["error"] for r in dead} == {"invalid_json"} and all(r["error_detail"] for r in dead)
 
 
 # --- landed files through the same pipeline ---------------------------------------------------

@@ -1476,7 +1476,7 @@ def render_markdown(doc: dict[str, Any]) -> str:
         lines += ["", f"**A warm engine**: failed in this run ({en['error'][:200]})."]
     mem = (doc.get("memory") or {}).get("spark_driver") or {}
     order = [f"{sec}_{kind}{fmt}{mode}" for sec, mode in (("ingest", ""), ("ingest", "_dedupe"), ("freshness", ""))
-             for fmt in ("iceberg", "delta") for kind in ("plain_", "lakecat_")]  # fmt: skip
+             for fmt in ("iceberg", "delta") for kind in ("plain_", "lakecat_", "tuned_")]  # fmt: skip
     order += [f"compact_{kind}{fmt}" for kind in ("", "big_") for fmt in ("iceberg", "delta")]
     phases = [(k, mem[k]) for k in order if k in mem]
     if phases:
