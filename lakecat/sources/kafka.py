@@ -24,10 +24,6 @@ STARTING_OFFSETS = ("earliest", "latest")
 #: shorter wait costs nothing when records are there.
 CONSUMER_DEFAULTS = {"fetch.max.wait.ms": "10"}
 
-
-def _bare(key: str) -> str:
-    """An option's consumer setting name, without Spark's ``kafka.`` prefix."""
-    return key[len("kafka."):] if key.startswith("kafka.") else key
 #: Columns ``with_metadata`` fills (the table must have them, or ``merge_schema`` adds them).
 KAFKA_METADATA_COLUMNS = {
     "_kafka_key": "STRING",
@@ -114,14 +110,15 @@ class KafkaSource(Source):
 
     def consumer_options(self) -> dict[str, str]:
         """The ``kafka.*`` options of Spark's reader: ``options`` over lakecat's ``CONSUMER_DEFAULTS``."""
-        merged = {**CONSUMER_DEFAULTS, **{_bare(k): str(v) for k, v in self.options.items()}}
+        merged = {**CONSUMER_DEFAULTS, **{k.removeprefix("kafka."): str(v) for k, v in self.options.items()}}
         return {f"kafka.{k}": v for k, v in merged.items()}
 
     def admin_conf(self) -> dict[str, Any]:
         conf: dict[str, Any] = {"bootstrap.servers": self.bootstrap, "logger": log}
         for k, v in self.options.items():
-            if _bare(k) not in CONSUMER_DEFAULTS:  # the Java consumer's own settings; librdkafka's admin client refuses them
-                conf[_bare(k)] = v
+            name = k.removeprefix("kafka.")  # Spark's prefix; the client takes the bare setting name
+            if name not in CONSUMER_DEFAULTS:  # the Java consumer's own settings; librdkafka's admin client refuses them
+                conf[name] = v
         return conf
 
     def check_reachable(self, timeout: float = 10.0) -> list[str]:  # type: ignore[override]
