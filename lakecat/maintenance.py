@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from .engine import java_message, now, parse_expression, validate_properties, with_retries
 from .errors import InvalidArgumentError, LakecatError, UnsupportedOperationError
-from .files import DataFile, exists, file_sizes, norm_path
+from .files import DataFile, exists, file_sizes, no_cyclic_gc, norm_path
 from .identifiers import parse_columns
 from .results import (
     CompactResult,
@@ -78,7 +78,8 @@ _FORBIDDEN_IN_PREDICATE = (";", "--", "/*", "*/")
 def data_files(table: Table) -> list[DataFile]:
     """The live data files of the current version, with sizes and partitions, from metadata alone."""
     table.refresh()
-    return table.adapter.data_files(table)
+    with no_cyclic_gc():
+        return table.adapter.data_files(table)
 
 
 def file_totals(table: Table) -> tuple[int, int]:
@@ -87,7 +88,8 @@ def file_totals(table: Table) -> tuple[int, int]:
     table.refresh()
     totals = table.adapter.file_totals(table)
     if totals is None:
-        files = table.adapter.data_files(table)
+        with no_cyclic_gc():
+            files = table.adapter.data_files(table)
         totals = len(files), sum(f.size for f in files)
     return totals
 

@@ -200,3 +200,26 @@ def test_kafka_consumer_defaults_and_overrides():
     own = KafkaSource("localhost:9092", "orders", options={"fetch.max.wait.ms": 300, "kafka.security.protocol": "SSL"})
     assert own.consumer_options() == {"kafka.fetch.max.wait.ms": "300", "kafka.security.protocol": "SSL"}
     assert own.admin_conf()["security.protocol"] == "SSL" and "fetch.max.wait.ms" not in own.admin_conf()
+
+
+def test_the_file_list_reads_pause_the_cyclic_collector_and_restore_it():
+    """``no_cyclic_gc`` (the table's file list read in bulk) pauses Python's cyclic collector and puts back the state
+    it found, also when the read fails, and leaves a collector the caller had paused paused."""
+    import gc
+
+    from lakecat.files import no_cyclic_gc
+
+    assert gc.isenabled()
+    with no_cyclic_gc():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    with pytest.raises(OSError), no_cyclic_gc():
+        raise OSError("a manifest that cannot be read")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with no_cyclic_gc():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
