@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import InvalidArgumentError, LakecatError
+from .files import no_cyclic_gc
 from .maintenance import DEFAULT_EXPIRE_WINDOW, DEFAULT_TARGET_FILE_SIZE, resolve_policy
 from .metastore import MaintenanceLog
 from .results import HealthResult, MaintainResult, SizeBucket, TableHealth, VersionPoint
@@ -167,7 +168,8 @@ def table_health(table: Table, *, policy: dict[str, str] | None = None,
     started = time.monotonic()
     try:
         table.adapter.require("health", "health")
-        facts = table.adapter.health_facts(table)
+        with no_cyclic_gc():  # every manifest entry / add action of the table, as for compaction's plan
+            facts = table.adapter.health_facts(table)
         if runs is None:
             runs = MaintenanceLog(table.catalog.metastore).last_runs()
         h = judge(table, facts, policy if policy is not None else resolve_policy(table, {}), runs)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...engine import is_connect, now, spark_errors, sql_string, sql_timestamp, with_retries
 from ...errors import UnsupportedOperationError
-from ...files import DataFile, norm_path
+from ...files import DataFile, no_cyclic_gc, norm_path
 from ...identifiers import quote
 from ...results import ExpireResult, MetadataResult
 from ...units import format_duration, iso
@@ -163,8 +163,9 @@ class IcebergMaintenance:
         retained = [s for s in sorted(meta.snapshots, key=lambda s: s.timestamp_ms) if s.snapshot_id in kept_ids]
         gone_files: dict[str, int] = {}
         if expired:
-            old_files, old_manifests = _reachable(tbl, expired)
-            live_files, live_manifests = _reachable(tbl, retained)
+            with no_cyclic_gc():
+                old_files, old_manifests = _reachable(tbl, expired)
+                live_files, live_manifests = _reachable(tbl, retained)
             gone_files = {p: s for p, s in old_files.items() if p not in live_files}
             gone_files.update({p: s for p, s in old_manifests.items() if p not in live_manifests})
             for s in expired:
