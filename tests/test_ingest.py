@@ -338,6 +338,33 @@ def test_dedupe_within_watermark(catalog, ns, kafka_bootstrap, table_format):
     assert {r["error"] for r in dead} == {"invalid_json"} and all(r["error_detail"] for r in dead)
 
 
+def test_dedupe_keeps_kafka_metadata_and_wrong_types_exact(catalog, ns, kafka_bootstrap, table_format):
+    """The dedupe's shuffle carries what only a bad record needs packed in one column: the good rows' Kafka
+    metadata columns (--with-kafka-metadata) still come through, and a record of the wrong type is dead-lettered
+    with its detail and provenance, next to a good record of the same key."""
+    import lakecat
+    from lakecat.kafka_local import produce
+
+    topic = new_topic(kafka_bootstrap, partitions=1)
+    wrong = json.dumps({"id": 3, "ts": "2026-01-02T00:00:00", "name": "x", "amt": "not a number"}).encode()
+    produce(kafka_bootstrap, topic, [good_event(i % 10) for i in range(20)] + [wrong, good_event(3)], key=b"k")
+    name = f"{ns}.dedupe_meta"
+    catalog.create_table(name, schema=SCHEMA + ", _kafka_key STRING, _kafka_topic STRING, _kafka_partition INT, "
+                         "_kafka_offset BIGINT, _kafka_timestamp TIMESTAMP", format=table_format)  # fmt: skip
+    report = catalog.ingest(name, lakecat.KafkaSource(kafka_bootstrap, topic, with_metadata=True), dedupe_key="id",
+                            watermark="60d", max_records_per_batch=8)  # fmt: skip
+    assert (report.rows_written, report.rows_dead_lettered) == (10, 1)
+    rows = read_rows(catalog, name)
+    assert sorted(r["id"] for r in rows) == list(range(10))
+    assert sorted(r["_kafka_offset"] for r in rows) == list(range(10))  # the first of each key
+    assert {(r["_kafka_key"], r["_kafka_topic"], r["_kafka_partition"]) for r in rows} == {("k", topic, 0)}
+    assert all(r["_kafka_timestamp"] for r in rows)
+    (dead,) = read_rows(catalog, f"{name}_dlq")
+    assert (dead["error"], dead["kafka_offset"], dead["kafka_topic"], dead["source"]) == ("type_mismatch", 20, topic, topic)
+    assert dead["error_detail"] == "wrong type: amt (expected DECIMAL(10,2))" and dead["raw_text"] == wrong.decode()
+    assert dead["kafka_key"] == b"k" and dead["kafka_timestamp"]
+
+
 # --- landed files through the same pipeline ---------------------------------------------------
 def test_json_files_exactly_once(catalog, ns, table_format, tmp_path):
     import lakecat
