@@ -273,6 +273,7 @@ class _BatchExprs:
     metrics: list[Any]
     good: Any
     columns: list[Any]
+    inputs: set[str]  # the batch's columns that the metrics and the good rows read
 
 
 class _Pipeline:
@@ -438,7 +439,9 @@ class _Pipeline:
             sampled = CHECKED in columns  # else every good record was checked
             exprs = self._batch_exprs(has_unknown, sampled)
             obs = Observation(f"lakecat_{batch_id}_{uuid.uuid4().hex[:8]}")
-            observed = df.observe(obs, *exprs.metrics)
+            # Spark does not prune columns below an observation: without this select every row of the table write
+            # was built with the dead letter's columns too (raw value, detail, provenance), which that job never reads
+            observed = df.select(*[c for c in columns if c in exprs.inputs]).observe(obs, *exprs.metrics)
             if not done_table:
                 write_started = time.monotonic()
                 self.target.write(observed.where(exprs.good).select(*exprs.columns), batch_id)
@@ -476,7 +479,8 @@ class _Pipeline:
                             F.slice(F.array_distinct(F.flatten(F.collect_set(F.col(UNKNOWN)))), 1, 100).alias("names")]  # fmt: skip
             if sampled:
                 metrics.append(F.count(F.when(F.col(CHECKED), 1)).alias("checked"))
-            self._exprs = _BatchExprs(key, metrics, F.col(ERROR).isNull(), self._good_columns())
+            inputs = {f.name for f in self.fields} | {ERROR, UNKNOWN, CHECKED} | (set(META) if self.with_metadata else set())
+            self._exprs = _BatchExprs(key, metrics, F.col(ERROR).isNull(), self._good_columns(), inputs)
         return self._exprs
 
     def _write_dead_letters(self, df: DataFrame, batch_id: int, bad: int) -> dict[str, int]:
