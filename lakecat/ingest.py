@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 from .engine import is_connect, spark_errors
 from .errors import InvalidArgumentError, LakecatError
 from .identifiers import TableIdent, parse_columns, validate_part
-from .records import BAD, CHECKED, CORRUPT, DETAIL, ERROR, EVENT_TIME, META, RAW, SALT, UNKNOWN, input_fields, type_ddl
+from .records import CHECKED, CORRUPT, DETAIL, ERROR, EVENT_TIME, META, RAW, SALT, UNKNOWN, input_fields, type_ddl
 from .results import IngestResult
 from .sources import Source, StreamOptions
 from .units import iso, parse_duration
@@ -334,28 +334,9 @@ class _Pipeline:
                 # move the watermark. (A bad record stamped with its Kafka time pushed the watermark to "now" and every
                 # older event after it was dropped as late.)
                 event = F.when(F.col(ERROR).isNull(), F.col(self.opts.event_time))  # type: ignore[arg-type]
-            df = df.withColumn(EVENT_TIME, event)
-            # The dedupe shuffles every row by its key. What only a bad record carries (its raw value, its detail and
-            # provenance, two copies of the topic name) travels as one struct, null for a good record: the plain
-            # job's shuffle carries the table's columns alone, and lakecat's carried twice its bytes.
-            packed = self._bad_only(df.columns)
-            kept = [c for c in df.columns if c not in packed]
-            if packed:
-                df = df.select(*kept, F.when(F.col(ERROR).isNotNull(), F.struct(*packed)).alias(BAD))
-            df = df.withWatermark(EVENT_TIME, f"{self.opts.watermark_s} seconds")
+            df = df.withColumn(EVENT_TIME, event).withWatermark(EVENT_TIME, f"{self.opts.watermark_s} seconds")
             df = df.dropDuplicatesWithinWatermark([*self.opts.dedupe_key, SALT])
-            if packed:  # a good record's error is null: its BAD is
-                df = df.select(*kept, *[F.col(BAD)[c].alias(c) for c in packed])
         return df
-
-    def _bad_only(self, columns: list[str]) -> list[str]:
-        """The columns a good record never reads after the dedupe: the dead letter's (its raw value, detail and
-        provenance), unless the schema may grow (the batch is parsed again from every raw value) or the provenance
-        fills the table's metadata columns."""
-        if self.opts.merge_schema:
-            return []
-        wanted = [ERROR, DETAIL, RAW, *([] if self.with_metadata else META)]
-        return [c for c in columns if c in wanted]
 
     def start(self) -> StreamingQuery:
         clear_unfinished_first_batch(self.opts.checkpoint)

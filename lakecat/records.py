@@ -22,7 +22,6 @@ CHECKED = "_lakecat_checked"  # the record was checked for unknown fields (count
 CORRUPT = "_lakecat_corrupt"
 EVENT_TIME = "_lakecat_event_time"
 SALT = "_lakecat_salt"
-BAD = "_lakecat_bad"  # with --dedupe-key: what only a bad record carries, packed into one column for the shuffle
 META = ("_lakecat_key", "_lakecat_topic", "_lakecat_partition", "_lakecat_offset", "_lakecat_ts", "_lakecat_source")
 #: The table property that records a change-event key (``ingest --cdc``); ``changes`` pairs updates by it.
 CDC_KEY_PROPERTY = "lakecat.cdc.key"

@@ -339,9 +339,9 @@ def test_dedupe_within_watermark(catalog, ns, kafka_bootstrap, table_format):
 
 
 def test_dedupe_keeps_kafka_metadata_and_wrong_types_exact(catalog, ns, kafka_bootstrap, table_format):
-    """The dedupe's shuffle carries what only a bad record needs packed in one column: the good rows' Kafka
-    metadata columns (--with-kafka-metadata) still come through, and a record of the wrong type is dead-lettered
-    with its detail and provenance, next to a good record of the same key."""
+    """Through the dedupe, the table write reads only the columns it needs and the dead-letter write its own: the
+    good rows' Kafka metadata columns (--with-kafka-metadata) come through, and a record of the wrong type is
+    dead-lettered with its detail and provenance, next to a good record of the same key."""
     import lakecat
     from lakecat.kafka_local import produce
 
