@@ -374,17 +374,6 @@ def plain_query(spark: Any, catalog: Any, table: Any, bootstrap: str, topic: str
     return writer.format("iceberg").toTable(f"{catalog.name}.{table.entry.ident}")
 
 
-def release_state(spark: Any) -> None:
-    """Unload the state stores of the stopped queries and collect the JVM's heap, between two timed runs.
-
-    Spark unloads a stopped query's state store only at its next maintenance (every 60 s). A 2M-event
-    ``--dedupe-key`` run leaves ~0.5 GB of keys in the 1 GB heap, and the run after it, of either job, paid for it
-    in collections; which side followed which decided the ratio more than either job did. Both sides get this."""
-    with contextlib.suppress(Exception):  # a Spark without the internal object: runs go on as before
-        spark._jvm.org.apache.spark.sql.execution.streaming.state.StateStore.stop()
-        spark._jvm.java.lang.System.gc()
-
-
 class _Progress:
     """Collects every streaming query's progress (Spark's per-trigger ``durationMs``) by query name."""
 
@@ -493,7 +482,6 @@ def ingest_throughput(cat: Any, bootstrap: str, *, events: int, batch: int, form
         for fmt in formats:
             for kind in kinds:
                 run(kind, mode, fmt, f"warm_{kind}_{mode}_{fmt}", warm_topic, warm_n, max(1000, warm_n // 2), named=False)
-                release_state(spark)
     progress = _Progress(spark)
     runs: dict[str, dict[str, dict[str, list[dict[str, Any]]]]] = {
         m: {f: {k: [] for k in kinds} for f in formats} for m in modes
@@ -508,7 +496,6 @@ def ingest_throughput(cat: Any, bootstrap: str, *, events: int, batch: int, form
                             started = time.monotonic()
                             setup = run(kind, mode, fmt, label, topic, events, batch, named=True)
                             seconds = time.monotonic() - started
-                        release_state(spark)  # not timed
                         _say(f"ingest {mode} {kind} {fmt}: {seconds:.1f}s ({events / seconds:,.0f} rows/s, "
                              f"cpu {usage['cpu_s']}s)")  # fmt: skip
                         runs[mode][fmt][kind].append({"s": seconds, "cpu_s": usage["cpu_s"], "setup_s": setup,
@@ -738,7 +725,7 @@ def _compact_pair(cat: Any, spark: Any, lt: Any, et: Any, target_bytes: int, row
     """Dry run and ``Table.compact`` of ``lt``, the engine's own command on its copy ``et``; figures into ``row``.
 
     With ``repeat`` > 1, first one warm-up round that no figure counts (``warmup``: the first compaction after the
-    tables' build pays for class loading, code generation and the build's garbage, whichever side runs it, e.g. a
+    tables' build often pays for class loading, code generation and the build's garbage, on the side that runs it, e.g. a
     Delta ``OPTIMIZE`` of 2,000 files at ~9 s against ~3 s after), then ``repeat`` rounds in alternating order
     (lakecat first in even rounds, the engine first in odd ones: an even ``repeat`` has each side first equally
     often), both tables rolled back to their version before compaction between rounds (the same files again, no
@@ -1370,7 +1357,8 @@ def render_markdown(doc: dict[str, Any]) -> str:
                 if isinstance(ing.get("topic_disk_bytes"), int) else "")) if isinstance(ing.get("input_bytes"), int) else ""
         lines += ["", f"**Ingest, Kafka → table** ({ing['events']:,} JSON events{size} on a {ing.get('topic_partitions', 3)}-partition "
                   f"topic, `available-now`, {ing['batch']:,} per micro-batch"
-                  f"{', ' + ing.get('statistic', 'mean') + ' of ' + str(ing['repeat']) + ' runs each, alternating order' if ing.get('repeat', 1) > 1 else ''}; "
+                  f"{', ' + ing.get('statistic', 'mean') + ' of ' + str(ing['repeat']) + ' runs each, alternating order' if ing.get('repeat', 1) > 1 else ''}"
+                  + (", the stopped queries' state stores unloaded and the heap collected between runs" if ing.get("state_released") else "") + "; "
                   "plain = `readStream.format(\"kafka\") → from_json → writeStream`"
                   + ("; `--dedupe-key`: lakecat `--dedupe-key id --watermark 60d` against the plain job with "
                      "`withWatermark(\"ts\", …).dropDuplicatesWithinWatermark([\"id\"])`, every event kept"

@@ -7,6 +7,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from ...engine import now, spark_errors, sql_string, with_retries
+from ...files import no_cyclic_gc
 from ...identifiers import quote
 from ...results import RefInfo
 from .maintenance import spark_path
@@ -92,7 +93,8 @@ class DeltaEvolution:
                 "an overwrite cannot carry Delta generated columns (days(ts), ...) in one commit; partition by plain "
                 "columns, or create a new table and copy the rows",
             )
-        files = self.data_files(table)  # type: ignore[attr-defined]
+        with no_cyclic_gc():  # as compaction's plan reads it
+            files = self.data_files(table)  # type: ignore[attr-defined]
         planned = (len(files), sum(f.size for f in files))
         if dry_run:
             return planned
