@@ -99,10 +99,6 @@ def test_dedupe_rows_and_ratio() -> None:
                   "lakecat_cpu_s": 21.0, "cpu_ratio": 1.05, "lakecat_setup_s": 0.4}}}})  # fmt: skip
     md = bench.render_markdown(doc)
     assert "median of 3 runs each, alternating order" in md and "dropDuplicatesWithinWatermark" in md
-    assert "state stores unloaded" not in md  # an older document: its runs were not separated so
-    doc["ingest"]["state_released"] = True
-    assert "alternating order, the stopped queries' state stores unloaded and the heap collected between runs; plain" in (
-        bench.render_markdown(doc))
     assert "| Delta, `--dedupe-key` | 9,000 | 8,640 | – | 0.96× | 20.0 / 21.0 | 0.40 s |" in md
     assert bench.ratios(doc)["ingest.delta.dedupe_throughput"]["value"] == 0.96
     assert bench._modes("json, dedupe") == ("json", "dedupe")
