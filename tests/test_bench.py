@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from helpers import read_rows
 
 from lakecat.bench import suite as bench
@@ -194,6 +195,25 @@ def test_failed_sections_and_quantiles() -> None:
     assert bench._pct([], 0.5) is None
 
 
+def test_the_ingest_at_scale_renders_and_has_its_ratios() -> None:
+    doc = json.loads(json.dumps(SAMPLE))
+    row = {"plain_rows_per_s": 34913, "lakecat_rows_per_s": 33415, "ratio": 0.957, "plain_cpu_s": 91.6,
+           "lakecat_cpu_s": 97.8, "cpu_ratio": 1.068, "lakecat_setup_s": 0.21, "lakecat_s": 59.85}
+    doc["ingest"].update({"state_released": True, "big": {
+        "events": 2_000_000, "batch": 50000, "repeat": 3, "statistic": "median", "topic_partitions": 3,
+        "input_bytes": 161_377_780, "topic_disk_bytes": 181_465_054, "results": {"delta": dict(row, ratio=0.96)},
+        "dedupe": {"key": "id", "watermark": "60d", "results": {"iceberg": row}}}})  # fmt: skip
+    md = bench.render_markdown(doc)
+    assert "**Ingest at 2,000,000 events** (2,000,000 JSON events — 161 MB of JSON, 181 MB of Kafka log on disk" in md
+    assert "| Iceberg, `--dedupe-key` | 34,913 | 33,415 | 2.7 | 0.96× | 91.6 / 97.8 | 0.21 s |" in md
+    assert "unloads Spark's state stores" in md
+    r = bench.ratios(doc)
+    assert r["ingest_big.iceberg.dedupe_throughput"]["value"] == 0.957 and r["ingest_big.delta.throughput"]["value"] == 0.96
+    assert r["ingest.iceberg.throughput"]["value"] == doc["ingest"]["results"]["iceberg"]["ratio"]  # the 200k keys stay
+    doc["ingest"]["big"] = {"events": 2_000_000, "error": "RuntimeError: boom"}
+    assert "**Ingest at scale**: failed in this run (RuntimeError: boom)." in bench.render_markdown(doc)
+
+
 def test_process_tree_usage_sees_this_process() -> None:
     usage = bench.tree_usage()
     assert usage["total_mb"] > 1 and usage["cpu_s"] > 0 and usage["jvm_mb"] >= 0
@@ -266,3 +286,23 @@ def test_the_compaction_pair_alternates_and_rolls_back_between_rounds(catalog, s
         assert sorted((r["id"], r["region"]) for r in read_rows(catalog, t)) == [(0, "r0"), (1, "r1"), (2, "r2")]
     md = bench._rounds_note({"x": row})
     assert "after one warm-up round that is not counted, median of 3 rounds in alternating order" in md
+
+
+@pytest.mark.spark
+@pytest.mark.kafka
+@pytest.mark.slow
+def test_the_ingest_section_runs_both_sizes_apart_and_releases_state(catalog, kafka_bootstrap, tmp_path):
+    """The ingest section end to end on a real broker, tiny: the second size's tables and checkpoints are its own
+    (a shared checkpoint would make its runs no-ops), every run keeps every event, and the state stores are released."""
+    sizes = {"events": 400, "batch": 200, "ingest_repeat": 1, "ingest_modes": "dedupe", "ingest_plain": 1,
+             "ingest_big_events": 600, "ingest_big_repeat": 1}  # fmt: skip
+    out = bench.ingest_section(catalog, kafka_bootstrap, sizes, formats=["iceberg", "delta"], home=tmp_path,
+                               sampler=bench.TreeSampler())  # fmt: skip
+    for doc, n in ((out, 400), (out["big"], 600)):
+        assert doc["events"] == n and doc["state_released"] is True
+        for fmt in ("iceberg", "delta"):
+            row = doc["dedupe"]["results"][fmt]
+            assert row["ratio"] > 0 and row["plain_spark"]["triggers_with_data"] >= n // 200
+    for fmt in ("iceberg", "delta"):  # each size wrote its own tables, every event once (the independent readers)
+        for name, n in ((f"bench.i_lakecat_dedupe_{fmt}_0", 400), (f"bench.ibig_plain_dedupe_{fmt}_0", 600)):
+            assert sorted(r["id"] for r in read_rows(catalog, name)) == list(range(n))

@@ -76,6 +76,7 @@ DOCS_PAGE = "docs/performance.md"  # the docs site's Performance page (``--docs`
 #: Sizes. ``--quick`` finishes in a few minutes on 2 cores; the default is what the README reports.
 FULL: dict[str, Any] = {
     "events": 200_000, "batch": 50_000, "ingest_repeat": 5, "ingest_modes": "json,dedupe", "ingest_plain": 2,
+    "ingest_big_events": 2_000_000, "ingest_big_repeat": 3,
     "fresh_seconds": 60, "fresh_rate": 50, "fresh_poll": "metadata",
     "cdc_events": None,  # lakecat.bench.cdc's own default
     "compact_files": 2000, "compact_rows": 200_000, "compact_target": "64MB",
@@ -85,6 +86,7 @@ FULL: dict[str, Any] = {
 }  # fmt: skip
 QUICK: dict[str, Any] = {
     "events": 10_000, "batch": 5_000, "ingest_repeat": 1, "ingest_modes": "json,dedupe", "ingest_plain": 1,
+    "ingest_big_events": 0, "ingest_big_repeat": 1,
     "fresh_seconds": 8, "fresh_rate": 20, "fresh_poll": "metadata",
     "cdc_events": 2_000,
     "compact_files": 100, "compact_rows": 10_000, "compact_target": "64MB",
@@ -374,6 +376,29 @@ def plain_query(spark: Any, catalog: Any, table: Any, bootstrap: str, topic: str
     return writer.format("iceberg").toTable(f"{catalog.name}.{table.entry.ident}")
 
 
+def release_state(spark: Any, timeout: float = 30.0) -> bool:
+    """Unload every state store and collect the JVM's heap, between two timed ingest runs (not timed); True if done.
+
+    Spark unloads a stopped query's state stores only at its next maintenance (every 60 s): a 2M-event
+    ``--dedupe-key`` run leaves ~0.5 GB of keys in the 1 GB heap, and the run after it, of either job, pays for it in
+    collections. Both jobs get this. ``StateStore.unloadAll()`` takes only the providers' lock, unlike
+    ``StateStore.stop()``, which also waits for the maintenance pool under it and deadlocks against a maintenance
+    thread. It runs on a thread of its own with a ``timeout``, so a Spark that blocks here cannot hang the bench."""
+    done = threading.Event()
+
+    def unload() -> None:
+        with contextlib.suppress(Exception):  # a Spark without this internal object: runs go on as before
+            jvm = spark._jvm
+            getattr(getattr(jvm.org.apache.spark.sql.execution.streaming.state, "StateStore$"), "MODULE$").unloadAll()
+            jvm.java.lang.System.gc()
+            done.set()
+
+    worker = threading.Thread(target=unload, name="bench-release-state", daemon=True)
+    worker.start()
+    worker.join(timeout)
+    return done.is_set()
+
+
 class _Progress:
     """Collects every streaming query's progress (Spark's per-trigger ``durationMs``) by query name."""
 
@@ -425,7 +450,7 @@ class _Progress:
 # --- ingest throughput -------------------------------------------------------------------------
 def ingest_throughput(cat: Any, bootstrap: str, *, events: int, batch: int, formats: list[str], repeat: int = 1,
                       home: Path, sampler: TreeSampler | None = None,
-                      modes: tuple[str, ...] = ("json",), plain: int = 1) -> dict[str, Any]:  # fmt: skip
+                      modes: tuple[str, ...] = ("json",), plain: int = 1, tag: str = "") -> dict[str, Any]:  # fmt: skip
     """lakecat's ``available-now`` ingest against the plain job, same topic, session and batch size.
 
     ``modes``: ``json`` (plain JSON ingest) and ``dedupe`` (``--dedupe-key``). The runs alternate (plain, lakecat,
@@ -481,7 +506,8 @@ def ingest_throughput(cat: Any, bootstrap: str, *, events: int, batch: int, form
     for mode in modes:
         for fmt in formats:
             for kind in kinds:
-                run(kind, mode, fmt, f"warm_{kind}_{mode}_{fmt}", warm_topic, warm_n, max(1000, warm_n // 2), named=False)
+                run(kind, mode, fmt, f"warm{tag}_{kind}_{mode}_{fmt}", warm_topic, warm_n, max(1000, warm_n // 2), named=False)
+    released = release_state(spark)
     progress = _Progress(spark)
     runs: dict[str, dict[str, dict[str, list[dict[str, Any]]]]] = {
         m: {f: {k: [] for k in kinds} for f in formats} for m in modes
@@ -491,11 +517,12 @@ def ingest_throughput(cat: Any, bootstrap: str, *, events: int, batch: int, form
             for mode in modes:
                 for fmt in formats:
                     for kind in kinds if r % 2 == 0 else kinds[::-1]:
-                        label = f"i_{kind}_{mode}_{fmt}_{r}"
+                        label = f"i{tag}_{kind}_{mode}_{fmt}_{r}"
                         with sampler.phase(f"ingest_{kind}_{fmt}" + ("_dedupe" if mode == "dedupe" else "")) as usage:
                             started = time.monotonic()
                             setup = run(kind, mode, fmt, label, topic, events, batch, named=True)
                             seconds = time.monotonic() - started
+                        released = release_state(spark) and released  # not timed
                         _say(f"ingest {mode} {kind} {fmt}: {seconds:.1f}s ({events / seconds:,.0f} rows/s, "
                              f"cpu {usage['cpu_s']}s)")  # fmt: skip
                         runs[mode][fmt][kind].append({"s": seconds, "cpu_s": usage["cpu_s"], "setup_s": setup,
@@ -531,7 +558,7 @@ def ingest_throughput(cat: Any, bootstrap: str, *, events: int, batch: int, form
     out: dict[str, Any] = {"events": events, "batch": batch, "repeat": repeat,
                            "statistic": "median" if repeat > 2 else "mean", "topic_partitions": 3,
                            "produce_s": _r(produce_s, 1), "input_bytes": input_bytes[0],
-                           "topic_disk_bytes": topic_disk_bytes, "modes": list(modes),
+                           "topic_disk_bytes": topic_disk_bytes, "modes": list(modes), "state_released": released,
                            "results": by_mode.get("json", {})}  # fmt: skip
     if "dedupe" in by_mode:
         out["dedupe"] = {"key": DEDUPE_KEY, "watermark": DEDUPE_WATERMARK, "results": by_mode["dedupe"]}
@@ -1080,6 +1107,27 @@ def _modes(text: str) -> tuple[str, ...]:
     return modes
 
 
+def ingest_section(cat: Any, bootstrap: str, sizes: dict[str, Any], *, formats: list[str], home: Path,
+                   sampler: TreeSampler) -> dict[str, Any]:
+    """The ingest section: ``events`` (200,000 in the full run), then, under ``big``, ``ingest_big_events`` (2,000,000)
+    in ``ingest_big_repeat`` rounds against the plain job alone (no tuned job: the issue's bound is against plain)."""
+    modes = _modes(sizes.get("ingest_modes") or "json")
+    out = ingest_throughput(cat, bootstrap, events=sizes["events"], batch=sizes["batch"], formats=formats,
+                            repeat=sizes["ingest_repeat"], home=home, sampler=sampler, modes=modes,
+                            plain=int(sizes.get("ingest_plain", 1)))  # fmt: skip
+    big = int(sizes.get("ingest_big_events") or 0)
+    if big:
+        _say(f"ingest at {big:,} events")
+        try:
+            out["big"] = ingest_throughput(cat, bootstrap, events=big, batch=sizes["batch"], formats=formats,
+                                           repeat=int(sizes.get("ingest_big_repeat") or 3), home=home, sampler=sampler,
+                                           modes=modes, plain=min(1, int(sizes.get("ingest_plain", 1))), tag="big")  # fmt: skip
+        except Exception as e:  # noqa: BLE001 - keep the 200k figures
+            _say(f"ingest at {big:,} events failed: {e!r}")
+            out["big"] = {"events": big, "error": f"{type(e).__name__}: {e}"[:2000]}
+    return out
+
+
 def run_spark_sections(params: dict[str, Any]) -> dict[str, Any]:
     """Everything that needs the JVM, in this process: (metadata tables,) ingest, freshness, compaction."""
     home = Path(params["home"])
@@ -1099,10 +1147,7 @@ def run_spark_sections(params: dict[str, Any]) -> dict[str, Any]:
             ("metadata", lambda: make_metadata_tables(cat, commits=sizes["meta_commits"], formats=formats)),
             ("light", lambda: light.make_tables(cat, rows=sizes["light_rows"], big_rows=sizes["light_big_rows"],
                                                 big_files=sizes["light_big_files"], formats=formats)),
-            ("ingest", lambda: ingest_throughput(cat, params["bootstrap"], events=sizes["events"], batch=sizes["batch"],
-                                                 formats=formats, repeat=sizes["ingest_repeat"], home=home, sampler=sampler,
-                                                 modes=_modes(sizes.get("ingest_modes") or "json"),
-                                                 plain=int(sizes.get("ingest_plain", 1)))),
+            ("ingest", lambda: ingest_section(cat, params["bootstrap"], sizes, formats=formats, home=home, sampler=sampler)),
             ("freshness", lambda: freshness(cat, params["bootstrap"], seconds=sizes["fresh_seconds"], rate=sizes["fresh_rate"],
                                             poll=sizes.get("fresh_poll", "metadata"), formats=formats, home=home,
                                             sampler=sampler)),
@@ -1157,6 +1202,12 @@ def ratios(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
     for fmt, row in (((doc.get("ingest") or {}).get("dedupe") or {}).get("results") or {}).items():
         add(f"ingest.{fmt}.dedupe_throughput", row.get("ratio"), "higher",
             "lakecat --dedupe-key rows/s / plain dropDuplicatesWithinWatermark rows/s")
+    big = (doc.get("ingest") or {}).get("big") or {}
+    for fmt, row in (big.get("results") or {}).items():
+        add(f"ingest_big.{fmt}.throughput", row.get("ratio"), "higher", f"lakecat rows/s / plain rows/s at {big['events']:,} events")
+    for fmt, row in ((big.get("dedupe") or {}).get("results") or {}).items():
+        add(f"ingest_big.{fmt}.dedupe_throughput", row.get("ratio"), "higher",
+            f"lakecat --dedupe-key rows/s / plain dropDuplicatesWithinWatermark rows/s at {big['events']:,} events")
     for fmt, row in (doc.get("freshness", {}).get("results") or {}).items():
         add(f"freshness.{fmt}.p50", row.get("ratio_p50"), "lower", "lakecat p50 latency / plain p50 latency")
         add(f"freshness.{fmt}.p95", row.get("ratio_p95"), "lower", "lakecat p95 latency / plain p95 latency")
@@ -1331,6 +1382,37 @@ def _rounds_note(results: dict[str, dict[str, Any]]) -> str:
             "tables rolled back to the same files between rounds") if n > 1 else ""  # fmt: skip
 
 
+def _ingest_lines(ing: dict[str, Any], title: str) -> list[str]:
+    """The ingest table (and its note) for one ingest document: the section's own, or its ``big`` one."""
+    lines: list[str] = []
+    rows = [(_fmt_name(fmt), r) for fmt, r in (ing.get("results") or {}).items()]
+    rows += [(f"{_fmt_name(fmt)}, `--dedupe-key`", r) for fmt, r in ((ing.get("dedupe") or {}).get("results") or {}).items()]
+    tuned = any("tuned_ratio" in r for _, r in rows)  # a column for the plain job given lakecat's Kafka defaults
+    size = (f" — {ing['input_bytes'] / 1e6:,.0f} MB of JSON" + (f", {ing['topic_disk_bytes'] / 1e6:,.0f} MB of Kafka log on disk"
+            if isinstance(ing.get("topic_disk_bytes"), int) else "")) if isinstance(ing.get("input_bytes"), int) else ""
+    lines += ["", f"**{title}** ({ing['events']:,} JSON events{size} on a {ing.get('topic_partitions', 3)}-partition "
+              f"topic, `available-now`, {ing['batch']:,} per micro-batch"
+              f"{', ' + ing.get('statistic', 'mean') + ' of ' + str(ing['repeat']) + ' runs each, alternating order' if ing.get('repeat', 1) > 1 else ''}; "
+              "plain = `readStream.format(\"kafka\") → from_json → writeStream`"
+              + ("; `--dedupe-key`: lakecat `--dedupe-key id --watermark 60d` against the plain job with "
+                 "`withWatermark(\"ts\", …).dropDuplicatesWithinWatermark([\"id\"])`, every event kept"
+                 if (ing.get("dedupe") or {}).get("results") else "") + "):", "",
+              "| format | plain rows/s | lakecat rows/s | lakecat MB/s (JSON in) | lakecat / plain |"
+              + (" lakecat / tuned plain |" if tuned else "") + " driver CPU s plain / lakecat | lakecat setup |",
+              "|---|---|---|---|---|---|---|" + ("---|" if tuned else "")]  # fmt: skip
+    for name, r in rows:
+        mb_s = (ing["input_bytes"] / 1e6 / r["lakecat_s"]) if isinstance(ing.get("input_bytes"), int) and r.get("lakecat_s") else None
+        lines.append(f"| {name} | {_n(r.get('plain_rows_per_s'))} | {_n(r.get('lakecat_rows_per_s'))} | {_n(mb_s, '{:.1f}')} | "
+                     f"{_x(r.get('ratio'))} |{' ' + _x(r.get('tuned_ratio')) + ' |' if tuned else ''} "
+                     f"{_n(r.get('plain_cpu_s'), '{:.1f}')} / {_n(r.get('lakecat_cpu_s'), '{:.1f}')} | "
+                     f"{_s(r.get('lakecat_setup_s'))} |")  # fmt: skip
+    if tuned:
+        lines += ["", "*Tuned plain*: the same plain job given lakecat's Kafka consumer default "
+                  "(`kafka.fetch.max.wait.ms` = 10, `lakecat.sources.kafka.CONSUMER_DEFAULTS`): lakecat's own cost, "
+                  "apart from what that default saves."]  # fmt: skip
+    return lines
+
+
 def render_markdown(doc: dict[str, Any]) -> str:
     """The README's Performance section body (between the markers) for a suite document."""
     m = doc.get("machine", {})
@@ -1350,31 +1432,16 @@ def render_markdown(doc: dict[str, Any]) -> str:
     ]
     ing = doc.get("ingest") or {}
     if ing.get("results") or (ing.get("dedupe") or {}).get("results"):
-        rows = [(_fmt_name(fmt), r) for fmt, r in (ing.get("results") or {}).items()]
-        rows += [(f"{_fmt_name(fmt)}, `--dedupe-key`", r) for fmt, r in ((ing.get("dedupe") or {}).get("results") or {}).items()]
-        tuned = any("tuned_ratio" in r for _, r in rows)  # a column for the plain job given lakecat's Kafka defaults
-        size = (f" — {ing['input_bytes'] / 1e6:,.0f} MB of JSON" + (f", {ing['topic_disk_bytes'] / 1e6:,.0f} MB of Kafka log on disk"
-                if isinstance(ing.get("topic_disk_bytes"), int) else "")) if isinstance(ing.get("input_bytes"), int) else ""
-        lines += ["", f"**Ingest, Kafka → table** ({ing['events']:,} JSON events{size} on a {ing.get('topic_partitions', 3)}-partition "
-                  f"topic, `available-now`, {ing['batch']:,} per micro-batch"
-                  f"{', ' + ing.get('statistic', 'mean') + ' of ' + str(ing['repeat']) + ' runs each, alternating order' if ing.get('repeat', 1) > 1 else ''}; "
-                  "plain = `readStream.format(\"kafka\") → from_json → writeStream`"
-                  + ("; `--dedupe-key`: lakecat `--dedupe-key id --watermark 60d` against the plain job with "
-                     "`withWatermark(\"ts\", …).dropDuplicatesWithinWatermark([\"id\"])`, every event kept"
-                     if (ing.get("dedupe") or {}).get("results") else "") + "):", "",
-                  "| format | plain rows/s | lakecat rows/s | lakecat MB/s (JSON in) | lakecat / plain |"
-                  + (" lakecat / tuned plain |" if tuned else "") + " driver CPU s plain / lakecat | lakecat setup |",
-                  "|---|---|---|---|---|---|---|" + ("---|" if tuned else "")]  # fmt: skip
-        for name, r in rows:
-            mb_s = (ing["input_bytes"] / 1e6 / r["lakecat_s"]) if isinstance(ing.get("input_bytes"), int) and r.get("lakecat_s") else None
-            lines.append(f"| {name} | {_n(r.get('plain_rows_per_s'))} | {_n(r.get('lakecat_rows_per_s'))} | {_n(mb_s, '{:.1f}')} | "
-                         f"{_x(r.get('ratio'))} |{' ' + _x(r.get('tuned_ratio')) + ' |' if tuned else ''} "
-                         f"{_n(r.get('plain_cpu_s'), '{:.1f}')} / {_n(r.get('lakecat_cpu_s'), '{:.1f}')} | "
-                         f"{_s(r.get('lakecat_setup_s'))} |")  # fmt: skip
-        if tuned:
-            lines += ["", "*Tuned plain*: the same plain job given lakecat's Kafka consumer default "
-                      "(`kafka.fetch.max.wait.ms` = 10, `lakecat.sources.kafka.CONSUMER_DEFAULTS`): lakecat's own cost, "
-                      "apart from what that default saves."]  # fmt: skip
+        lines += _ingest_lines(ing, "Ingest, Kafka → table")
+        if ing.get("state_released"):
+            lines += ["", "Between two timed ingest runs the suite unloads Spark's state stores and collects the JVM's heap "
+                      "(not timed, both jobs): a stopped `--dedupe-key` query's keys otherwise stay in the heap until "
+                      "Spark's next state-store maintenance (every 60 s) and slow whichever run comes next."]  # fmt: skip
+        big = ing.get("big") or {}
+        if big.get("results") or (big.get("dedupe") or {}).get("results"):
+            lines += _ingest_lines(big, f"Ingest at {big['events']:,} events")
+        elif big.get("error"):
+            lines += ["", f"**Ingest at scale**: failed in this run ({big['error'][:200]})."]
     elif ing.get("error"):
         lines += ["", f"**Ingest**: failed in this run ({ing['error'][:200]})."]
     fr = doc.get("freshness") or {}
@@ -1569,8 +1636,8 @@ def main(argv: list[str] | None = None) -> int:
         if unknown:
             _parser().error(f"unknown section(s) {', '.join(unknown)}; choose from {', '.join(SECTIONS)}")
         sizes = dict(QUICK if args.quick else FULL)
-        if args.scale:
-            sizes["events"] = args.scale
+        if args.scale:  # the ingest section at this size alone
+            sizes["events"], sizes["ingest_big_events"] = args.scale, 0
         for item in args.set:
             key, _, value = item.partition("=")
             if key not in sizes:
