@@ -21,6 +21,7 @@ import dataclasses
 import hashlib
 import json
 import logging
+import re
 import threading
 import time
 import uuid
@@ -129,6 +130,15 @@ def _any(conditions: Any) -> Any:
     return functools.reduce(operator.or_, conditions)
 
 
+def _json_path(name: str) -> str | None:
+    """A JSON path to the top-level field ``name`` for ``get_json_object`` (None if Spark's path syntax cannot say it)."""
+    if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+        return f"$.{name}"
+    if name and not any(c in name for c in "'[]"):
+        return f"$['{name}']"
+    return None
+
+
 def _parse_json(raw: DataFrame, fields: list[StructField], *, keep_value: bool, count_unknown: str) -> DataFrame:
     """Parse ``value`` against ``fields`` and classify every record in one projection.
 
@@ -160,9 +170,16 @@ def _parse_json(raw: DataFrame, fields: list[StructField], *, keep_value: bool, 
     )
     if required:
         error = error.when(_any(p[n].isNull() for n in required), F.lit("missing_required"))
-    ptext = F.from_json(text, as_text)
+    paths = {f.name: path for f in fields if (path := _json_path(f.name)) is not None}
+    if len(paths) == len(fields):  # the field's value as text: get_json_object has generated code, so the whole
+        # projection stays in one generated stage with the classification (a second from_json would fall back to the
+        # interpreted path and cost every record a copy of its row, though it runs for bad records only)
+        as_text_of = {name: F.get_json_object(text, path) for name, path in paths.items()}
+    else:  # a field name a JSON path cannot spell
+        ptext = F.from_json(text, as_text)
+        as_text_of = {f.name: ptext[f.name] for f in fields}
     mismatched = F.concat_ws(
-        ", ", *[F.when(ptext[f.name].isNotNull() & p[f.name].isNull(), F.lit(f"{f.name} (expected {type_ddl(f.dataType)})"))
+        ", ", *[F.when(as_text_of[f.name].isNotNull() & p[f.name].isNull(), F.lit(f"{f.name} (expected {type_ddl(f.dataType)})"))
                 for f in fields]  # fmt: skip
     )
     detail = (

@@ -429,3 +429,29 @@ def test_human_output_and_metrics_lines(cli, catalog, ns, tmp_path):
     assert err.count(f"{name}: ") == 3  # one progress line per batch on stderr (not a terminal)
     lines = [json.loads(line) for line in metrics.read_text().splitlines()]
     assert [(m["rows_written"], m["rows_dead_lettered"]) for m in lines] == [(10, 1)] * 3
+
+
+@pytest.mark.spark
+def test_wrong_type_detail_names_the_fields_whatever_their_names(spark):
+    """The dead letter's detail names each field of the wrong type: read with a JSON path where one can spell the
+    name (plain, dotted or spaced names), and with a second parse where none can (a name with a bracket)."""
+    from pyspark.sql import types as T
+
+    from lakecat.ingest import _json_path, _parse_json
+    from lakecat.records import DETAIL, ERROR
+
+    assert _json_path("id") == "$.id" and _json_path("a.b c") == "$['a.b c']" and _json_path("x[0]") is None
+    for names in (["id", "a.b c"], ["id", "x[0]"]):
+        fields = [T.StructField(names[0], T.LongType()), T.StructField(names[1], T.IntegerType())]
+        values = [json.dumps({names[0]: 1, names[1]: 2}), json.dumps({names[0]: "one", names[1]: "two"}),
+                  json.dumps({names[0]: 3, names[1]: None}), json.dumps({names[0]: 4, names[1]: {"n": 1}})]  # fmt: skip
+        raw = spark.createDataFrame([(v.encode(), None, "t", 0, i, None, "t") for i, v in enumerate(values)],
+                                    "value BINARY, _lakecat_key BINARY, _lakecat_topic STRING, _lakecat_partition INT, "
+                                    "_lakecat_offset BIGINT, _lakecat_ts TIMESTAMP, _lakecat_source STRING")  # fmt: skip
+        rows = _parse_json(raw, fields, keep_value=False, count_unknown="sample").orderBy("_lakecat_offset").collect()
+        assert [(r[ERROR], r[DETAIL]) for r in rows] == [
+            (None, None),
+            ("type_mismatch", f"wrong type: {names[0]} (expected BIGINT), {names[1]} (expected INT)"),
+            (None, None),  # a JSON null is a null, not a wrong type
+            ("type_mismatch", f"wrong type: {names[1]} (expected INT)"),
+        ], names
