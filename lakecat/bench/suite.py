@@ -383,7 +383,9 @@ def release_state(spark: Any, timeout: float = 30.0) -> bool:
     ``--dedupe-key`` run leaves ~0.5 GB of keys in the 1 GB heap, and the run after it, of either job, pays for it in
     collections. Both jobs get this. ``StateStore.unloadAll()`` takes only the providers' lock, unlike
     ``StateStore.stop()``, which also waits for the maintenance pool under it and deadlocks against a maintenance
-    thread. It runs on a thread of its own with a ``timeout``, so a Spark that blocks here cannot hang the bench."""
+    thread. It runs on a thread of its own and is waited on for ``timeout`` at most: a call that does not return by then
+    is left behind and the section's ``state_released`` says so (a lock it held would still stall the next stateful
+    query)."""
     done = threading.Event()
 
     def unload() -> None:
