@@ -21,7 +21,6 @@ import dataclasses
 import hashlib
 import json
 import logging
-import re
 import threading
 import time
 import uuid
@@ -131,12 +130,9 @@ def _any(conditions: Any) -> Any:
 
 
 def _json_path(name: str) -> str | None:
-    """A JSON path to the top-level field ``name`` for ``get_json_object`` (None if Spark's path syntax cannot say it)."""
-    if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
-        return f"$.{name}"
-    if name and not any(c in name for c in "'[]"):
-        return f"$['{name}']"
-    return None
+    """A JSON path to the top-level field ``name`` for ``get_json_object`` (None if Spark's path syntax cannot say it:
+    its bracket form spells any name but an empty one or one with a quote or a bracket)."""
+    return f"$['{name}']" if name and not any(c in name for c in "'[]") else None
 
 
 def _parse_json(raw: DataFrame, fields: list[StructField], *, keep_value: bool, count_unknown: str) -> DataFrame:

@@ -440,7 +440,7 @@ def test_wrong_type_detail_names_the_fields_whatever_their_names(spark):
     from lakecat.ingest import _json_path, _parse_json
     from lakecat.records import DETAIL, ERROR
 
-    assert _json_path("id") == "$.id" and _json_path("a.b c") == "$['a.b c']" and _json_path("x[0]") is None
+    assert _json_path("id") == "$['id']" and _json_path("a.b c") == "$['a.b c']" and _json_path("x[0]") is None
     for names in (["id", "a.b c"], ["id", "x[0]"]):
         fields = [T.StructField(names[0], T.LongType()), T.StructField(names[1], T.IntegerType())]
         values = [json.dumps({names[0]: 1, names[1]: 2}), json.dumps({names[0]: "one", names[1]: "two"}),
