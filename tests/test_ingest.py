@@ -431,6 +431,25 @@ def test_human_output_and_metrics_lines(cli, catalog, ns, tmp_path):
     assert [(m["rows_written"], m["rows_dead_lettered"]) for m in lines] == [(10, 1)] * 3
 
 
+def test_progress_is_read_from_the_newest_end_only_past_the_mark(spark, tmp_path):
+    """The ingest's poll converts only the progresses after the last one it has settled (and always the newest), the
+    same dicts as PySpark's recentProgress gives; many batches between two polls are all there, in order."""
+    from lakecat.ingest import _progress, _progress_key, _progress_since
+
+    src = tmp_path / "in"
+    src.mkdir()
+    for k in range(6):
+        (src / f"{k}.json").write_text(json.dumps({"id": k}) + "\n")
+    q = (spark.readStream.schema("id BIGINT").option("maxFilesPerTrigger", 1).json(str(src)).writeStream.format("noop")
+         .option("checkpointLocation", str(tmp_path / "ck")).trigger(availableNow=True).start())  # fmt: skip
+    q.awaitTermination()
+    every = [_progress(p) for p in q.recentProgress]
+    assert [p["batchId"] for p in every] == list(range(6))
+    assert _progress_since(q, ("", -1)) == every
+    assert _progress_since(q, _progress_key(every[2])) == every[3:]
+    assert _progress_since(q, _progress_key(every[-1])) == every[-1:]  # nothing new: still the latest
+
+
 @pytest.mark.spark
 def test_wrong_type_detail_names_the_fields_whatever_their_names(spark):
     """The dead letter's detail names each field of the wrong type: read with a JSON path where one can spell the
