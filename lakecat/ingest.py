@@ -1160,11 +1160,11 @@ class _MetricsWriter:
         waiting = False  # a batch whose counters are not recorded yet: the mark stays before it, to be read again
         for p in recent:
             bid = p.get("batchId")
-            if bid is not None and bid not in self.seen and p.get("numInputRows") and bid not in batches:
-                waiting = True
+            fresh = bid is not None and bid not in self.seen and bool(p.get("numInputRows"))  # a batch to report once
+            waiting = waiting or (fresh and bid not in batches)
             if not waiting:
                 self.mark = max(self.mark, _progress_key(p))
-            if bid is None or bid in self.seen or bid not in batches or not p.get("numInputRows"):
+            if not fresh or bid not in batches:
                 continue
             self.seen.add(bid)
             new.append(p)
