@@ -22,6 +22,9 @@ CHECKED = "_lakecat_checked"  # the record was checked for unknown fields (count
 CORRUPT = "_lakecat_corrupt"
 EVENT_TIME = "_lakecat_event_time"
 SALT = "_lakecat_salt"
+#: A bad record's detail, raw value and provenance in one struct column, null for a good record: what a streaming
+#: ingest hands its batches, instead of one column each (every column of that row is copied twice per record).
+BAD = "_lakecat_bad"
 META = ("_lakecat_key", "_lakecat_topic", "_lakecat_partition", "_lakecat_offset", "_lakecat_ts", "_lakecat_source")
 #: The table property that records a change-event key (``ingest --cdc``); ``changes`` pairs updates by it.
 CDC_KEY_PROPERTY = "lakecat.cdc.key"
