@@ -367,7 +367,7 @@ class _Pipeline:
         """The batches' shape: the columns a good record fills, ``ERROR`` and the unknown-field check, and one ``BAD``
         struct (null for a good record) with what only the dead letters read: ``DETAIL``, ``RAW`` and the provenance
         (unless ``--with-kafka-metadata`` writes it to the table). Spark copies every column of the streaming plan's
-        row twice on its way into a batch (the plan's output, then the batch's scan of it); nine mostly-null columns
+        row twice on its way into a batch (the plan's output, then the batch's scan of it); eight mostly-null columns
         cost ~1 CPU s per 1M records at 50k per batch."""
         from pyspark.sql import functions as F
 
