@@ -204,6 +204,24 @@ def _parse_json(raw: DataFrame, fields: list[StructField], *, keep_value: bool, 
                      raw_value.alias(RAW))  # fmt: skip
 
 
+def _batch_columns(fields: list[StructField], with_metadata: bool) -> set[str]:
+    """What a batch's table write and counters read: the columns events fill, ``ERROR``, the unknown-field check and,
+    with ``--with-kafka-metadata``, the provenance."""
+    return {f.name for f in fields} | {ERROR, UNKNOWN, CHECKED} | (set(META) if with_metadata else set())
+
+
+def _pack_bad(df: DataFrame, keep: set[str]) -> DataFrame:
+    """The batches' shape: the columns of ``keep`` (``_batch_columns``), and one ``BAD`` struct (null for a good
+    record) with what only the dead letters read: ``DETAIL``, ``RAW`` and the provenance not kept. Spark copies every
+    column of the streaming plan's row twice on its way into a batch (the plan's output, then the batch's scan of it);
+    eight mostly-null columns cost ~1 CPU s per 1M records at 50k per batch."""
+    from pyspark.sql import functions as F
+
+    packed = [c for c in (DETAIL, RAW, *META) if c in df.columns and c not in keep]
+    return df.select(*[F.col(quote(c)) for c in df.columns if c in keep],
+                     F.when(F.col(ERROR).isNotNull(), F.struct(*[F.col(c) for c in packed])).alias(BAD))  # fmt: skip
+
+
 def _unpacked(df: DataFrame) -> DataFrame:
     """A batch with its ``BAD`` struct's fields as columns again (what the dead-letter paths read)."""
     from pyspark.sql import functions as F
@@ -360,21 +378,8 @@ class _Pipeline:
             df = df.withColumn(EVENT_TIME, event).withWatermark(EVENT_TIME, f"{self.opts.watermark_s} seconds")
             df = df.dropDuplicatesWithinWatermark([*self.opts.dedupe_key, SALT])
         if not self.opts.cdc and not self.opts.merge_schema:  # both read a bad record's columns in every batch
-            df = self._pack_bad(df)
+            df = _pack_bad(df, _batch_columns(self.fields, self.with_metadata))
         return df
-
-    def _pack_bad(self, df: DataFrame) -> DataFrame:
-        """The batches' shape: the columns a good record fills, ``ERROR`` and the unknown-field check, and one ``BAD``
-        struct (null for a good record) with what only the dead letters read: ``DETAIL``, ``RAW`` and the provenance
-        (unless ``--with-kafka-metadata`` writes it to the table). Spark copies every column of the streaming plan's
-        row twice on its way into a batch (the plan's output, then the batch's scan of it); eight mostly-null columns
-        cost ~1 CPU s per 1M records at 50k per batch."""
-        from pyspark.sql import functions as F
-
-        keep = {f.name for f in self.fields} | {ERROR, UNKNOWN, CHECKED} | (set(META) if self.with_metadata else set())
-        packed = [c for c in (DETAIL, RAW, *META) if c in df.columns and c not in keep]
-        return df.select(*[F.col(quote(c)) for c in df.columns if c in keep],
-                         F.when(F.col(ERROR).isNotNull(), F.struct(*[F.col(c) for c in packed])).alias(BAD))  # fmt: skip
 
     def start(self) -> StreamingQuery:
         clear_unfinished_first_batch(self.opts.checkpoint)
@@ -498,8 +503,8 @@ class _Pipeline:
                             F.slice(F.array_distinct(F.flatten(F.collect_set(F.col(UNKNOWN)))), 1, 100).alias("names")]  # fmt: skip
             if sampled:
                 metrics.append(F.count(F.when(F.col(CHECKED), 1)).alias("checked"))
-            inputs = {f.name for f in self.fields} | {ERROR, UNKNOWN, CHECKED} | (set(META) if self.with_metadata else set())
-            self._exprs = _BatchExprs(key, metrics, F.col(ERROR).isNull(), self._good_columns(), inputs)
+            self._exprs = _BatchExprs(key, metrics, F.col(ERROR).isNull(), self._good_columns(),
+                                      _batch_columns(self.fields, self.with_metadata))  # fmt: skip
         return self._exprs
 
     def _write_dead_letters(self, df: DataFrame, batch_id: int, bad: int) -> dict[str, int]:

@@ -482,11 +482,9 @@ def test_batches_carry_a_bad_records_columns_packed_in_one_struct(spark):
     and one struct, null for a good record, with what only the dead letters read (detail, raw value, provenance);
     unpacked, a bad record's columns are exactly those of the parse. With Kafka metadata in the table, the provenance
     stays as columns."""
-    from types import SimpleNamespace
-
     from pyspark.sql import types as T
 
-    from lakecat.ingest import _parse_json, _Pipeline, _unpacked
+    from lakecat.ingest import _batch_columns, _pack_bad, _parse_json, _unpacked
     from lakecat.records import BAD, CHECKED, DETAIL, ERROR, META, RAW, UNKNOWN
 
     fields = [T.StructField("id", T.LongType()), T.StructField("a.b c", T.StringType())]
@@ -495,7 +493,7 @@ def test_batches_carry_a_bad_records_columns_packed_in_one_struct(spark):
                                 "value BINARY, _lakecat_key BINARY, _lakecat_topic STRING, _lakecat_partition INT, "
                                 "_lakecat_offset BIGINT, _lakecat_ts TIMESTAMP, _lakecat_source STRING")  # fmt: skip
     parsed = _parse_json(raw, fields, keep_value=False, count_unknown="sample")
-    packed = _Pipeline._pack_bad(SimpleNamespace(fields=fields, with_metadata=False), parsed)  # type: ignore[arg-type]
+    packed = _pack_bad(parsed, _batch_columns(fields, with_metadata=False))
     assert packed.columns == ["id", "a.b c", ERROR, CHECKED, UNKNOWN, BAD]
     rows = packed.orderBy(packed[BAD]["_lakecat_offset"].asc_nulls_first()).collect()
     assert [r[BAD] is None for r in rows] == [True, True, False, False]  # the good ones first (offsets 0 and 3)
@@ -504,6 +502,6 @@ def test_batches_carry_a_bad_records_columns_packed_in_one_struct(spark):
     after = {r["_lakecat_offset"]: [r[c] for c in wanted] for r in _unpacked(packed).where(packed[ERROR].isNotNull()).collect()}
     assert before == after and sorted(before) == [1, 2] and all(v[1] for v in after.values())  # the raw value is there
     assert _unpacked(parsed) is parsed  # a batch without the struct (CDC, schema evolution) is read as it is
-    with_meta = _Pipeline._pack_bad(SimpleNamespace(fields=fields, with_metadata=True), parsed)  # type: ignore[arg-type]
+    with_meta = _pack_bad(parsed, _batch_columns(fields, with_metadata=True))
     assert [c for c in with_meta.columns if c in META] == list(META)
     assert [f.name for f in with_meta.schema[BAD].dataType.fields] == [DETAIL, RAW]

@@ -11,7 +11,7 @@ Jobs:
 - ``plain``: ``from_json`` -> ``foreachBatch`` -> write.
 - ``wide``: lakecat's parse (``_parse_json``, unknown fields sampled) as the batch, every column of it (the shape
   before the ``BAD`` struct) -> observation -> good-rows filter -> write.
-- ``packed``: the same, the batch packed as ``_Pipeline`` hands it over now (``_Pipeline._pack_bad``).
+- ``packed``: the same, the batch packed as ``_Pipeline`` hands it over now (``lakecat.ingest._pack_bad``).
 - ``no_observation``: ``wide`` without the observation (its counters are what the report and the dead-letter
   decision need, so lakecat keeps it).
 """
@@ -25,7 +25,6 @@ import sys
 import tempfile
 import time
 import uuid
-from types import SimpleNamespace
 
 home = pathlib.Path(tempfile.mkdtemp(prefix="lakecat-batch-shape-"))
 os.environ["LAKECAT_HOME"] = str(home)
@@ -36,7 +35,7 @@ from pyspark.sql import types as T  # noqa: E402
 
 import lakecat  # noqa: E402
 from lakecat.bench.suite import SCHEMA, _events  # noqa: E402
-from lakecat.ingest import _parse_json, _Pipeline  # noqa: E402
+from lakecat.ingest import _batch_columns, _pack_bad, _parse_json  # noqa: E402
 from lakecat.kafka_local import LocalKafka, create_topic, free_port, produce  # noqa: E402
 from lakecat.records import CHECKED, ERROR, UNKNOWN  # noqa: E402
 from lakecat.sources.base import StreamOptions  # noqa: E402
@@ -86,7 +85,7 @@ def main() -> None:
             else:
                 df = _parse_json(raw, fields, keep_value=False, count_unknown="sample")
                 if job == "packed":
-                    df = _Pipeline._pack_bad(SimpleNamespace(fields=fields, with_metadata=False), df)  # type: ignore[arg-type]
+                    df = _pack_bad(df, _batch_columns(fields, with_metadata=False))
                 observe = job != "no_observation"
                 batch = lambda d, b: write(classified(d, observe))  # noqa: E731
             (df.writeStream.foreachBatch(batch).option("checkpointLocation", str(home / "ck" / f"{job}_{n}"))
