@@ -364,10 +364,10 @@ class _Pipeline:
         else:
             raw = self.source.open_raw(self.spark, self.opts.stream)
             df = _parse_json(raw, self.fields, keep_value=self.opts.merge_schema, count_unknown=self.opts.count_unknown)
-        if self.opts.dedupe_key:
+        keys = self.opts.dedupe_key or []
+        if keys:
             salt = F.when(F.col(ERROR).isNotNull(), F.concat_ws(":", F.col("_lakecat_source"), F.col("_lakecat_partition"),
                                                                    F.col("_lakecat_offset"), F.xxhash64(F.col(RAW))))  # fmt: skip
-            df = df.withColumn(SALT, salt)
             if self.opts.event_time == "_lakecat_ts":  # no time column: the record's arrival (Kafka timestamp; files: now)
                 event = F.coalesce(F.col("_lakecat_ts"), F.current_timestamp())
             else:
@@ -375,10 +375,18 @@ class _Pipeline:
                 # move the watermark. (A bad record stamped with its Kafka time pushed the watermark to "now" and every
                 # older event after it was dropped as late.)
                 event = F.when(F.col(ERROR).isNull(), F.col(self.opts.event_time))  # type: ignore[arg-type]
-            df = df.withColumn(EVENT_TIME, event).withWatermark(EVENT_TIME, f"{self.opts.watermark_s} seconds")
-            df = df.dropDuplicatesWithinWatermark([*self.opts.dedupe_key, SALT])
-        if not self.opts.cdc and not self.opts.merge_schema:  # both read a bad record's columns in every batch
-            df = _pack_bad(df, _batch_columns(self.fields, self.with_metadata))
+            df = df.select("*", salt.alias(SALT), event.alias(EVENT_TIME))
+        # Packed before the dedupe too: its shuffle writes every column of every record, and the provenance is set on
+        # every record (as wide as the event in the bench) though only a bad record's dead letter reads it. --cdc and
+        # --merge-schema keep the columns: both read a bad record's columns in every batch.
+        packed = not self.opts.cdc and not self.opts.merge_schema
+        if packed:
+            df = _pack_bad(df, _batch_columns(self.fields, self.with_metadata) | ({SALT, EVENT_TIME} if keys else set()))
+        if keys:
+            df = df.withWatermark(EVENT_TIME, f"{self.opts.watermark_s} seconds")
+            df = df.dropDuplicatesWithinWatermark([*keys, SALT])
+            if packed:  # what the dedupe alone reads
+                df = df.select(*[F.col(quote(c)) for c in df.columns if c not in (SALT, EVENT_TIME)])
         return df
 
     def start(self) -> StreamingQuery:

@@ -365,6 +365,39 @@ def test_dedupe_keeps_kafka_metadata_and_wrong_types_exact(catalog, ns, kafka_bo
     assert dead["kafka_key"] == b"k" and dead["kafka_timestamp"]
 
 
+def test_dedupe_shuffles_a_bad_records_columns_packed(catalog, ns, table_format, tmp_path):
+    """--dedupe-key's shuffle writes every column of every record: what only a bad record's dead letter reads (detail,
+    raw value, provenance, set on every record) crosses it packed in the one struct, null for a good record; the
+    batches get neither the salt nor the event time, which only the dedupe reads."""
+    import lakecat
+    from lakecat.ingest import start_ingest
+    from lakecat.records import BAD, CHECKED, ERROR, EVENT_TIME, SALT, UNKNOWN
+
+    landing = tmp_path / "landing"
+    landing.mkdir()
+    name = f"{ns}.dedupe_shape"
+    catalog.create_table(name, schema=SCHEMA, format=table_format)
+    handle = start_ingest(catalog, name, lakecat.FileSource(str(landing), format="json"), dedupe_key="id", watermark="1h")
+    try:
+        plan = handle._pipeline.plan()  # the plan the running query was started with
+    finally:
+        handle.stop()
+
+    def find(node, kind):  # type: ignore[no-untyped-def]
+        if node.nodeName() == kind:
+            return node
+        children = node.children()
+        return next((f for f in (find(children.apply(i), kind) for i in range(children.size())) if f is not None), None)
+
+    def names(attrs):  # type: ignore[no-untyped-def]
+        return [attrs.apply(i).name() for i in range(attrs.size())]
+
+    dedupe = find(plan._jdf.queryExecution().analyzed(), "DeduplicateWithinWatermark")
+    table_columns = [f.name for f in catalog.load_table(name).spark_schema().fields]
+    assert set(names(dedupe.child().output())) == {*table_columns, ERROR, CHECKED, UNKNOWN, BAD, SALT, EVENT_TIME}
+    assert plan.columns == [*table_columns, ERROR, CHECKED, UNKNOWN, BAD]
+
+
 # --- landed files through the same pipeline ---------------------------------------------------
 def test_json_files_exactly_once(catalog, ns, table_format, tmp_path):
     import lakecat
