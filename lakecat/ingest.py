@@ -386,7 +386,7 @@ class _Pipeline:
             df = df.withWatermark(EVENT_TIME, f"{self.opts.watermark_s} seconds")
             df = df.dropDuplicatesWithinWatermark([*keys, SALT])
             if packed:  # what the dedupe alone reads
-                df = df.select(*[F.col(quote(c)) for c in df.columns if c not in (SALT, EVENT_TIME)])
+                df = df.drop(SALT, EVENT_TIME)
         return df
 
     def start(self) -> StreamingQuery:

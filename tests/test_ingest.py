@@ -379,7 +379,7 @@ def test_dedupe_shuffles_a_bad_records_columns_packed(catalog, ns, table_format,
     catalog.create_table(name, schema=SCHEMA, format=table_format)
     handle = start_ingest(catalog, name, lakecat.FileSource(str(landing), format="json"), dedupe_key="id", watermark="1h")
     try:
-        plan = handle._pipeline.plan()  # the plan the running query was started with
+        plan = handle._pipeline.plan()  # built as start() built the running query's (a plan of its own, not started)
     finally:
         handle.stop()
 
