@@ -135,28 +135,70 @@ def _json_path(name: str) -> str | None:
     return f"$['{name}']" if name and not any(c in name for c in "'[]") else None
 
 
-def _parse_json(raw: DataFrame, fields: list[StructField], *, keep_value: bool, count_unknown: str) -> DataFrame:
-    """Parse ``value`` against ``fields`` and classify every record in one projection.
-
-    ``from_json`` in PERMISSIVE mode with a corrupt-record column flags a value of the wrong type
-    (it would otherwise come back as a silent null); a second, all-STRING parse only runs for bad
-    records, to name the offending fields. Spotting fields the table lacks needs a second tokenization
-    of the record (``json_object_keys``; ``from_json`` skips them silently): ``count_unknown="all"``
-    does it for every record (needed to evolve the schema), ``"sample"`` for one in ``UNKNOWN_SAMPLE``
-    (marked ``CHECKED``), ``"off"`` never.
-    """
+def _typed_parse(text: Any, fields: list[StructField]) -> Any:
+    """``from_json`` of ``text`` against ``fields`` in PERMISSIVE mode, with the corrupt-record field ``CORRUPT``."""
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
     typed = T.StructType([T.StructField(f.name, f.dataType, True) for f in fields]
                          + [T.StructField(CORRUPT, T.StringType(), True)])  # fmt: skip
-    as_text = T.StructType([T.StructField(f.name, T.StringType(), True) for f in fields])
-    text = F.col("value").cast("string")
-    opts = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT}
-    df = raw.select("*", F.from_json(text, typed, opts).alias("_lakecat_p"))
-    p = F.col("_lakecat_p")
+    return F.from_json(text, typed, {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT})
+
+
+def _json_detail(text: Any, p: Any, fields: list[StructField]) -> Any:
+    """The dead letter's ``error_detail`` of a record classified ``ERROR``: ``text`` its value as a string, ``p`` its
+    ``_typed_parse``. A type mismatch names the fields whose value is there as text but not as its type."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
     required = [f.name for f in fields if not f.nullable]
     missing = F.concat_ws(", ", *[F.when(p[n].isNull(), F.lit(n)) for n in required]) if required else F.lit("")
+    paths = {f.name: path for f in fields if (path := _json_path(f.name)) is not None}
+    if len(paths) == len(fields):  # the field's value as text: get_json_object has generated code
+        as_text_of = {name: F.get_json_object(text, path) for name, path in paths.items()}
+    else:  # a field name a JSON path cannot spell
+        ptext = F.from_json(text, T.StructType([T.StructField(f.name, T.StringType(), True) for f in fields]))
+        as_text_of = {f.name: ptext[f.name] for f in fields}
+    mismatched = F.concat_ws(
+        ", ", *[F.when(as_text_of[f.name].isNotNull() & p[f.name].isNull(), F.lit(f"{f.name} (expected {type_ddl(f.dataType)})"))
+                for f in fields]  # fmt: skip
+    )
+    return (
+        F.when(F.col(ERROR) == "not_utf8", F.lit("value is not valid UTF-8"))
+        .when(F.col(ERROR) == "null_value", F.lit("value is null"))
+        .when(F.col(ERROR) == "invalid_json", F.lit("value is not a JSON object"))
+        .when(F.col(ERROR) == "type_mismatch", F.concat(F.lit("wrong type: "), mismatched))
+        .when(F.col(ERROR) == "missing_required", F.concat(F.lit("missing required field: "), missing))
+    )
+
+
+def json_detail_of_raw(fields: list[StructField]) -> Any:
+    """``_json_detail`` computed afresh from a bad record's raw value (``RAW``), for a batch parsed without ``DETAIL``."""
+    from pyspark.sql import functions as F
+
+    text = F.col(RAW).cast("string")
+    return _json_detail(text, _typed_parse(text, fields), fields)
+
+
+def _parse_json(raw: DataFrame, fields: list[StructField], *, keep_value: bool, count_unknown: str,
+                detail: bool = True) -> DataFrame:  # fmt: skip
+    """Parse ``value`` against ``fields`` and classify every record in one projection.
+
+    ``from_json`` in PERMISSIVE mode with a corrupt-record column flags a value of the wrong type
+    (it would otherwise come back as a silent null). Spotting fields the table lacks needs a second tokenization
+    of the record (``json_object_keys``; ``from_json`` skips them silently): ``count_unknown="all"``
+    does it for every record (needed to evolve the schema), ``"sample"`` for one in ``UNKNOWN_SAMPLE``
+    (marked ``CHECKED``), ``"off"`` never. ``detail=False`` leaves out ``DETAIL``, what a dead letter says is wrong
+    (the offending fields, found by a second, per-field reading of the record): the batch computes it from ``RAW`` for
+    its bad records alone (``json_detail_of_raw``). Its expressions were more than a third of the generated code
+    Spark writes again for every micro-batch, and of the plan its optimizer walks, though no good record reads them.
+    """
+    from pyspark.sql import functions as F
+
+    text = F.col("value").cast("string")
+    df = raw.select("*", _typed_parse(text, fields).alias("_lakecat_p"))
+    p = F.col("_lakecat_p")
+    required = [f.name for f in fields if not f.nullable]
     is_object = F.json_object_keys(text).isNotNull()
     error = (
         F.when(F.col("value").isNull(), F.lit("null_value"))
@@ -166,25 +208,6 @@ def _parse_json(raw: DataFrame, fields: list[StructField], *, keep_value: bool, 
     )
     if required:
         error = error.when(_any(p[n].isNull() for n in required), F.lit("missing_required"))
-    paths = {f.name: path for f in fields if (path := _json_path(f.name)) is not None}
-    if len(paths) == len(fields):  # the field's value as text: get_json_object has generated code, so the whole
-        # projection stays in one generated stage with the classification (a second from_json would fall back to the
-        # interpreted path and cost every record a copy of its row, though it runs for bad records only)
-        as_text_of = {name: F.get_json_object(text, path) for name, path in paths.items()}
-    else:  # a field name a JSON path cannot spell
-        ptext = F.from_json(text, as_text)
-        as_text_of = {f.name: ptext[f.name] for f in fields}
-    mismatched = F.concat_ws(
-        ", ", *[F.when(as_text_of[f.name].isNotNull() & p[f.name].isNull(), F.lit(f"{f.name} (expected {type_ddl(f.dataType)})"))
-                for f in fields]  # fmt: skip
-    )
-    detail = (
-        F.when(F.col(ERROR) == "not_utf8", F.lit("value is not valid UTF-8"))
-        .when(F.col(ERROR) == "null_value", F.lit("value is null"))
-        .when(F.col(ERROR) == "invalid_json", F.lit("value is not a JSON object"))
-        .when(F.col(ERROR) == "type_mismatch", F.concat(F.lit("wrong type: "), mismatched))
-        .when(F.col(ERROR) == "missing_required", F.concat(F.lit("missing required field: "), missing))
-    )
     df = df.select("*", error.alias(ERROR))
     cols = [p[f.name].alias(f.name) for f in fields]
     extra = []
@@ -198,10 +221,11 @@ def _parse_json(raw: DataFrame, fields: list[StructField], *, keep_value: bool, 
             check = F.col(CHECKED)
             extra.append(F.col(CHECKED))
         extra.append(F.when(check & (F.size(unknown) > 0), unknown).alias(UNKNOWN))
+    if detail:
+        extra.append(F.when(F.col(ERROR).isNotNull(), _json_detail(text, p, fields)).alias(DETAIL))
     # the raw value travels only with bad records (or always when the schema may still grow)
     raw_value = F.col("value") if keep_value else F.when(F.col(ERROR).isNotNull(), F.col("value"))
-    return df.select(*cols, ERROR, *META, *extra, F.when(F.col(ERROR).isNotNull(), detail).alias(DETAIL),
-                     raw_value.alias(RAW))  # fmt: skip
+    return df.select(*cols, ERROR, *META, *extra, raw_value.alias(RAW))
 
 
 def _batch_columns(fields: list[StructField], with_metadata: bool) -> set[str]:
@@ -337,6 +361,11 @@ class _Pipeline:
         # batch's counters in a file of this run's own directory beside the checkpoint; collect() reads them.
         self.remote = is_connect(self.spark)
         self.report_dir = f"{opts.checkpoint.rstrip('/')}/_lakecat_batches/{uuid.uuid4().hex}"
+        self.query_name = f"lakecat_ingest_{table.entry.ident.namespace}_{table.entry.ident.name}_{uuid.uuid4().hex[:6]}"
+        # set by plan() when the streaming plan itself counts each batch (see there); else each batch observes itself
+        self.stream_observation: str | None = None
+        self._observation_name = f"lakecat_{uuid.uuid4().hex[:12]}"
+        self._jquery: Any = None  # the running query's StreamExecution (JVM), looked up by its first batch
 
     def prefetch(self) -> None:
         """Look up the committed batch ids while Spark starts the query, not in the first micro-batch
@@ -363,7 +392,9 @@ class _Pipeline:
                                 allow_new=self.opts.merge_schema)  # fmt: skip
         else:
             raw = self.source.open_raw(self.spark, self.opts.stream)
-            df = _parse_json(raw, self.fields, keep_value=self.opts.merge_schema, count_unknown=self.opts.count_unknown)
+            # --merge-schema parses each batch again after it adds columns (_evolve): its dead letters keep the detail
+            df = _parse_json(raw, self.fields, keep_value=self.opts.merge_schema, count_unknown=self.opts.count_unknown,
+                             detail=self.opts.merge_schema)  # fmt: skip
         keys = self.opts.dedupe_key or []
         if keys:
             salt = F.when(F.col(ERROR).isNotNull(), F.concat_ws(":", F.col("_lakecat_source"), F.col("_lakecat_partition"),
@@ -387,14 +418,24 @@ class _Pipeline:
             df = df.dropDuplicatesWithinWatermark([*keys, SALT])
             if packed:  # what the dedupe alone reads
                 df = df.drop(SALT, EVENT_TIME)
+        if packed and self.dlq is not None and not self.remote:
+            # The batch's counters, taken by the streaming plan itself, read back from the query's execution of this
+            # batch after the table write (_counted_by_stream). Observed in each batch instead, the observation split
+            # the table write into two generated stages with a copy of every row between them (~7% of the executors'
+            # CPU in a JFR profile). Not through Spark Connect (the engine's Python worker cannot reach the query's
+            # execution), nor where a batch is cached and read twice (--no-dlq, --merge-schema) or CDC.
+            columns = set(df.columns)
+            exprs = self._batch_exprs(UNKNOWN in columns, CHECKED in columns)
+            self.stream_observation = self._observation_name
+            df = df.observe(self.stream_observation, *exprs.metrics)
         return df
 
     def start(self) -> StreamingQuery:
         clear_unfinished_first_batch(self.opts.checkpoint)
+        self._jquery = None  # a restart runs a new execution under the same name
         func = _EngineBatch(self.engine_spec()) if self.remote else self._batch
         writer = self.plan().writeStream.foreachBatch(func).option("checkpointLocation", self.opts.checkpoint)
-        writer = writer.queryName(f"lakecat_ingest_{self.table.entry.ident.namespace}_{self.table.entry.ident.name}"
-                                  f"_{uuid.uuid4().hex[:6]}")  # fmt: skip
+        writer = writer.queryName(self.query_name)
         writer = writer.trigger(availableNow=True) if self.opts.trigger.available_now else writer.trigger(
             processingTime=f"{self.opts.trigger.interval_s} seconds"
         )
@@ -470,15 +511,22 @@ class _Pipeline:
             has_unknown = UNKNOWN in columns
             sampled = CHECKED in columns  # else every good record was checked
             exprs = self._batch_exprs(has_unknown, sampled)
-            obs = Observation(f"lakecat_{batch_id}_{uuid.uuid4().hex[:8]}")
-            # Spark does not prune columns below an observation: without this select every row of the table write
-            # was built with the dead letter's columns too (raw value, detail, provenance), which that job never reads
-            observed = df.select(*[c for c in columns if c in exprs.inputs]).observe(obs, *exprs.metrics)
+            obs = None
+            if self.stream_observation is not None:  # the streaming plan counts the batch (plan())
+                observed = df
+            else:
+                obs = Observation(f"lakecat_{batch_id}_{uuid.uuid4().hex[:8]}")
+                # Spark does not prune columns below an observation: without this every row of the table write was
+                # built with the dead letter's columns too (raw value, detail, provenance), which that job never reads.
+                # A drop of the few unread columns, not a select of the read ones: a column named in a select costs
+                # three py4j round trips, ~20 ms per batch of a 4-field table (py-spy)
+                unread = [c for c in columns if c not in exprs.inputs]
+                observed = (df.drop(*unread) if unread else df).observe(obs, *exprs.metrics)
             if not done_table:
                 write_started = time.monotonic()
                 self.target.write(observed.where(exprs.good).select(*exprs.columns), batch_id)
                 stats.commit_duration_s = round(time.monotonic() - write_started, 3)
-                m = obs.get
+                m = obs.get if obs is not None else self._counted_by_stream(df, batch_id)
                 rows, bad = int(m["rows"] or 0), int(m["bad"] or 0)
                 stats.rows_written, stats.rows_read = rows - bad, rows
                 if has_unknown:
@@ -497,6 +545,35 @@ class _Pipeline:
             if cached:
                 base.unpersist()
         return stats, names
+
+    def _counted_by_stream(self, df: DataFrame, batch_id: int) -> dict[str, Any]:
+        """The counters the streaming plan's observation took of this batch, read after the table write ran it.
+
+        ``foreachBatch`` hands over the rows of the query's execution of this batch (its ``lastExecution``), whose
+        observation holds what the write's job counted as it read them (``observedMetrics`` reads the accumulators at
+        the time of the call: after the dead-letter write, which runs the batch again, they would count twice). When
+        that cannot be read, or the execution is not this batch's, the batch is counted again by two jobs: slower,
+        never wrong."""
+        from pyspark.sql import functions as F
+
+        name = self.stream_observation
+        why = "not found"
+        try:
+            if self._jquery is None:
+                active = self.spark._jsparkSession.streams().active()  # type: ignore[attr-defined]
+                self._jquery = next(q for q in active if q.name() == self.query_name).streamingQuery()
+            execution = self._jquery.lastExecution()
+            if execution.currentBatchId() == batch_id:
+                found = execution.observedMetrics().get(name)
+                if found.isDefined():
+                    return dict(json.loads(found.get().json()))
+            else:
+                why = f"the query's execution is of batch {execution.currentBatchId()}"
+        except Exception as e:  # noqa: BLE001 - the fallback below counts the same
+            why = repr(e)
+        log.warning("ingest: the stream's counters of batch %s could not be read (%s); counting it again", batch_id, why)
+        rows, bad = df.count(), df.where(F.col(ERROR).isNotNull()).count()
+        return {"rows": rows, "bad": bad, "unknown": None, "checked": None, "names": None}
 
     def _batch_exprs(self, has_unknown: bool, sampled: bool) -> _BatchExprs:
         """The counters and the good rows' filter and columns of a batch write, built once per set of columns: every
@@ -630,8 +707,8 @@ class _Pipeline:
         """--no-dlq: the first bad record fails the batch before anything is written."""
         from pyspark.sql import functions as F
 
-        first = _unpacked(df).where(F.col(ERROR).isNotNull()).select(ERROR, DETAIL, "_lakecat_source", "_lakecat_partition",
-                                                         "_lakecat_offset").limit(1).collect()  # fmt: skip
+        bad = _unpacked(df).where(F.col(ERROR).isNotNull())
+        first = bad.select(ERROR, self._detail(bad), "_lakecat_source", "_lakecat_partition", "_lakecat_offset").limit(1).collect()
         if first:
             r = first[0]
             where = f"{r[2]}" + (f" partition {r[3]} offset {r[4]}" if r[3] is not None else "")
@@ -647,15 +724,22 @@ class _Pipeline:
             cols += self.source.metadata_values()
         return cols
 
+    def _detail(self, bad: DataFrame) -> Any:
+        """The bad records' ``DETAIL`` column, computed from their raw value when the batch was parsed without it."""
+        from pyspark.sql import functions as F
+
+        return F.col(DETAIL) if DETAIL in bad.columns else json_detail_of_raw(self.fields).alias(DETAIL)
+
     def _bad_rows(self, df: DataFrame, batch_id: int) -> DataFrame:
         from pyspark.sql import functions as F
 
         raw = F.col(RAW)
-        return _unpacked(df).where(F.col(ERROR).isNotNull()).select(
+        bad = _unpacked(df).where(F.col(ERROR).isNotNull())
+        return bad.select(
             raw.alias("raw_value"),
             F.when(F.is_valid_utf8(raw.cast("string")), raw.cast("string")).alias("raw_text"),
             F.col(ERROR).alias("error"),
-            F.col(DETAIL).alias("error_detail"),
+            self._detail(bad).alias("error_detail"),
             F.col("_lakecat_source").alias("source"),
             F.col("_lakecat_topic").alias("kafka_topic"),
             F.col("_lakecat_partition").alias("kafka_partition"),

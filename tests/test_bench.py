@@ -280,12 +280,17 @@ def test_the_compaction_pair_alternates_and_rolls_back_between_rounds(catalog, s
     assert row["repeat"] == 3 and row["files_after"] == 1 and row["engine_files_after"] == 1
     assert all(r["lakecat_compact_s"] > 0 and r["engine_compact_s"] > 0 for r in row["rounds"])
     assert sorted(r["lakecat_compact_s"] for r in row["rounds"])[1] == row["lakecat_compact_s"]  # the median
+    # lakecat / engine pairs each round's two runs: the median of the rounds' ratios (the ratio of medians kept too)
+    ratios = sorted(r["lakecat_compact_s"] / r["engine_compact_s"] for r in row["rounds"])
+    assert row["lakecat_over_engine"] == round(ratios[1], 2)
+    assert row["lakecat_over_engine_of_medians"] == round(row["lakecat_compact_s"] / row["engine_compact_s"], 2)
     assert row["warmup"] not in row["rounds"]
     assert spark.table(lt.spark_name).count() == 3 and spark.table(et.spark_name).count() == 3
     for t in (lt, et):  # read by pyiceberg / delta-rs: the rolled-back-and-compacted tables are valid and whole
         assert sorted((r["id"], r["region"]) for r in read_rows(catalog, t)) == [(0, "r0"), (1, "r1"), (2, "r2")]
     md = bench._rounds_note({"x": row})
-    assert "after one warm-up round that is not counted, median of 3 rounds in alternating order" in md
+    assert "after one warm-up round that is not counted, 3 rounds in alternating order" in md
+    assert "lakecat / engine the median of the rounds' ratios" in md
 
 
 @pytest.mark.spark

@@ -103,8 +103,10 @@ def test_kafka_available_now_with_dead_letters(cli, catalog, ns, kafka_bootstrap
     assert all(r["kafka_topic"] == topic and r["kafka_offset"] is not None and r["kafka_partition"] in (0, 1, 2)
                and r["raw_value"] and r["ingest_time"] and r["kafka_timestamp"] for r in dead)  # fmt: skip
     assert len({(r["kafka_partition"], r["kafka_offset"]) for r in dead}) == len(dead)
-    mismatch = [r for r in dead if r["error"] == "type_mismatch"]
-    assert all(r["error_detail"] == "wrong type: id (expected BIGINT)" for r in mismatch)
+    # the detail is computed from the raw value in the dead-letter write (the stream's batches do not carry it)
+    details = {"invalid_json": "value is not a JSON object", "not_utf8": "value is not valid UTF-8",
+               "type_mismatch": "wrong type: id (expected BIGINT)", "missing_required": "missing required field: id"}
+    assert all(r["error_detail"] == details[r["error"]] for r in dead), {(r["error"], r["error_detail"]) for r in dead}
     assert all(r["raw_text"] is None for r in dead if r["error"] == "not_utf8")
     lines = [json.loads(line) for line in metrics.read_text().splitlines()]
     assert sum(line["rows_written"] for line in lines) == n_good and all("lag" in line for line in lines)
@@ -143,7 +145,7 @@ def test_no_dlq_fails_and_writes_nothing(cli, catalog, ns, kafka_bootstrap):
     catalog.create_table(name, schema=SCHEMA, format="iceberg")
     code, out, err = cli("ingest", name, "--kafka", kafka_bootstrap, "--topic", topic, "--no-dlq", "--json")
     assert code == 1
-    assert "--no-dlq" in json.loads(out)["error"]["message"] and "invalid_json" in err
+    assert "--no-dlq" in json.loads(out)["error"]["message"] and "(invalid_json: value is not a JSON object)" in err
     assert read_rows(catalog, name) == [] and not catalog.table_exists(f"{name}_dlq")
 
 
@@ -398,6 +400,44 @@ def test_dedupe_shuffles_a_bad_records_columns_packed(catalog, ns, table_format,
     assert plan.columns == [*table_columns, ERROR, CHECKED, UNKNOWN, BAD]
 
 
+def test_the_streaming_plan_counts_each_batch(catalog, ns, table_format, tmp_path, monkeypatch, caplog):
+    """The batch's counters (rows, bad records, unknown fields) are taken by the streaming plan's own observation and
+    read from the query's execution of the batch after the table write: exact, without the recount fallback, and the
+    table write is one generated stage (no observation in the batch's own plan)."""
+    import logging
+
+    import lakecat
+    from lakecat.ingest import _Pipeline, start_ingest
+
+    landing = tmp_path / "landing"
+    landing.mkdir()
+    good = [good_event(i) for i in range(40)]
+    bad = [BAD_KINDS["type_mismatch"](i) for i in range(3)] + [BAD_KINDS["invalid_json"](i) for i in range(2)]
+    (landing / "a.json").write_bytes(b"\n".join(good[:20] + bad[:3] + good[20:]) + b"\n")
+    (landing / "b.json").write_bytes(b"\n".join(bad[3:]) + b"\n")
+    name = f"{ns}.counted"
+    catalog.create_table(name, schema=SCHEMA, format=table_format)
+    counted: list[dict] = []
+    real = _Pipeline._counted_by_stream
+
+    def spy(self, df, batch_id):  # type: ignore[no-untyped-def]
+        m = real(self, df, batch_id)
+        counted.append(m)
+        return m
+
+    monkeypatch.setattr(_Pipeline, "_counted_by_stream", spy)
+    caplog.set_level(logging.WARNING, logger="lakecat.ingest")
+    handle = start_ingest(catalog, name, lakecat.FileSource(str(landing), format="json"), max_files_per_batch=1)
+    assert handle._pipeline.stream_observation is not None
+    handle.await_termination(300)
+    report = handle.stop()
+    assert (report.rows_written, report.rows_dead_lettered) == (40, 5) and report.batches == 2
+    assert sorted((m["rows"], m["bad"]) for m in counted) == [(2, 2), (43, 3)]
+    assert not [r for r in caplog.records if "counting it again" in r.getMessage()]
+    assert sorted(r["id"] for r in read_rows(catalog, name)) == list(range(40))
+    assert len(read_rows(catalog, f"{name}_dlq")) == 5
+
+
 # --- landed files through the same pipeline ---------------------------------------------------
 def test_json_files_exactly_once(catalog, ns, table_format, tmp_path):
     import lakecat
@@ -489,7 +529,7 @@ def test_wrong_type_detail_names_the_fields_whatever_their_names(spark):
     name (plain, dotted or spaced names), and with a second parse where none can (a name with a bracket)."""
     from pyspark.sql import types as T
 
-    from lakecat.ingest import _json_path, _parse_json
+    from lakecat.ingest import _json_path, _parse_json, json_detail_of_raw
     from lakecat.records import DETAIL, ERROR
 
     assert _json_path("id") == "$['id']" and _json_path("a.b c") == "$['a.b c']" and _json_path("x[0]") is None
@@ -507,6 +547,11 @@ def test_wrong_type_detail_names_the_fields_whatever_their_names(spark):
             (None, None),  # a JSON null is a null, not a wrong type
             ("type_mismatch", f"wrong type: {names[1]} (expected INT)"),
         ], names
+        # parsed without the detail (a stream's batches), it is computed from the bad records' raw values alone
+        lazy = _parse_json(raw, fields, keep_value=False, count_unknown="sample", detail=False)
+        assert DETAIL not in lazy.columns
+        bad = lazy.where(lazy[ERROR].isNotNull()).select("_lakecat_offset", json_detail_of_raw(fields).alias(DETAIL))
+        assert [r[DETAIL] for r in bad.orderBy("_lakecat_offset").collect()] == [rows[1][DETAIL], rows[3][DETAIL]]
 
 
 @pytest.mark.spark
