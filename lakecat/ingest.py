@@ -236,7 +236,8 @@ def _batch_columns(fields: list[StructField], with_metadata: bool) -> set[str]:
 
 def _pack_bad(df: DataFrame, keep: set[str]) -> DataFrame:
     """The batches' shape: the columns of ``keep`` (``_batch_columns``), and one ``BAD`` struct (null for a good
-    record) with what only the dead letters read: ``DETAIL``, ``RAW`` and the provenance not kept. Spark copies every
+    record) with what only the dead letters read: ``RAW``, ``DETAIL`` where the parse made it, and the provenance not
+    kept. Spark copies every
     column of the streaming plan's row twice on its way into a batch (the plan's output, then the batch's scan of it);
     eight mostly-null columns cost ~1 CPU s per 1M records at 50k per batch."""
     from pyspark.sql import functions as F
@@ -362,9 +363,9 @@ class _Pipeline:
         self.remote = is_connect(self.spark)
         self.report_dir = f"{opts.checkpoint.rstrip('/')}/_lakecat_batches/{uuid.uuid4().hex}"
         self.query_name = f"lakecat_ingest_{table.entry.ident.namespace}_{table.entry.ident.name}_{uuid.uuid4().hex[:6]}"
-        # set by plan() when the streaming plan itself counts each batch (see there); else each batch observes itself
+        # the observation's name, set by plan() when the streaming plan itself counts each batch (see there); else
+        # each batch observes itself
         self.stream_observation: str | None = None
-        self._observation_name = f"lakecat_{uuid.uuid4().hex[:12]}"
         self._jquery: Any = None  # the running query's StreamExecution (JVM), looked up by its first batch
 
     def prefetch(self) -> None:
@@ -426,7 +427,7 @@ class _Pipeline:
             # execution), nor where a batch is cached and read twice (--no-dlq, --merge-schema) or CDC.
             columns = set(df.columns)
             exprs = self._batch_exprs(UNKNOWN in columns, CHECKED in columns)
-            self.stream_observation = self._observation_name
+            self.stream_observation = self.stream_observation or f"lakecat_{uuid.uuid4().hex[:12]}"  # one per pipeline
             df = df.observe(self.stream_observation, *exprs.metrics)
         return df
 
@@ -705,10 +706,8 @@ class _Pipeline:
 
     def _refuse_bad(self, df: DataFrame) -> None:
         """--no-dlq: the first bad record fails the batch before anything is written."""
-        from pyspark.sql import functions as F
-
-        bad = _unpacked(df).where(F.col(ERROR).isNotNull())
-        first = bad.select(ERROR, self._detail(bad), "_lakecat_source", "_lakecat_partition", "_lakecat_offset").limit(1).collect()
+        first = self._bad_records(df).select(ERROR, DETAIL, "_lakecat_source", "_lakecat_partition",
+                                             "_lakecat_offset").limit(1).collect()  # fmt: skip
         if first:
             r = first[0]
             where = f"{r[2]}" + (f" partition {r[3]} offset {r[4]}" if r[3] is not None else "")
@@ -724,22 +723,23 @@ class _Pipeline:
             cols += self.source.metadata_values()
         return cols
 
-    def _detail(self, bad: DataFrame) -> Any:
-        """The bad records' ``DETAIL`` column, computed from their raw value when the batch was parsed without it."""
+    def _bad_records(self, df: DataFrame) -> DataFrame:
+        """A batch's bad records with their columns unpacked, ``DETAIL`` among them: computed from the raw value when
+        the batch was parsed without it."""
         from pyspark.sql import functions as F
 
-        return F.col(DETAIL) if DETAIL in bad.columns else json_detail_of_raw(self.fields).alias(DETAIL)
+        bad = _unpacked(df).where(F.col(ERROR).isNotNull())
+        return bad if DETAIL in bad.columns else bad.withColumn(DETAIL, json_detail_of_raw(self.fields))
 
     def _bad_rows(self, df: DataFrame, batch_id: int) -> DataFrame:
         from pyspark.sql import functions as F
 
         raw = F.col(RAW)
-        bad = _unpacked(df).where(F.col(ERROR).isNotNull())
-        return bad.select(
+        return self._bad_records(df).select(
             raw.alias("raw_value"),
             F.when(F.is_valid_utf8(raw.cast("string")), raw.cast("string")).alias("raw_text"),
             F.col(ERROR).alias("error"),
-            self._detail(bad).alias("error_detail"),
+            F.col(DETAIL).alias("error_detail"),
             F.col("_lakecat_source").alias("source"),
             F.col("_lakecat_topic").alias("kafka_topic"),
             F.col("_lakecat_partition").alias("kafka_partition"),

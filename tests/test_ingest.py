@@ -402,8 +402,7 @@ def test_dedupe_shuffles_a_bad_records_columns_packed(catalog, ns, table_format,
 
 def test_the_streaming_plan_counts_each_batch(catalog, ns, table_format, tmp_path, monkeypatch, caplog):
     """The batch's counters (rows, bad records, unknown fields) are taken by the streaming plan's own observation and
-    read from the query's execution of the batch after the table write: exact, without the recount fallback, and the
-    table write is one generated stage (no observation in the batch's own plan)."""
+    read from the query's execution of the batch after the table write: exact, and without the recount fallback."""
     import logging
 
     import lakecat
