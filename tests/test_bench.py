@@ -304,10 +304,12 @@ def test_the_ingest_section_runs_both_sizes_apart_and_releases_state(catalog, ka
     out = bench.ingest_section(catalog, kafka_bootstrap, sizes, formats=["iceberg", "delta"], home=tmp_path,
                                sampler=bench.TreeSampler())  # fmt: skip
     for doc, n in ((out, 400), (out["big"], 600)):
-        assert doc["events"] == n and doc["state_released"] is True
+        assert doc["events"] == n and doc["state_released"] is True and doc["order"] == "by_row"
         for fmt in ("iceberg", "delta"):
             row = doc["dedupe"]["results"][fmt]
             assert row["ratio"] > 0 and row["plain_spark"]["triggers_with_data"] >= n // 200
     for fmt in ("iceberg", "delta"):  # each size wrote its own tables, every event once (the independent readers)
-        for name, n in ((f"bench.i_lakecat_dedupe_{fmt}_0", 400), (f"bench.ibig_plain_dedupe_{fmt}_0", 600)):
+        for name, n in ((f"bench.i_lakecat_dedupe_{fmt}_0", 400), (f"bench.ibig_plain_dedupe_{fmt}_0", 600),
+                        (f"bench.i_lead_dedupe_{fmt}", 400)):  # each row's untimed first run, of the full size
             assert sorted(r["id"] for r in read_rows(catalog, name)) == list(range(n))
+    assert "each row's runs together after one untimed run of it" in bench.render_markdown({"ingest": out})
