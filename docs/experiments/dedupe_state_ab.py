@@ -12,7 +12,6 @@ import os
 import pathlib
 import sys
 import tempfile
-import threading
 
 home = pathlib.Path(tempfile.mkdtemp(prefix="lakecat-dedupe-ab-"))
 os.environ["LAKECAT_HOME"] = str(home)
@@ -20,7 +19,7 @@ os.environ["LAKECAT_HOME"] = str(home)
 from rounds import alternate, topic_of_events  # noqa: E402
 
 import lakecat  # noqa: E402
-from lakecat.bench.suite import SCHEMA, plain_query, release_state  # noqa: E402
+from lakecat.bench.suite import SCHEMA, TreeSampler, plain_query, release_state, tree_usage  # noqa: E402
 
 N, ROUNDS, FORMAT = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 JOBS = tuple(sys.argv[4].split(",")) if len(sys.argv) > 4 else ("plain", "heap", "rocksdb")
@@ -33,15 +32,9 @@ def gc_s(spark) -> float:  # type: ignore[no-untyped-def]
     return sum(b.getCollectionTime() for b in beans) / 1000
 
 
-def rss_mb(pid: int) -> int:
-    for line in open(f"/proc/{pid}/status"):
-        if line.startswith("VmRSS"):
-            return int(line.split()[1]) // 1024
-    return 0
-
-
 def main() -> None:
     with topic_of_events(home, N, "dd_") as (cat, spark, pid, bootstrap, topic):
+        sampler = TreeSampler(pid).start()  # the Spark JVM's own RSS (not the broker's)
 
         def run(job: str, n: int) -> None:
             release_state(spark)
@@ -50,39 +43,34 @@ def main() -> None:
             g0 = gc_s(spark)
             if job == "rocksdb":  # the session names RocksDB: the query reads it when it starts
                 spark.conf.set(PROVIDER, ROCKSDB)
-            peak = [0]
-            stop = threading.Event()
-
-            def sample() -> None:
-                while not stop.wait(0.5):
-                    peak[0] = max(peak[0], rss_mb(pid))
-
-            sampler = threading.Thread(target=sample, daemon=True)
-            sampler.start()
             try:
-                if job.startswith("plain"):
-                    plain_query(
-                        spark, cat, table, bootstrap, topic, checkpoint=checkpoint, batch=50_000, dedupe=True
-                    ).awaitTermination()
-                else:
-                    report = cat.ingest(
-                        table.name,
-                        lakecat.KafkaSource(bootstrap, topic),
-                        max_records_per_batch=50_000,
-                        checkpoint=checkpoint,
-                        dedupe_key=["id"],
-                        watermark="60d",
-                    )
-                    assert report.rows_written == N, report
+                with sampler.phase(f"{job}_{n}") as usage:
+                    if job == "plain":
+                        plain_query(
+                            spark, cat, table, bootstrap, topic, checkpoint=checkpoint, batch=50_000, dedupe=True
+                        ).awaitTermination()
+                    else:
+                        report = cat.ingest(
+                            table.name,
+                            lakecat.KafkaSource(bootstrap, topic),
+                            max_records_per_batch=50_000,
+                            checkpoint=checkpoint,
+                            dedupe_key=["id"],
+                            watermark="60d",
+                        )
+                        assert report.rows_written == N, report
             finally:
                 spark.conf.unset(PROVIDER)
-                stop.set()
-                sampler.join()
+            after = tree_usage(pid)["jvm_mb"]
             print(
-                f"   {job}: GC {gc_s(spark) - g0:.1f} s, JVM RSS peak {peak[0]} MB, after {rss_mb(pid)} MB", flush=True
+                f"   {job}: GC {gc_s(spark) - g0:.1f} s, JVM RSS peak {usage['jvm_mb']:.0f} MB, after {after:.0f} MB",
+                flush=True,
             )
 
-        alternate(JOBS, ROUNDS, run, pid)
+        try:
+            alternate(JOBS, ROUNDS, run, pid)
+        finally:
+            sampler.stop()
 
 
 if __name__ == "__main__":

@@ -1415,10 +1415,11 @@ def _ingest_lines(ing: dict[str, Any], title: str) -> list[str]:
     tuned = any("tuned_ratio" in r for _, r in rows)  # a column for the plain job given lakecat's Kafka defaults
     size = (f" — {ing['input_bytes'] / 1e6:,.0f} MB of JSON" + (f", {ing['topic_disk_bytes'] / 1e6:,.0f} MB of Kafka log on disk"
             if isinstance(ing.get("topic_disk_bytes"), int) else "")) if isinstance(ing.get("input_bytes"), int) else ""
+    order = ", each row's runs together after one untimed run of it" if ing.get("order") == "by_row" else ""
     lines += ["", f"**{title}** ({ing['events']:,} JSON events{size} on a {ing.get('topic_partitions', 3)}-partition "
               f"topic, `available-now`, {ing['batch']:,} per micro-batch"
               f"{', ' + ing.get('statistic', 'mean') + ' of ' + str(ing['repeat']) + ' runs each, alternating order' if ing.get('repeat', 1) > 1 else ''}"
-              f"{', each row' + chr(39) + 's runs together after one untimed run of it' if ing.get('order') == 'by_row' else ''}; "
+              f"{order}; "
               "plain = `readStream.format(\"kafka\") → from_json → writeStream`"
               + ("; `--dedupe-key`: lakecat `--dedupe-key id --watermark 60d` against the plain job with "
                  "`withWatermark(\"ts\", …).dropDuplicatesWithinWatermark([\"id\"])`, every event kept"
