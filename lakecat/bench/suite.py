@@ -402,23 +402,57 @@ def release_state(spark: Any, timeout: float = 30.0) -> bool:
 
 
 class _Progress:
-    """Collects every streaming query's progress (Spark's per-trigger ``durationMs``) by query name."""
+    """Collects every streaming query's progress (Spark's per-trigger ``durationMs``) by query name.
+
+    The listener is a bare py4j object behind Spark's own Python listener wrapper: it keeps each event's progress as
+    Spark's JSON (two py4j calls), read when the figures are summed. PySpark's ``StreamingQueryListener`` converts
+    every event field by field first (``StreamingQueryProgress.fromJObject``: ~470 py4j calls a micro-batch here, each
+    Java collection's end raised and converted as an exception). That ran while the next micro-batch did, on the same
+    2 cores: at 2M events it added 4.6 s of Spark JVM CPU and 1.8 s of wall time to the plain job's ~20 s, 3.7 s and
+    0.6 s to lakecat's (docs/performance.md, 2026-11-27, ninth). Through Spark Connect (no JVM here) PySpark's
+    listener is used."""
 
     def __init__(self, spark: Any) -> None:
-        from pyspark.sql.streaming import StreamingQueryListener
-
         collected: dict[str, list[dict[str, Any]]] = {}
         self.collected = collected
+        self.raw: list[str] = []
+        self.spark = spark
+        raw = self.raw
 
-        class Listener(StreamingQueryListener):
+        class Listener:  # implements Spark's PythonStreamingQueryListener
+            def onQueryStarted(self, jevent: Any) -> None:
+                pass
+
+            def onQueryProgress(self, jevent: Any) -> None:
+                raw.append(jevent.progress().json())
+
+            def onQueryIdle(self, jevent: Any) -> None:
+                pass
+
+            def onQueryTerminated(self, jevent: Any) -> None:
+                pass
+
+            class Java:
+                implements = ["org.apache.spark.sql.streaming.PythonStreamingQueryListener"]
+
+        jvm = getattr(spark, "_jvm", None)
+        if jvm is not None:
+            from pyspark import SparkContext
+            from pyspark.java_gateway import ensure_callback_server_started
+
+            ensure_callback_server_started(SparkContext._gateway)
+            self.jlistener = jvm.org.apache.spark.sql.streaming.PythonStreamingQueryListenerWrapper(Listener())
+            spark._jsparkSession.streams().addListener(self.jlistener)
+            self.listener = None
+            return
+        from pyspark.sql.streaming import StreamingQueryListener
+
+        class Converted(StreamingQueryListener):
             def onQueryStarted(self, event: Any) -> None:
                 pass
 
             def onQueryProgress(self, event: Any) -> None:
-                p = event.progress
-                collected.setdefault(p.name or str(p.id), []).append(
-                    {"rows": p.numInputRows, "durationMs": dict(p.durationMs)}
-                )
+                raw.append(event.progress.json)
 
             def onQueryIdle(self, event: Any) -> None:
                 pass
@@ -426,16 +460,27 @@ class _Progress:
             def onQueryTerminated(self, event: Any) -> None:
                 pass
 
-        self.listener = Listener()
-        self.spark = spark
+        self.listener = Converted()
         spark.streams.addListener(self.listener)
 
     def close(self) -> None:
         with contextlib.suppress(Exception):
-            self.spark.streams.removeListener(self.listener)
+            if self.listener is None:
+                self.spark._jsparkSession.streams().removeListener(self.jlistener)
+            else:
+                self.spark.streams.removeListener(self.listener)
+
+    def _parse(self) -> None:
+        """Move the raw progresses into ``collected`` (rows and durations by query name)."""
+        while self.raw:
+            p = json.loads(self.raw.pop(0))
+            self.collected.setdefault(p.get("name") or str(p.get("id")), []).append(
+                {"rows": p.get("numInputRows"), "durationMs": dict(p.get("durationMs") or {})}
+            )
 
     def summary(self, prefix: str) -> dict[str, Any]:
         """Sum of each ``durationMs`` part over the triggers of queries named ``prefix*`` (ms)."""
+        self._parse()
         parts: dict[str, int] = {}
         triggers = data = 0
         for name, progresses in self.collected.items():
