@@ -114,10 +114,9 @@ def foreach_batch_job(spark, table, bootstrap: str, topic: str, checkpoint: str)
 def main() -> None:
     with topic_of_events(home, N, "bc_") as (cat, spark, pid, bootstrap, topic):
         codegen = spark._jvm.org.apache.spark.metrics.source.CodegenMetrics
-        beans = spark._jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()
-
         management = spark._jvm.java.lang.management.ManagementFactory
-        jit, pools = management.getCompilationMXBean(), management.getMemoryPoolMXBeans()
+        beans, jit, pools = management.getGarbageCollectorMXBeans(), management.getCompilationMXBean(), management.getMemoryPoolMXBeans()
+        memory = management.getMemoryMXBean()
 
         def code_cache() -> str:  # used / max of the JIT's code heaps, MB
             heaps = [p for p in pools if "CodeHeap" in p.getName()]
@@ -146,7 +145,7 @@ def main() -> None:
             finally:
                 if listener is not None:
                     listener.close()
-            heap = spark._jvm.java.lang.management.ManagementFactory.getMemoryMXBean().getHeapMemoryUsage().getUsed()
+            heap = memory.getHeapMemoryUsage().getUsed()
             print(f"   {job}: classes compiled {codegen.METRIC_COMPILATION_TIME().getCount() - compiled}, "
                   f"GC {gc_s() - gc0:.2f} s, heap used after {heap / 2**20:.0f} MB, "
                   f"JIT {(jit.getTotalCompilationTime() - jit0) / 1000:.2f} s, code cache {code_cache()}", flush=True)  # fmt: skip
