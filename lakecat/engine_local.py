@@ -30,6 +30,7 @@ from .spark import (
     engine_jars,
     engine_spark_conf,
     engine_state,
+    jvm_environment,
 )
 
 if TYPE_CHECKING:
@@ -111,7 +112,7 @@ class LocalEngine:
         _check_java()
         cmd = self.command()
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        env = {**os.environ, "SPARK_HOME": str(_pyspark_home()), "PYSPARK_PYTHON": sys.executable}
+        env = {**jvm_environment(os.environ), "SPARK_HOME": str(_pyspark_home()), "PYSPARK_PYTHON": sys.executable}
         env.pop("SPARK_REMOTE", None)
         env.pop("SPARK_CONNECT_MODE_ENABLED", None)
         with open(self.log_file, "ab") as log:

@@ -64,6 +64,15 @@ def test_engine_status_and_second_start(engine, cli):
     assert code == 0 and out.strip().count("\n") == 0 and "running on sc://127.0.0.1:" in out
 
 
+def test_the_engines_jvm_starts_with_lakecats_environment(engine):
+    """The engine's JVM (spark-submit's exec of java, the recorded pid) has ``JVM_ENVIRONMENT``; a user's own wins."""
+    from lakecat.spark import JVM_ENVIRONMENT
+
+    environ = dict(v.split(b"=", 1) for v in open(f"/proc/{engine.status()['pid']}/environ", "rb").read().split(b"\0") if b"=" in v)
+    for k, v in JVM_ENVIRONMENT.items():
+        assert environ[k.encode()].decode() == os.environ.get(k, v)
+
+
 def test_engine_refuses_a_busy_port(engine, tmp_path):
     from lakecat.config import resolve_config
     from lakecat.engine_local import LocalEngine, LocalEngineError

@@ -11,7 +11,16 @@ import sys
 import pytest
 
 from lakecat.config import load_config_file, resolve_config
-from lakecat.spark import DRIVER_MEMORY, JAVA_MEMORY_OPTIONS, JAVA_OPTIONS_KEY, engine_spark_conf, merge_java_options
+from lakecat.spark import (
+    DRIVER_MEMORY,
+    JAVA_MEMORY_OPTIONS,
+    JAVA_OPTIONS_KEY,
+    JVM_ENVIRONMENT,
+    _jvm_environment,
+    engine_spark_conf,
+    jvm_environment,
+    merge_java_options,
+)
 
 
 def _config(tmp_path, spark_conf: str = ""):
@@ -60,6 +69,24 @@ def test_the_sessions_jvm_runs_with_the_defaults(spark):
     assert jvm.java.lang.Runtime.getRuntime().maxMemory() <= 1024**3
     collectors = {b.getName() for b in jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()}
     assert any(name.startswith("G1") for name in collectors), collectors
+
+    env = spark.sparkContext._jvm.java.lang.System.getenv
+    for k, v in JVM_ENVIRONMENT.items():  # in the JVM's environment (a user's own setting wins), not left in ours
+        assert env(k) == os.environ.get(k, v)
+
+
+def test_the_jvm_environment_is_set_while_the_jvm_starts_and_a_users_own_wins(monkeypatch):
+    assert JVM_ENVIRONMENT == {"MALLOC_ARENA_MAX": "2"}
+    monkeypatch.delenv("MALLOC_ARENA_MAX", raising=False)
+    with _jvm_environment():
+        assert os.environ["MALLOC_ARENA_MAX"] == "2"
+    assert "MALLOC_ARENA_MAX" not in os.environ
+    monkeypatch.setenv("MALLOC_ARENA_MAX", "4")
+    with _jvm_environment():
+        assert os.environ["MALLOC_ARENA_MAX"] == "4"
+    assert os.environ["MALLOC_ARENA_MAX"] == "4"
+    assert jvm_environment({"MALLOC_ARENA_MAX": "4", "A": "b"}) == {"MALLOC_ARENA_MAX": "4", "A": "b"}
+    assert jvm_environment({"A": "b"}) == {"MALLOC_ARENA_MAX": "2", "A": "b"}
 
 
 PRINT_JVM = """

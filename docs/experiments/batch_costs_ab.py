@@ -8,6 +8,8 @@ after it, the JIT's compile time and its code cache.
     python docs/experiments/batch_costs_ab.py 2000000 3 iceberg plain,lakecat,counts,off
 
 ``JAVA_OPTIONS`` (env) adds JVM options to the embedded catalog's Spark driver (``spark.driver.extraJavaOptions``).
+``JFR`` (env, a directory) keeps a Java Flight Recorder recording (its ``profile`` settings) of each timed run there, as
+``<job>_<n>.jfr`` (``jfr print --events jdk.ExecutionSample``; the stream's thread is named after its query).
 
 Jobs (comma-separated):
 - ``plain``: the bench's baseline (``from_json`` -> ``writeStream``); ``lakecat``: lakecat's ingest as it is.
@@ -129,6 +131,11 @@ def main() -> None:
 
         def run(job: str, n: int) -> None:
             listener = _Progress(spark) if job.endswith("_L") else None
+            recording = None
+            if os.environ.get("JFR") and n > len(JOBS):  # a timed run: JFR's profile recording of it
+                jfr = spark._jvm.jdk.jfr
+                recording = jfr.Recording(jfr.Configuration.getConfiguration("profile"))
+                recording.start()
             compiled, gc0, jit0 = codegen.METRIC_COMPILATION_TIME().getCount(), gc_s(), jit.getTotalCompilationTime()
             mode["job"] = job = job.removesuffix("_L")
             table = cat.create_table(f"bench.{job}_{n}", schema=SCHEMA, format=FORMAT)
@@ -145,6 +152,10 @@ def main() -> None:
             finally:
                 if listener is not None:
                     listener.close()
+                if recording is not None:
+                    path = pathlib.Path(os.environ["JFR"]) / f"{job}_{n}.jfr"
+                    recording.dump(spark._jvm.java.io.File(str(path)).toPath())
+                    recording.close()
             heap = memory.getHeapMemoryUsage().getUsed()
             print(f"   {job}: classes compiled {codegen.METRIC_COMPILATION_TIME().getCount() - compiled}, "
                   f"GC {gc_s() - gc0:.2f} s, heap used after {heap / 2**20:.0f} MB, "
