@@ -48,7 +48,7 @@ from rounds import alternate, topic_of_events  # noqa: E402  (docs/experiments/r
 
 import lakecat  # noqa: E402
 from lakecat import ingest  # noqa: E402
-from lakecat.bench.suite import SCHEMA, _Progress, plain_query  # noqa: E402
+from lakecat.bench.suite import SCHEMA, _Progress, plain_frame, plain_query  # noqa: E402
 
 N, ROUNDS, FORMAT = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 JOBS = tuple(sys.argv[4].split(","))
@@ -106,9 +106,7 @@ def foreach_batch_job(spark, table, bootstrap: str, topic: str, checkpoint: str)
         else:
             df.writeTo(table.spark_name).append()
 
-    reader = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic)
-              .option("startingOffsets", "earliest").option("maxOffsetsPerTrigger", str(BATCH)))  # fmt: skip
-    df = reader.load().select(F.from_json(F.col("value").cast("string"), SCHEMA).alias("j")).select("j.*")
+    df = plain_frame(spark, bootstrap, topic, batch=BATCH)
     query = df.writeStream.foreachBatch(write).option("checkpointLocation", checkpoint).trigger(availableNow=True).start()
     query.awaitTermination()
 

@@ -347,14 +347,10 @@ DEDUPE_KEY, DEDUPE_WATERMARK = "id", "60d"
 INGEST_MODES = ("json", "dedupe")
 
 
-def plain_query(spark: Any, catalog: Any, table: Any, bootstrap: str, topic: str, *, checkpoint: str,
-                batch: int | None = None, every_s: int | None = None, name: str | None = None,
-                dedupe: bool = False, kafka_options: dict[str, str] | None = None) -> Any:  # fmt: skip
-    """The baseline: ``readStream.format("kafka") -> from_json -> writeStream`` into ``table``; started.
-
-    With ``dedupe``, what a user writes for lakecat's ``--dedupe-key id --watermark 60d``:
-    ``withWatermark("ts", ...) .dropDuplicatesWithinWatermark(["id"])`` between the two. ``kafka_options``: extra
-    reader options (the "tuned" baseline gets lakecat's own Kafka consumer defaults)."""
+def plain_frame(spark: Any, bootstrap: str, topic: str, *, batch: int | None = None,
+                kafka_options: dict[str, str] | None = None) -> Any:  # fmt: skip
+    """The baseline's stream before its sink: ``readStream.format("kafka")`` from the earliest offset (``batch``
+    records per micro-batch at most, the extra reader ``kafka_options``) -> ``from_json`` of ``SCHEMA`` -> its fields."""
     from pyspark.sql import functions as F
 
     reader = (spark.readStream.format("kafka").option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic)
@@ -363,7 +359,18 @@ def plain_query(spark: Any, catalog: Any, table: Any, bootstrap: str, topic: str
         reader = reader.option(k, v)
     if batch:
         reader = reader.option("maxOffsetsPerTrigger", str(batch))
-    df = reader.load().select(F.from_json(F.col("value").cast("string"), SCHEMA).alias("j")).select("j.*")
+    return reader.load().select(F.from_json(F.col("value").cast("string"), SCHEMA).alias("j")).select("j.*")
+
+
+def plain_query(spark: Any, catalog: Any, table: Any, bootstrap: str, topic: str, *, checkpoint: str,
+                batch: int | None = None, every_s: int | None = None, name: str | None = None,
+                dedupe: bool = False, kafka_options: dict[str, str] | None = None) -> Any:  # fmt: skip
+    """The baseline: ``readStream.format("kafka") -> from_json -> writeStream`` into ``table``; started.
+
+    With ``dedupe``, what a user writes for lakecat's ``--dedupe-key id --watermark 60d``:
+    ``withWatermark("ts", ...) .dropDuplicatesWithinWatermark(["id"])`` between the two. ``kafka_options``: extra
+    reader options (the "tuned" baseline gets lakecat's own Kafka consumer defaults)."""
+    df = plain_frame(spark, bootstrap, topic, batch=batch, kafka_options=kafka_options)
     if dedupe:
         seconds = int(parse_duration(DEDUPE_WATERMARK).total_seconds())
         df = df.withWatermark("ts", f"{seconds} seconds").dropDuplicatesWithinWatermark([DEDUPE_KEY])
@@ -413,10 +420,8 @@ class _Progress:
     listener is used."""
 
     def __init__(self, spark: Any) -> None:
-        collected: dict[str, list[dict[str, Any]]] = {}
-        self.collected = collected
+        self.collected: dict[str, list[dict[str, Any]]] = {}
         self.raw: list[str] = []
-        self.spark = spark
         raw = self.raw
 
         class Listener:  # implements Spark's PythonStreamingQueryListener
@@ -441,9 +446,9 @@ class _Progress:
             from pyspark.java_gateway import ensure_callback_server_started
 
             ensure_callback_server_started(SparkContext._gateway)
-            self.jlistener = jvm.org.apache.spark.sql.streaming.PythonStreamingQueryListenerWrapper(Listener())
-            spark._jsparkSession.streams().addListener(self.jlistener)
-            self.listener = None
+            jlistener = jvm.org.apache.spark.sql.streaming.PythonStreamingQueryListenerWrapper(Listener())
+            spark._jsparkSession.streams().addListener(jlistener)
+            self._remove: Callable[[], object] = lambda: spark._jsparkSession.streams().removeListener(jlistener)
             return
         from pyspark.sql.streaming import StreamingQueryListener
 
@@ -460,15 +465,13 @@ class _Progress:
             def onQueryTerminated(self, event: Any) -> None:
                 pass
 
-        self.listener = Converted()
-        spark.streams.addListener(self.listener)
+        listener = Converted()
+        spark.streams.addListener(listener)
+        self._remove = lambda: spark.streams.removeListener(listener)
 
     def close(self) -> None:
         with contextlib.suppress(Exception):
-            if self.listener is None:
-                self.spark._jsparkSession.streams().removeListener(self.jlistener)
-            else:
-                self.spark.streams.removeListener(self.listener)
+            self._remove()
 
     def _parse(self) -> None:
         """Move the raw progresses into ``collected`` (rows and durations by query name)."""
