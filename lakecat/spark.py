@@ -237,8 +237,9 @@ JAVA_MEMORY_OPTIONS = (
 JAVA_OPTIONS_KEY = "spark.driver.extraJavaOptions"
 #: Environment variables lakecat's Spark driver JVM starts with (the in-process session and ``lakecat local engine``),
 #: unless the user's environment sets them. glibc gives each thread that allocates native memory an arena of its own
-#: (up to 8 per core) and keeps what it freed there; Spark's driver runs dozens of threads. With 2 arenas the full
-#: bench's compaction phases peaked 87 MB lower, one of them 290 MB lower (docs/performance.md).
+#: (up to 8 per core) and keeps what it freed there; Spark's driver runs dozens of threads. With 2 arenas the bench's
+#: compaction section, run alone, peaked 87 MiB lower and its 2,000-file phase 290 MiB lower; the full bench's peak,
+#: after every other section, did not come down (docs/performance.md, 2026-11-27, tenth).
 JVM_ENVIRONMENT = {"MALLOC_ARENA_MAX": "2"}
 
 

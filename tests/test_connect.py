@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import pathlib
 import signal
 import subprocess
 import sys
@@ -68,7 +69,8 @@ def test_the_engines_jvm_starts_with_lakecats_environment(engine):
     """The engine's JVM (spark-submit's exec of java, the recorded pid) has ``JVM_ENVIRONMENT``; a user's own wins."""
     from lakecat.spark import JVM_ENVIRONMENT
 
-    environ = dict(v.split(b"=", 1) for v in open(f"/proc/{engine.status()['pid']}/environ", "rb").read().split(b"\0") if b"=" in v)
+    raw = pathlib.Path(f"/proc/{engine.status()['pid']}/environ").read_bytes()
+    environ = dict(v.split(b"=", 1) for v in raw.split(b"\0") if b"=" in v)
     for k, v in JVM_ENVIRONMENT.items():
         assert environ[k.encode()].decode() == os.environ.get(k, v)
 

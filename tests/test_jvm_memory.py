@@ -71,7 +71,7 @@ def test_the_sessions_jvm_runs_with_the_defaults(spark):
     assert any(name.startswith("G1") for name in collectors), collectors
 
     env = spark.sparkContext._jvm.java.lang.System.getenv
-    for k, v in JVM_ENVIRONMENT.items():  # in the JVM's environment (a user's own setting wins), not left in ours
+    for k, v in JVM_ENVIRONMENT.items():  # in the JVM's environment (a user's own setting wins)
         assert env(k) == os.environ.get(k, v)
 
 
