@@ -48,7 +48,7 @@ def test_spark_conf_overrides_one_default_at_a_time(tmp_path):
     assert options[0].startswith("-Dlog4j2.configurationFile=")  # lakecat's logging stays
     assert options[-3:] == ["-XX:+UseParallelGC", "-XX:MaxDirectMemorySize=64m", "-Dx.y=1"]
     assert "-XX:+UseG1GC" not in options and "-XX:MaxDirectMemorySize=512m" not in options  # replaced, not doubled
-    assert "-XX:ReservedCodeCacheSize=128m" in options  # the defaults the user did not touch stay
+    assert "-XX:ReservedCodeCacheSize=240m" in options  # the defaults the user did not touch stay
 
 
 def test_merge_java_options():
@@ -67,6 +67,9 @@ def test_the_sessions_jvm_runs_with_the_defaults(spark):
     for option in JAVA_MEMORY_OPTIONS:
         assert option in args
     assert jvm.java.lang.Runtime.getRuntime().maxMemory() <= 1024**3
+    hotspot = jvm.java.lang.management.ManagementFactory.getPlatformMXBean(
+        jvm.java.lang.Class.forName("com.sun.management.HotSpotDiagnosticMXBean"))
+    assert hotspot.getVMOption("ReservedCodeCacheSize").getValue() == str(240 * 1024**2)  # the JIT's code cache
     collectors = {b.getName() for b in jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()}
     assert any(name.startswith("G1") for name in collectors), collectors
 

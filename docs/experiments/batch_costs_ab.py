@@ -119,7 +119,8 @@ def main() -> None:
         memory = management.getMemoryMXBean()
 
         def code_cache() -> str:  # used / max of the JIT's code heaps, MB
-            heaps = [p for p in pools if "CodeHeap" in p.getName()]
+            # "CodeHeap '...'" pools when the code cache is segmented (a 240 MB one or more), else one "CodeCache"
+            heaps = [p for p in pools if "CodeHeap" in p.getName() or p.getName() == "CodeCache"]
             used = sum(p.getUsage().getUsed() for p in heaps) / 2**20
             peak = sum(p.getPeakUsage().getUsed() for p in heaps) / 2**20
             return f"{used:.0f} MB (peak {peak:.0f}) of {sum(p.getUsage().getMax() for p in heaps) / 2**20:.0f}"
