@@ -233,7 +233,7 @@ JAVA_MEMORY_OPTIONS = (
     "-Djdk.nio.maxCachedBufferSize=1048576",  # no per-thread cache of the largest direct buffer a thread ever used
     # The JIT's code cache, as large as the JVM's default: Spark, Iceberg, Delta and Kafka in one JVM compile ~135 MB,
     # and a cache near full makes the JVM's sweeper throw compiled code away and compile it again (128 MB did: one
-    # sweep flushed 24,572 methods, and the run after spent 52 s compiling; docs/performance.md, 2026-11-27, eleventh)
+    # sweep flushed 24,572 methods, and that 2M-event run spent 54 s compiling; docs/performance.md, 2026-11-27, eleventh)
     "-XX:ReservedCodeCacheSize=240m",
     "-XX:MaxMetaspaceSize=512m",  # class metadata: a runaway class loader fails instead of growing without bound
 )

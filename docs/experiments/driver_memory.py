@@ -7,7 +7,8 @@ INTERVAL seconds (env, default 45), and whenever the JVM's RSS reaches a new hig
     python docs/experiments/driver_memory.py SECTIONS FORMATS [KEY=VALUE ...]
     python docs/experiments/driver_memory.py ingest,compact iceberg,delta events=200000 ingest_big_events=0
 
-``JAVA_OPTIONS`` (env) adds JVM options to the embedded catalog's Spark driver, like batch_costs_ab.py's.
+``JAVA_OPTIONS`` (env) adds JVM options to the embedded catalog's Spark driver, like batch_costs_ab.py's. ``OUT`` (env, a
+file) keeps the sections' whole result there (the bench child's JSON: ratios, rows/s, memory).
 Sizes start from the full bench's (``lakecat.bench.suite.FULL``); KEY=VALUE pairs override them.
 """
 
@@ -121,5 +122,7 @@ finally:
     done.set()
     if broker is not None:
         broker.stop()
+if os.environ.get("OUT"):
+    pathlib.Path(os.environ["OUT"]).write_text(json.dumps(result, indent=1))
 peak = max(samples, key=lambda r: r["python_mb"] + r["jvm_mb"]) if samples else {}
 print(json.dumps({"memory": result.get("memory"), "peak_sample": peak}, indent=1))
