@@ -30,21 +30,15 @@ from __future__ import annotations
 import os
 import pathlib
 import sys
-import tempfile
 
-home = pathlib.Path(tempfile.mkdtemp(prefix="lakecat-batch-costs-"))
-os.environ["LAKECAT_HOME"] = str(home)
-if os.environ.get("JAVA_OPTIONS"):  # e.g. JAVA_OPTIONS=-XX:ReservedCodeCacheSize=240m: the embedded catalog with them
-    bundled = pathlib.Path(__file__).resolve().parents[2] / "catalog_conf" / "local.toml"
-    (home / "catalogs").mkdir()
-    (home / "catalogs" / "local.toml").write_text(
-        bundled.read_text() + f'\n"spark.driver.extraJavaOptions" = "{os.environ["JAVA_OPTIONS"]}"\n'
-    )
+from rounds import alternate, lakecat_home, topic_of_events  # docs/experiments/rounds.py
+
+# e.g. JAVA_OPTIONS=-XX:ReservedCodeCacheSize=128m: the embedded catalog with them
+home = lakecat_home("lakecat-batch-costs-", os.environ.get("JAVA_OPTIONS", ""))
 
 from pyspark.sql import DataFrame  # noqa: E402
 from pyspark.sql import functions as F  # noqa: E402
 from pyspark.sql.streaming import readwriter  # noqa: E402
-from rounds import alternate, topic_of_events  # noqa: E402  (docs/experiments/rounds.py)
 
 import lakecat  # noqa: E402
 from lakecat import ingest  # noqa: E402

@@ -1,8 +1,9 @@
 """Where the bench's Spark driver memory goes (an experiment, not part of the bench). Runs the bench's Spark sections
 (``lakecat.bench.suite.run_spark_sections``) in this process with the JVM's Native Memory Tracking on, and every
 INTERVAL seconds (env, default 45), and whenever the JVM's RSS reaches a new high, records the process tree's RSS
-(Python, JVM) and the JVM's committed memory per NMT category. At the end, before the session stops, it asks glibc to give back what it keeps free, in the JVM
-(``jcmd System.trim_native_heap``) and in Python (``malloc_trim(0)``), and prints what that returned.
+(Python, JVM) and the JVM's committed memory per NMT category. At the end, before the session stops, it asks glibc to
+give back what it keeps free, in the JVM (``jcmd System.trim_native_heap``) and in Python (``malloc_trim(0)``), and
+prints what that returned.
 
     python docs/experiments/driver_memory.py SECTIONS FORMATS [KEY=VALUE ...]
     python docs/experiments/driver_memory.py ingest,compact iceberg,delta events=200000 ingest_big_events=0
@@ -21,16 +22,12 @@ import pathlib
 import re
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 
-home = pathlib.Path(tempfile.mkdtemp(prefix="lakecat-driver-memory-"))
-os.environ["LAKECAT_HOME"] = str(home)
-bundled = pathlib.Path(__file__).resolve().parents[2] / "catalog_conf" / "local.toml"
-(home / "catalogs").mkdir()
-options = ("-XX:NativeMemoryTracking=summary " + os.environ.get("JAVA_OPTIONS", "")).strip()
-(home / "catalogs" / "local.toml").write_text(bundled.read_text() + f'\n"spark.driver.extraJavaOptions" = "{options}"\n')
+from rounds import lakecat_home  # docs/experiments/rounds.py
+
+home = lakecat_home("lakecat-driver-memory-", ("-XX:NativeMemoryTracking=summary " + os.environ.get("JAVA_OPTIONS", "")).strip())
 
 import lakecat.spark  # noqa: E402
 from lakecat.bench import suite  # noqa: E402
@@ -61,7 +58,7 @@ def rss_mb(pid: int) -> float:
 
 
 def nmt(pid: int) -> dict[str, float]:
-    """Committed MB per NMT category (and ``Total``)."""
+    """Committed MB per NMT category (NMT's own total line has another shape and is left out)."""
     out = subprocess.run(["jcmd", str(pid), "VM.native_memory", "summary", "scale=MB"], capture_output=True, text=True).stdout
     cats = {}
     for m in re.finditer(r"^-?\s*(Total|[A-Z][\w ]+?) \(reserved=\d+MB, committed=(\d+)MB\)", out, re.M):

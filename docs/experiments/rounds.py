@@ -6,10 +6,25 @@ import contextlib
 import os
 import pathlib
 import statistics
+import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
+
+
+def lakecat_home(prefix: str, java_options: str = "") -> pathlib.Path:
+    """A new ``LAKECAT_HOME`` (set in ``os.environ``; call before lakecat starts Spark) whose embedded catalog adds
+    ``java_options`` to the Spark driver's ``spark.driver.extraJavaOptions`` (none: the bundled config as it is)."""
+    home = pathlib.Path(tempfile.mkdtemp(prefix=prefix))
+    os.environ["LAKECAT_HOME"] = str(home)
+    if java_options:
+        bundled = pathlib.Path(__file__).resolve().parents[2] / "catalog_conf" / "local.toml"
+        (home / "catalogs").mkdir()
+        (home / "catalogs" / "local.toml").write_text(
+            bundled.read_text() + f'\n"spark.driver.extraJavaOptions" = "{java_options}"\n'
+        )
+    return home
 
 
 def jvm_cpu_s(pid: int) -> float:
