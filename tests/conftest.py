@@ -152,18 +152,21 @@ _NO_JVM_PROBE = (
     "import sys; from lakecat.commands.main import main\n"
     "try:\n    main()\nexcept SystemExit as e:\n    code = e.code\n"
     "assert 'pyspark' not in sys.modules and 'py4j' not in sys.modules, 'a JVM path was imported'\n"
+    "import os; forbidden = [m for m in os.environ.get('LAKECAT_PROBE_FORBID', '').split(',') if m in sys.modules]\n"
+    "assert not forbidden, f'imported {forbidden}'\n"
     "sys.exit(code)\n"
 )
 
 
 @pytest.fixture
 def light_cli(lakecat_home):
-    """Run a metadata command in a fresh process; fail if it imported the Spark path. Returns its JSON."""
+    """Run a metadata command in a fresh process; fail if it imported the Spark path (or a module of ``forbid``).
+    Returns its JSON."""
     import json
     import subprocess
 
-    def invoke(*args: str):
-        env = {**os.environ, "LAKECAT_HOME": str(lakecat_home)}
+    def invoke(*args: str, forbid: tuple[str, ...] = ()):
+        env = {**os.environ, "LAKECAT_HOME": str(lakecat_home), "LAKECAT_PROBE_FORBID": ",".join(forbid)}
         proc = subprocess.run([sys.executable, "-c", _NO_JVM_PROBE, *map(str, args), "--json"],
                               env=env, capture_output=True, text=True, timeout=60)  # fmt: skip
         assert proc.returncode == 0, proc.stderr

@@ -8,7 +8,9 @@ prints what that returned.
     python docs/experiments/driver_memory.py SECTIONS FORMATS [KEY=VALUE ...]
     python docs/experiments/driver_memory.py ingest,compact iceberg,delta events=200000 ingest_big_events=0
 
-``JAVA_OPTIONS`` (env) adds JVM options to the embedded catalog's Spark driver, like batch_costs_ab.py's. ``OUT`` (env, a
+``JAVA_OPTIONS`` (env) adds JVM options to the embedded catalog's Spark driver, like batch_costs_ab.py's; ``SPARK_CONF``
+(env, ``key=value,...``) adds Spark settings (e.g. ``spark.driver.memory=768m``). ``HISTO`` (env, any value) prints the
+cached RDDs and the heap's top classes (a full GC) when the compaction section starts. ``OUT`` (env, a
 file) keeps the sections' whole result there (the bench child's JSON: ratios, rows/s, memory).
 Sizes start from the full bench's (``lakecat.bench.suite.FULL``); KEY=VALUE pairs override them.
 """
@@ -27,7 +29,8 @@ import time
 
 from rounds import lakecat_home  # docs/experiments/rounds.py
 
-home = lakecat_home("lakecat-driver-memory-", ("-XX:NativeMemoryTracking=summary " + os.environ.get("JAVA_OPTIONS", "")).strip())
+home = lakecat_home("lakecat-driver-memory-", ("-XX:NativeMemoryTracking=summary " + os.environ.get("JAVA_OPTIONS", "")).strip(),
+                    os.environ.get("SPARK_CONF", ""))
 
 import lakecat.spark  # noqa: E402
 from lakecat.bench import suite  # noqa: E402
@@ -105,6 +108,20 @@ def stop_with_report() -> None:
 
 
 lakecat.spark.stop_spark = stop_with_report
+
+if os.environ.get("HISTO"):  # what the heap holds when compaction starts: cached RDDs and the live classes
+    real_compaction = suite.compaction
+
+    def compaction_with_histogram(cat, **kw):  # type: ignore[no-untyped-def]
+        sc = cat.session().sparkContext
+        cached = sc._jsc.sc().getRDDStorageInfo()  # type: ignore[union-attr]
+        print("cached", json.dumps([{"name": str(r.name()), "mem_mb": r.memSize() / 2**20} for r in cached]),
+              file=sys.stderr, flush=True)
+        histo = subprocess.run(["jcmd", str(jvm_pid()), "GC.class_histogram"], capture_output=True, text=True).stdout
+        print("histogram", "\n".join(histo.splitlines()[:30]), file=sys.stderr, flush=True)
+        return real_compaction(cat, **kw)
+
+    suite.compaction = compaction_with_histogram
 t0 = time.monotonic()
 broker = None
 bootstrap = None
@@ -122,4 +139,4 @@ finally:
 if os.environ.get("OUT"):
     pathlib.Path(os.environ["OUT"]).write_text(json.dumps(result, indent=1))
 peak = max(samples, key=lambda r: r["python_mb"] + r["jvm_mb"]) if samples else {}
-print(json.dumps({"memory": result.get("memory"), "peak_sample": peak}, indent=1))
+print(json.dumps({"memory": result.get("memory"), "peak_sample": peak, "pandas_imported": "pandas" in sys.modules}, indent=1))

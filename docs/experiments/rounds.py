@@ -13,16 +13,20 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 
-def lakecat_home(prefix: str, java_options: str = "") -> pathlib.Path:
+def lakecat_home(prefix: str, java_options: str = "", conf: str = "") -> pathlib.Path:
     """A new ``LAKECAT_HOME`` (set in ``os.environ``; call before lakecat starts Spark) whose embedded catalog adds
-    ``java_options`` to the Spark driver's ``spark.driver.extraJavaOptions`` (none: the bundled config as it is)."""
+    ``java_options`` to the Spark driver's ``spark.driver.extraJavaOptions`` and the Spark settings ``conf``
+    (``key=value,key=value``, e.g. ``spark.driver.memory=768m``); neither: the bundled config as it is."""
     home = pathlib.Path(tempfile.mkdtemp(prefix=prefix))
     os.environ["LAKECAT_HOME"] = str(home)
+    pairs = [p.split("=", 1) for p in conf.split(",") if p]
     if java_options:
+        pairs.append(["spark.driver.extraJavaOptions", java_options])
+    if pairs:
         bundled = pathlib.Path(__file__).resolve().parents[2] / "catalog_conf" / "local.toml"
         (home / "catalogs").mkdir()
         (home / "catalogs" / "local.toml").write_text(
-            bundled.read_text() + f'\n"spark.driver.extraJavaOptions" = "{java_options}"\n'
+            bundled.read_text() + "".join(f'\n"{k}" = "{v}"' for k, v in pairs) + "\n"
         )
     return home
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...files import file_sizes, fs_for, norm_path
 from ..base import FileFact, HealthFacts
-from .log import log_entries
+from .log import add_actions, arrow, log_entries
 from .versions import _commit
 
 if TYPE_CHECKING:
@@ -47,10 +47,8 @@ def _deletion_vectors(dt: Any) -> dict[str, int]:
     protocol = dt.protocol()
     if "deletionVectors" not in (protocol.reader_features or []):
         return {}
-    import pyarrow as pa
-
     out: dict[str, int] = {}
-    for row in pa.table(dt.deletion_vectors()).to_pylist():  # delta-rs answers with arro3
+    for row in arrow(dt.deletion_vectors()).to_pylist():
         out[norm_path(row["filepath"])] = sum(1 for keep in row["selection_vector"] if not keep)
     return out
 
@@ -59,10 +57,8 @@ class DeltaHealth:
     """The health half of the Delta adapter (mixed into ``DeltaFormat``)."""
 
     def health_facts(self, table: TableHandle) -> HealthFacts:
-        import pyarrow as pa
-
         dt = self.load(table)  # type: ignore[attr-defined]
-        rows: list[dict[str, Any]] = pa.table(dt.get_add_actions(flatten=True)).to_pylist()  # delta-rs answers with arro3
+        rows: list[dict[str, Any]] = add_actions(dt).to_pylist()
         commits = sorted((c for c in (_commit(h) for h in dt.history()) if c is not None), key=lambda c: c.version)
         removed, stream_ms = _log_scan(table.location, table.name)
         facts = HealthFacts(files=[], commits=commits, current_version=dt.version(), delete_kind="deletion vectors",

@@ -15,7 +15,7 @@ from ...files import DataFile, file_sizes, fs_for, is_local_dir, norm_path
 from ...identifiers import quote
 from ...results import ExpireResult, MetadataResult
 from ...units import format_duration, iso
-from .log import commit_times, last_checkpoint, log_actions, log_entries
+from .log import add_actions, arrow, commit_times, last_checkpoint, log_actions, log_entries
 
 if TYPE_CHECKING:
     from ..base import TableHandle
@@ -38,10 +38,7 @@ class DeltaMaintenance:
     """The maintenance half of the Delta adapter (mixed into ``DeltaFormat``)."""
 
     def data_files(self, table: TableHandle) -> list[DataFile]:
-        import pyarrow as pa
-
-        dt = self.load(table)  # type: ignore[attr-defined]
-        rows = pa.table(dt.get_add_actions(flatten=True)).to_pylist()  # delta-rs answers with arro3
+        rows = add_actions(self.load(table)).to_pylist()  # type: ignore[attr-defined]
         base = table.location.rstrip("/")
         out = []
         for r in rows:
@@ -51,10 +48,9 @@ class DeltaMaintenance:
         return out
 
     def file_totals(self, table: TableHandle) -> tuple[int, int] | None:
-        import pyarrow as pa
         import pyarrow.compute as pc
 
-        sizes = pa.table(self.load(table).get_add_actions(flatten=True)).column("size_bytes")  # type: ignore[attr-defined]
+        sizes = arrow(self.load(table).get_add_actions(flatten=True)).column("size_bytes")  # type: ignore[attr-defined]
         return len(sizes), int(pc.sum(sizes).as_py() or 0)
 
     def compaction_predicate_columns(self, table: TableHandle) -> list[str] | None:
