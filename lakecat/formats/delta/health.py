@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...files import file_sizes, fs_for, norm_path
 from ..base import FileFact, HealthFacts
-from .log import add_actions, arrow, log_entries
+from .log import arrow, live_files, log_entries
 from .versions import _commit
 
 if TYPE_CHECKING:
@@ -58,21 +58,17 @@ class DeltaHealth:
 
     def health_facts(self, table: TableHandle) -> HealthFacts:
         dt = self.load(table)  # type: ignore[attr-defined]
-        rows: list[dict[str, Any]] = add_actions(dt).to_pylist()
         commits = sorted((c for c in (_commit(h) for h in dt.history()) if c is not None), key=lambda c: c.version)
         removed, stream_ms = _log_scan(table.location, table.name)
         facts = HealthFacts(files=[], commits=commits, current_version=dt.version(), delete_kind="deletion vectors",
                             stream_commit_ms=stream_ms)  # fmt: skip
-        base = table.location.rstrip("/")
         hidden_by_file = _deletion_vectors(dt)
         live: set[str] = set()
-        for r in rows:
-            part = "/".join(f"{k[len('partition.'):]}={v}" for k, v in r.items() if k.startswith("partition."))
-            path = str(r["path"])
-            full = norm_path(path if "://" in path else f"{base}/{path}")
+        for path, size, part, records in live_files(dt, table.location):
+            full = norm_path(path)
             live.add(full)
             hidden = hidden_by_file.get(full, 0)
-            facts.files.append(FileFact(int(r["size_bytes"]), part, r.get("num_records"), hidden))
+            facts.files.append(FileFact(size, part, records, hidden))
             if full in hidden_by_file:
                 facts.delete_files += 1
                 facts.deleted_rows += hidden

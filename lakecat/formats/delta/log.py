@@ -32,6 +32,18 @@ def add_actions(dt: Any) -> Any:
     return table.select([c for c in table.column_names if c in keep or c.startswith("partition.")])
 
 
+def live_files(dt: Any, location: str) -> list[tuple[str, int, str, int | None]]:
+    """(full path, bytes, ``col=value/...`` partition, records or None) of each current file of a delta-rs
+    ``DeltaTable`` at ``location`` (log paths relative to it are joined to it)."""
+    base = location.rstrip("/")
+    out = []
+    for r in add_actions(dt).to_pylist():
+        part = "/".join(f"{k[len('partition.'):]}={v}" for k, v in r.items() if k.startswith("partition."))
+        path = str(r["path"])
+        out.append((path if "://" in path else f"{base}/{path}", int(r["size_bytes"]), part, r.get("num_records")))
+    return out
+
+
 @dataclass
 class LogEntry:
     version: int

@@ -15,7 +15,7 @@ from ...files import DataFile, file_sizes, fs_for, is_local_dir, norm_path
 from ...identifiers import quote
 from ...results import ExpireResult, MetadataResult
 from ...units import format_duration, iso
-from .log import add_actions, arrow, commit_times, last_checkpoint, log_actions, log_entries
+from .log import arrow, commit_times, last_checkpoint, live_files, log_actions, log_entries
 
 if TYPE_CHECKING:
     from ..base import TableHandle
@@ -38,14 +38,7 @@ class DeltaMaintenance:
     """The maintenance half of the Delta adapter (mixed into ``DeltaFormat``)."""
 
     def data_files(self, table: TableHandle) -> list[DataFile]:
-        rows = add_actions(self.load(table)).to_pylist()  # type: ignore[attr-defined]
-        base = table.location.rstrip("/")
-        out = []
-        for r in rows:
-            parts = [f"{k[len('partition.'):]}={v}" for k, v in r.items() if k.startswith("partition.")]
-            path = r["path"] if "://" in r["path"] else f"{base}/{r['path']}"
-            out.append(DataFile(path, int(r["size_bytes"]), "/".join(parts)))
-        return out
+        return [DataFile(path, size, part) for path, size, part, _ in live_files(self.load(table), table.location)]  # type: ignore[attr-defined]
 
     def file_totals(self, table: TableHandle) -> tuple[int, int] | None:
         import pyarrow.compute as pc
