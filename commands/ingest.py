@@ -48,7 +48,7 @@ def ingest(
     ] = None,
     watermark: Annotated[str | None, typer.Option("--watermark", help="How long to remember keys, e.g. 1h.")] = None,
     event_time: Annotated[
-        str | None, typer.Option("--event-time", help="Event-time column for --watermark (default: the first TIMESTAMP column).")
+        str | None, typer.Option("--event-time", help="Event-time column for --watermark: a TIMESTAMP or TIMESTAMP_NTZ column, NTZ read as UTC (default: the first such column).")
     ] = None,
     max_records_per_batch: Annotated[
         int | None, typer.Option("--max-records-per-batch", help="Kafka: at most N records per micro-batch.")

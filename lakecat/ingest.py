@@ -406,7 +406,9 @@ class _Pipeline:
                 # A dead-lettered record, or an event without a time, has none (null): it is never late and does not
                 # move the watermark. (A bad record stamped with its Kafka time pushed the watermark to "now" and every
                 # older event after it was dropped as late.)
-                event = F.when(F.col(ERROR).isNull(), F.col(self.opts.event_time))  # type: ignore[arg-type]
+                # A TIMESTAMP_NTZ column (an Iceberg `timestamp`, a Delta `timestamp_ntz`) is read in the session's
+                # time zone (UTC): a watermark is defined on TIMESTAMP only.
+                event = F.when(F.col(ERROR).isNull(), F.col(quote(self.opts.event_time)).cast("timestamp"))  # type: ignore[arg-type]
             df = df.select("*", salt.alias(SALT), event.alias(EVENT_TIME))
         # Packed before the dedupe too: its shuffle writes every column of every record, and the provenance is set on
         # every record (as wide as the event in the bench) though only a bad record's dead letter reads it. --cdc and
@@ -718,7 +720,7 @@ class _Pipeline:
         """The table's columns of a good record (and the source's metadata columns with --with-kafka-metadata)."""
         from pyspark.sql import functions as F
 
-        cols = [F.col(f.name) for f in self.fields]
+        cols = [F.col(quote(f.name)) for f in self.fields]  # a column named `a.b` is that column, not a field b of a
         if self.with_metadata:
             cols += self.source.metadata_values()
         return cols
@@ -1111,13 +1113,18 @@ def start_ingest(
         unknown = [k for k in keys if k not in {f.name for f in fields}]
         if unknown:
             raise InvalidArgumentError(f"--dedupe-key: table {ident} has no column {', '.join(unknown)}")
-        if event_time is None:
-            from pyspark.sql import types as T
+        from pyspark.sql import types as T
 
+        if event_time is None:
             ts = [f.name for f in fields if isinstance(f.dataType, (T.TimestampType, T.TimestampNTZType))]
             opts.event_time = ts[0] if ts else "_lakecat_ts"
-        elif event_time not in {f.name for f in fields}:
-            raise InvalidArgumentError(f"--event-time: table {ident} has no column {event_time}")
+        else:
+            found = next((f for f in fields if f.name == event_time), None)
+            if found is None:
+                raise InvalidArgumentError(f"--event-time: table {ident} has no column {event_time}")
+            if not isinstance(found.dataType, (T.TimestampType, T.TimestampNTZType)):
+                raise InvalidArgumentError(f"--event-time: column {event_time} of table {ident} is "
+                                           f"{type_ddl(found.dataType)}, not a timestamp")  # fmt: skip
     if cdc:
         from .cdc import check_key, ensure_key
 

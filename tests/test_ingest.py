@@ -64,6 +64,16 @@ def test_usage_errors_exit_2(cli, ns):
     assert code == 2 and "not a directory" in err
 
 
+def test_event_time_must_be_a_timestamp_column(cli, catalog, ns, tmp_path):
+    """--event-time names a timestamp column of the table: another type is exit 2 in one line, before any stream."""
+    catalog.create_table(f"{ns}.evt", schema=SCHEMA, format="iceberg")
+    (tmp_path / "landing").mkdir()
+    code, out, err = cli("ingest", f"{ns}.evt", "--files", tmp_path / "landing", "--dedupe-key", "id",
+                         "--watermark", "1h", "--event-time", "name", "--json")  # fmt: skip
+    assert code == 2 and "Traceback" not in err, err
+    assert json.loads(out)["error"]["message"] == f"--event-time: column name of table {ns}.evt is STRING, not a timestamp"
+
+
 def test_unreachable_broker_and_missing_topic(cli, catalog, ns, kafka_bootstrap):
     catalog.create_table(f"{ns}.t", schema=SCHEMA, format="delta")
     started = time.monotonic()
@@ -455,6 +465,66 @@ def test_json_files_exactly_once(catalog, ns, table_format, tmp_path):
     assert sorted(r["id"] for r in read_rows(catalog, name)) == list(range(150))
     dead = read_rows(catalog, f"{name}_dlq")
     assert len(dead) == 1 and dead[0]["raw_text"] == "{bad json" and dead[0]["source"].endswith("a.json")
+
+
+def _outside_table_with_dotted_names(table_format: str, tmp_path: Path) -> str:
+    """A table another engine wrote, whose column names have dots in them (lakecat's own ``create`` takes plain names
+    only): one row, by delta-rs or by pyiceberg in a catalog of its own. Its location, to register."""
+    import datetime as dt
+
+    import pyarrow as pa
+
+    data = pa.table({"id": pa.array([1000], pa.int64()), "geo.region": ["r0"], "unit.price": [0.5],
+                     "event.ts": pa.array([dt.datetime(2026, 1, 1)], pa.timestamp("us"))})  # fmt: skip
+    if table_format == "delta":
+        from deltalake import write_deltalake
+
+        write_deltalake(str(tmp_path / "dotted_delta"), data)
+        return str(tmp_path / "dotted_delta")
+    from pyiceberg.catalog.sql import SqlCatalog
+
+    other = SqlCatalog("elsewhere", uri=f"sqlite:///{tmp_path / 'elsewhere.db'}", warehouse=f"file://{tmp_path / 'wh'}")
+    other.create_namespace("shop")
+    tbl = other.create_table(("shop", "dotted"), schema=data.schema)
+    tbl.append(data)
+    return str(other.load_table(("shop", "dotted")).metadata_location)
+
+
+def test_column_names_with_dots_are_columns_not_paths(catalog, ns, table_format, tmp_path):
+    """A registered table's column named ``geo.region`` is filled from the JSON key of that exact name, and a column
+    named ``event.ts`` is the dedupe's event time as it is: never read as a struct field ``geo`` . ``region``."""
+    import lakecat
+
+    landing = tmp_path / "landing"
+    landing.mkdir()
+    rows = [{"id": i, "geo.region": f"r{i % 3}", "unit.price": i * 1.5, "event.ts": f"2026-01-01T00:00:{i % 60:02d}"}
+            for i in range(20)]  # fmt: skip
+    lines = [json.dumps(r).encode() for r in rows + rows[:5]]  # five events twice
+    (landing / "a.json").write_bytes(b"\n".join([*lines, json.dumps({"id": "x", "geo.region": "r"}).encode()]) + b"\n")
+    name = f"{ns}.dotted"
+    catalog.register_table(name, location=_outside_table_with_dotted_names(table_format, tmp_path))
+    report = catalog.ingest(name, lakecat.FileSource(str(landing), format="json"), dedupe_key="id",
+                            watermark="1h")  # fmt: skip  # the event time: the first timestamp column, `event.ts`
+    assert (report.rows_written, report.rows_dead_lettered) == (20, 1)
+    got = sorted(read_rows(catalog, name), key=lambda r: r["id"])
+    assert [(r["id"], r["geo.region"], r["unit.price"]) for r in got] == [
+        *[(i, f"r{i % 3}", i * 1.5) for i in range(20)], (1000, "r0", 0.5)]
+    assert all(r["event.ts"] is not None for r in got)
+    dead = read_rows(catalog, f"{name}_dlq")
+    assert len(dead) == 1 and dead[0]["error"] == "type_mismatch"
+
+    # typed files (Parquet) by the same names
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    parquet = tmp_path / "parquet"
+    parquet.mkdir()
+    pq.write_table(pa.table({"id": pa.array([100, 101], pa.int64()), "geo.region": ["p", None], "unit.price": [1.0, 2.0]}),
+                   parquet / "p.parquet")  # fmt: skip
+    report = catalog.ingest(name, lakecat.FileSource(str(parquet), format="parquet"))
+    assert (report.rows_written, report.rows_dead_lettered) == (2, 0)
+    got = {r["id"]: (r["geo.region"], r["unit.price"]) for r in read_rows(catalog, name)}
+    assert (got[100], got[101]) == (("p", 1.0), (None, 2.0))
 
 
 def test_csv_and_parquet_files(cli, catalog, ns, tmp_path):

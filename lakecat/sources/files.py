@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidArgumentError
+from ..identifiers import quote
 from ..records import CORRUPT, DETAIL, ERROR, RAW, type_ddl
 from .base import Source, StreamOptions, digest
 
@@ -108,11 +109,11 @@ class FileSource(Source):
         required = [f.name for f in fields if not f.nullable]
         error = F.when(F.col(CORRUPT).isNotNull(), F.lit("malformed_csv")) if csv else F.lit(None).cast("string")
         if required:
-            error = F.when(error.isNotNull(), error).when(_any(F.col(n).isNull() for n in required), F.lit("missing_required"))
-        as_json = F.to_json(F.struct(*[F.col(f.name) for f in fields]))
+            error = F.when(error.isNotNull(), error).when(_any(F.col(quote(n)).isNull() for n in required), F.lit("missing_required"))
+        as_json = F.to_json(F.struct(*[F.col(quote(f.name)) for f in fields]))
         raw_text = F.coalesce(F.col(CORRUPT), as_json) if csv else as_json
-        missing = F.concat_ws(", ", *[F.when(F.col(n).isNull(), F.lit(n)) for n in required]) if required else F.lit("")
-        out = df.select(*[F.col(f.name) for f in fields], error.alias(ERROR), *file_provenance(), raw_text.alias("_lakecat_text"))
+        missing = F.concat_ws(", ", *[F.when(F.col(quote(n)).isNull(), F.lit(n)) for n in required]) if required else F.lit("")
+        out = df.select(*[F.col(quote(f.name)) for f in fields], error.alias(ERROR), *file_provenance(), raw_text.alias("_lakecat_text"))
         detail = F.when(F.col(ERROR) == "malformed_csv", F.lit("row does not match the table's columns and types")).when(
             F.col(ERROR) == "missing_required", F.concat(F.lit("missing required field: "), missing)
         )
