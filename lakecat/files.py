@@ -84,10 +84,10 @@ def exists(path: str) -> bool:
 
 def local_path(location: str) -> Path | None:
     """A location as a local path, or None when it lives in object storage."""
+    if location.startswith("file:"):  # file:///x, and Hadoop's file:/x (how Spark and Delta often spell a location)
+        return Path(unquote(urlparse(location).path))
     if "://" not in location:
         return Path(location)
-    if location.startswith("file:"):
-        return Path(unquote(urlparse(location).path))
     return None
 
 

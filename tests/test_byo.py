@@ -197,6 +197,15 @@ def test_register_spark_sql_table_with_deletes(cli, light_cli, catalog, spark, n
     assert location.exists()
 
 
+def test_register_takes_the_location_as_spark_spells_it(cli, light_cli, ns, table_format, tmp_path):
+    """``file:/x``, the spelling of Spark's and Delta's ``DESCRIBE DETAIL``, is the local directory ``/x``."""
+    location = _write_outside(table_format, tmp_path)
+    name = f"{ns}.spelled"
+    reg = _ok(cli, "register", name, "--location", f"file:{location}")
+    assert (reg["format"], reg["records"]) == (table_format, 20)
+    assert light_cli("describe", name)["records"] == 20
+
+
 # --- bad input ---------------------------------------------------------------------------------------
 def test_register_refuses_bad_input(cli, catalog, ns, tmp_path):
     from deltalake import write_deltalake

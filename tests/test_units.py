@@ -202,6 +202,21 @@ def test_kafka_consumer_defaults_and_overrides():
     assert own.admin_conf()["security.protocol"] == "SSL" and "fetch.max.wait.ms" not in own.admin_conf()
 
 
+def test_local_paths_in_every_spelling_spark_uses():
+    """A local location as a path, as ``file:///x`` and as Hadoop's ``file:/x`` (Spark's and Delta's ``DESCRIBE
+    DETAIL``) is the same local path; object storage is none."""
+    from pathlib import Path
+
+    from lakecat.adopt import absolute_location
+    from lakecat.files import local_path
+
+    for spelling in ("/tmp/wh/t", "file:///tmp/wh/t", "file:/tmp/wh/t", "file:/tmp/wh/t/"):
+        assert local_path(spelling) in (Path("/tmp/wh/t"), Path("/tmp/wh/t/")), spelling
+        assert absolute_location(spelling) == absolute_location("/tmp/wh/t"), spelling
+    assert local_path("file:/tmp/a%20b") == Path("/tmp/a b")
+    assert local_path("s3://bucket/t") is None and local_path("s3a://bucket/t") is None
+
+
 def test_the_file_list_reads_pause_the_cyclic_collector_and_restore_it():
     """``no_cyclic_gc`` (the table's file list read in bulk) pauses Python's cyclic collector and puts back the state
     it found, also when the read fails, and leaves a collector the caller had paused paused."""
