@@ -1115,16 +1115,15 @@ def start_ingest(
             raise InvalidArgumentError(f"--dedupe-key: table {ident} has no column {', '.join(unknown)}")
         from pyspark.sql import types as T
 
+        ts = [f.name for f in fields if isinstance(f.dataType, (T.TimestampType, T.TimestampNTZType))]
         if event_time is None:
-            ts = [f.name for f in fields if isinstance(f.dataType, (T.TimestampType, T.TimestampNTZType))]
             opts.event_time = ts[0] if ts else "_lakecat_ts"
-        else:
+        elif event_time not in ts:
             found = next((f for f in fields if f.name == event_time), None)
             if found is None:
                 raise InvalidArgumentError(f"--event-time: table {ident} has no column {event_time}")
-            if not isinstance(found.dataType, (T.TimestampType, T.TimestampNTZType)):
-                raise InvalidArgumentError(f"--event-time: column {event_time} of table {ident} is "
-                                           f"{type_ddl(found.dataType)}, not a timestamp")  # fmt: skip
+            raise InvalidArgumentError(f"--event-time: column {event_time} of table {ident} is "
+                                       f"{type_ddl(found.dataType)}, not a timestamp")  # fmt: skip
     if cdc:
         from .cdc import check_key, ensure_key
 

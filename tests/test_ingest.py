@@ -64,9 +64,9 @@ def test_usage_errors_exit_2(cli, ns):
     assert code == 2 and "not a directory" in err
 
 
-def test_event_time_must_be_a_timestamp_column(cli, catalog, ns, tmp_path):
+def test_event_time_must_be_a_timestamp_column(cli, catalog, ns, table_format, tmp_path):
     """--event-time names a timestamp column of the table: another type is exit 2 in one line, before any stream."""
-    catalog.create_table(f"{ns}.evt", schema=SCHEMA, format="iceberg")
+    catalog.create_table(f"{ns}.evt", schema=SCHEMA, format=table_format)
     (tmp_path / "landing").mkdir()
     code, out, err = cli("ingest", f"{ns}.evt", "--files", tmp_path / "landing", "--dedupe-key", "id",
                          "--watermark", "1h", "--event-time", "name", "--json")  # fmt: skip
