@@ -258,9 +258,10 @@ def parse_debezium(raw: DataFrame, fields: list[StructField], keys: list[str], *
     key_envelope = T.StructType([*key_image.fields, T.StructField("payload", key_image, True),
                                  T.StructField("schema", T.StructType([T.StructField("fields", T.ArrayType(field_schema))]), True)])  # fmt: skip
 
+    from .jvm import available, from_json
+
     text = F.col("value").cast("string")
-    opts = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT}
-    df = raw.select("*", F.from_json(text, envelope, opts).alias("_e"),
+    df = raw.select("*", from_json(text, envelope, CORRUPT, fast=available(raw.sparkSession)).alias("_e"),
                     F.from_json(F.col("_lakecat_key").cast("string"), key_envelope).alias("_k"))  # fmt: skip
     e = F.col("_e")
     wrapped = e["payload"].isNotNull()

@@ -58,6 +58,7 @@ def run_doctor(config: CatalogConfig) -> DoctorReport:
     """Run every check against ``config``; never raises for a failing check."""
     report = DoctorReport(config.name)
     for name, fn in (("python", _python), ("lakecat", _lakecat), ("java", _java), ("jars", lambda: _jars(config)),
+                     ("extension", _extension),
                      ("metastore", lambda: _metastore(config)), ("warehouse", lambda: _warehouse(config)),
                      ("kafka", lambda: _kafka(config)), ("services", _services), ("disk", lambda: _disk(config))):  # fmt: skip
         report.checks += _guard(name, fn)
@@ -121,6 +122,17 @@ def _jars(config: CatalogConfig) -> Check:
     return Check("jars", False, f"{detail}, and repository {repo.url} is not reachable ({why})",
                  f"set {jars.REPOSITORY_ENV} (or [spark] maven-repository) to a reachable mirror, or {fetch} elsewhere "
                  f"and copy {jars.cache_dir()}")  # fmt: skip
+
+
+def _extension() -> Check:
+    """lakecat's Spark extension (``lakecat.jvm``): optional, so never a failing check; built here when it is not yet."""
+    from . import jvm
+
+    jar = jvm.extension_jar()
+    if jar is not None:
+        return Check("extension", True, f"lakecat's Spark extension (the JSON parse of ingest) at {jar}")
+    return Check("extension", True, f"no lakecat Spark extension: {jvm.problem()}",
+                 None if os.environ.get(jvm.DISABLE_ENV) else "install a JDK 17 (javac) for the faster JSON parse")
 
 
 def repository_reachable(repo: Any, timeout: float = 5.0) -> tuple[bool, str]:

@@ -135,14 +135,16 @@ def _json_path(name: str) -> str | None:
     return f"$['{name}']" if name and not any(c in name for c in "'[]") else None
 
 
-def _typed_parse(text: Any, fields: list[StructField]) -> Any:
-    """``from_json`` of ``text`` against ``fields`` in PERMISSIVE mode, with the corrupt-record field ``CORRUPT``."""
-    from pyspark.sql import functions as F
+def _typed_parse(text: Any, fields: list[StructField], fast: bool) -> Any:
+    """``from_json`` of ``text`` against ``fields`` in PERMISSIVE mode, with the corrupt-record field ``CORRUPT``;
+    ``fast``: through lakecat's ``lakecat_from_json`` (``lakecat.jvm``: the same parse, without a reader per record)."""
     from pyspark.sql import types as T
+
+    from .jvm import from_json
 
     typed = T.StructType([T.StructField(f.name, f.dataType, True) for f in fields]
                          + [T.StructField(CORRUPT, T.StringType(), True)])  # fmt: skip
-    return F.from_json(text, typed, {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT})
+    return from_json(text, typed, CORRUPT, fast=fast)
 
 
 def _json_detail(text: Any, p: Any, fields: list[StructField]) -> Any:
@@ -172,12 +174,12 @@ def _json_detail(text: Any, p: Any, fields: list[StructField]) -> Any:
     )
 
 
-def json_detail_of_raw(fields: list[StructField]) -> Any:
+def json_detail_of_raw(fields: list[StructField], fast: bool = False) -> Any:
     """``_json_detail`` computed afresh from a bad record's raw value (``RAW``), for a batch parsed without ``DETAIL``."""
     from pyspark.sql import functions as F
 
     text = F.col(RAW).cast("string")
-    return _json_detail(text, _typed_parse(text, fields), fields)
+    return _json_detail(text, _typed_parse(text, fields, fast), fields)
 
 
 def _parse_json(raw: DataFrame, fields: list[StructField], *, keep_value: bool, count_unknown: str,
@@ -195,11 +197,14 @@ def _parse_json(raw: DataFrame, fields: list[StructField], *, keep_value: bool, 
     """
     from pyspark.sql import functions as F
 
+    from .jvm import available, json_object_keys
+
+    fast = available(raw.sparkSession)
     text = F.col("value").cast("string")
-    df = raw.select("*", _typed_parse(text, fields).alias("_lakecat_p"))
+    df = raw.select("*", _typed_parse(text, fields, fast).alias("_lakecat_p"))
     p = F.col("_lakecat_p")
     required = [f.name for f in fields if not f.nullable]
-    is_object = F.json_object_keys(text).isNotNull()
+    is_object = json_object_keys(text, fast=fast).isNotNull()
     error = (
         F.when(F.col("value").isNull(), F.lit("null_value"))
         .when(~F.is_valid_utf8(text), F.lit("not_utf8"))
@@ -213,7 +218,7 @@ def _parse_json(raw: DataFrame, fields: list[StructField], *, keep_value: bool, 
     extra = []
     if count_unknown in ("all", "sample"):
         known = F.array(*[F.lit(f.name) for f in fields])
-        unknown = F.array_except(F.json_object_keys(text), known)  # null unless the record has unknown fields
+        unknown = F.array_except(json_object_keys(text, fast=fast), known)  # null unless the record has unknown fields
         check = F.col(ERROR).isNull()
         if count_unknown == "sample":  # cheap test first: `&` short-circuits, the other 15 records skip the tokenization
             pick = F.coalesce(F.col("_lakecat_offset"), F.xxhash64(F.col("value")))
@@ -731,7 +736,11 @@ class _Pipeline:
         from pyspark.sql import functions as F
 
         bad = _unpacked(df).where(F.col(ERROR).isNotNull())
-        return bad if DETAIL in bad.columns else bad.withColumn(DETAIL, json_detail_of_raw(self.fields))
+        if DETAIL in bad.columns:
+            return bad
+        from .jvm import available
+
+        return bad.withColumn(DETAIL, json_detail_of_raw(self.fields, available(self.spark)))
 
     def _bad_rows(self, df: DataFrame, batch_id: int) -> DataFrame:
         from pyspark.sql import functions as F

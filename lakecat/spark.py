@@ -49,9 +49,13 @@ def catalog_spark_conf(config: CatalogConfig) -> dict[str, str]:
 def session_spark_conf(config: CatalogConfig) -> dict[str, str]:
     """Settings fixed at session start: every format's SQL extension (one comma-separated value) and conf."""
     from .formats import all_formats
+    from .jvm import EXTENSION_CLASS, extension_jar
 
     adapters = all_formats()
-    conf = {"spark.sql.extensions": ",".join(a.spark_extension for a in adapters if a.spark_extension)}
+    extensions = [a.spark_extension for a in adapters if a.spark_extension]
+    if extension_jar() is not None:  # lakecat's own (lakecat.jvm): its jar is among engine_jars
+        extensions.append(EXTENSION_CLASS)
+    conf = {"spark.sql.extensions": ",".join(extensions)}
     for adapter in adapters:
         conf.update(adapter.spark_session_conf(config))
     return conf
@@ -95,8 +99,10 @@ def _excludes(config: CatalogConfig) -> list[str]:
 def engine_jars(config: CatalogConfig) -> list[str]:
     """The exact jar files of lakecat's Spark driver, in process or the local engine (resolved first when not cached yet)."""
     from .jars import config_spark_set, jar_paths
+    from .jvm import extension_jar
 
-    return [str(p) for p in jar_paths(config_spark_set(config), config=config)]
+    own = extension_jar()
+    return [str(p) for p in jar_paths(config_spark_set(config), config=config)] + ([str(own)] if own else [])
 
 
 def _check_java() -> None:

@@ -306,6 +306,8 @@ def test_every_command_with_json(lakecat, catalog, spark, ns, table_format, tmp_
     assert listing["ok"] and all({"coordinate", "file", "size", "sha1", "sha1_ok"} <= set(j) for j in listing["jars"])
     report = ok("doctor")
     assert report["ok"] and all({"name", "ok", "detail", "fix"} <= set(c) for c in report["checks"])
+    extension = next(c for c in report["checks"] if c["name"] == "extension")
+    assert extension["ok"] and "lakecat-spark-" in extension["detail"]  # the session of this run has it (lakecat.jvm)
 
     assert ran == set(_scenario_commands())
 

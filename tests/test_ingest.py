@@ -652,3 +652,108 @@ def test_batches_carry_a_bad_records_columns_packed_in_one_struct(spark):
     with_meta = _pack_bad(parsed, _batch_columns(fields, with_metadata=True))
     assert [c for c in with_meta.columns if c in META] == list(META)
     assert [f.name for f in with_meta.schema[BAD].dataType.fields] == [DETAIL, RAW]
+
+
+# records for the parse comparison: every JSON shape and type edge the table's types meet, plus byte-level damage
+_PARSE_EDGES = [
+    b'{"id":1,"ts":"2024-01-01T00:00:00","name":"a","amount":"1.25","d":"2024-02-03","tags":["x"],"ok":true,"x":1.5}',
+    b'{"id":"x"}', b"not json", b"", b"{}", b"[1,2]", b"[{\"id\":1}]", b"null", b'{"id":1}{"id":2}', b'{"id":6',
+    b'\xef\xbb\xbf{"id":3}', b"\x00\x00\x00{", b"\xfe\xff\x00{\x00}", b'\xff\xfe{\x00"\x00', b'{"name":"caf\xc3\xa9"}',
+    b'{"name":"bad\xff\xfe"}', b'{"id":12345678901234567890}', b'{"x":NaN}', b'{"id":1, "ts": 1700000000}',
+    b'  {"id":5}  ', b'\t{"id":8}', b'{"ok":"true"}', b'{"d":"2024-13-01"}', b'{"tags":"x"}', b'{"ID":7}',
+    b'{"name":"\\ud83d\\ude00"}', "{\"name\":\"\u00e9\u4e2d\U0001f600\"}".encode(), b'{"id":1,"id":2}',
+    b'{"amount":1.255}', b'{"amount":123456789012}', b'{"x":1e400}', b'{"name":null}', b'{"a":{"b":[1,{"c":3}]},"id":9}',
+    b'{"id":1,"name":"x\\u0000y"}', b'{"name":"tab\there"}', b'{"ts":"2024-01-01 00:00:00+02:00"}', b"{'id':1}",
+    b'{"id":1,}', b"1", b'"s"', b"true", b"{\"id\":-0}", b'{"x":-1.5e-3}',
+]
+
+
+@pytest.mark.spark
+def test_lakecat_from_json_parses_every_record_as_spark_from_json(spark):
+    """lakecat's parse (``lakecat_from_json``: Jackson over each record's bytes) gives what Spark's ``from_json`` in
+    PERMISSIVE mode gives, field by field and corrupt-record text, and ``lakecat_json_object_keys`` what
+    ``json_object_keys`` gives, for every valid UTF-8 record: JSON edge cases,
+    byte order marks, records Jackson would read as UTF-16/32, and a few thousand damaged copies. A record that is
+    not valid UTF-8 may parse differently, and is a dead letter (``not_utf8``) either way."""
+    import math
+    import random
+
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    from lakecat import jvm
+    from lakecat.ingest import _parse_json
+    from lakecat.records import ERROR, UNKNOWN
+
+    assert jvm.available(spark), jvm.problem()
+    schema = T.StructType([T.StructField("id", T.LongType()), T.StructField("ts", T.TimestampType()),
+                           T.StructField("name", T.StringType()), T.StructField("amount", T.DecimalType(10, 2)),
+                           T.StructField("d", T.DateType()), T.StructField("tags", T.ArrayType(T.StringType())),
+                           T.StructField("ok", T.BooleanType()), T.StructField("x", T.DoubleType()),
+                           T.StructField("_c", T.StringType())])  # fmt: skip
+    rnd = random.Random(19)
+    # damage: never in a number meant for the DECIMAL (Spark's own parse of 1e<huge> spends minutes on BigDecimal)
+    seeds = [v for v in _PARSE_EDGES if b"amount" not in v and b"1e400" not in v]
+    values = list(_PARSE_EDGES)
+    for _ in range(3000):
+        b = bytearray(rnd.choice(seeds))
+        for _ in range(rnd.randint(1, 3)):
+            if b:
+                b[rnd.randrange(len(b))] = rnd.choice([rnd.randrange(256), ord(rnd.choice('{}[]":,\\ 0e-'))])
+        values.append(bytes(b))
+    df = spark.createDataFrame([(i, v) for i, v in enumerate(values)] + [(len(values), None)], "i INT, value BINARY")
+    text = F.col("value").cast("string")
+    rows = df.select("i", jvm.from_json(text, schema, "_c", fast=False).alias("spark"),
+                     jvm.from_json(text, schema, "_c", fast=True).alias("ours"),
+                     jvm.json_object_keys(text, fast=False).alias("spark_keys"),
+                     jvm.json_object_keys(text, fast=True).alias("our_keys"),
+                     F.is_valid_utf8(text).alias("utf8")).orderBy("i").collect()  # fmt: skip
+
+    def same(a, b) -> bool:  # NaN is NaN
+        nan = lambda v: "NaN" if isinstance(v, float) and math.isnan(v) else v  # noqa: E731
+        return (a is None and b is None) or (a is not None and b is not None and [nan(v) for v in a] == [nan(v) for v in b])
+
+    differing = [(values[r.i] if r.i < len(values) else None, r.spark, r.ours) for r in rows if r.utf8 is not False and not same(r.spark, r.ours)]
+    assert not differing, differing[:5]
+    keys_differing = [(values[r.i] if r.i < len(values) else None, r.spark_keys, r.our_keys) for r in rows
+                      if r.utf8 is not False and r.spark_keys != r.our_keys]  # fmt: skip
+    assert not keys_differing, keys_differing[:5]
+    assert sum(1 for r in rows if r.spark_keys) > 300 and sum(1 for r in rows if r.spark_keys is None) > 1000
+    assert sum(1 for r in rows if r.spark is not None and r.spark._c is not None) > 1000  # the damage made corrupt records
+    assert sum(1 for r in rows if r.utf8 is False) > 50  # and invalid UTF-8
+
+    # and ingest's classification is the same whichever parse it runs
+    fields = [f for f in schema.fields if f.name != "_c"]
+    raw = df.select(F.col("value"), F.lit(None).cast("binary").alias("_lakecat_key"), F.lit("t").alias("_lakecat_topic"),
+                    F.lit(0).alias("_lakecat_partition"), F.col("i").cast("bigint").alias("_lakecat_offset"),
+                    F.lit(None).cast("timestamp").alias("_lakecat_ts"), F.lit("t").alias("_lakecat_source"))  # fmt: skip
+    ours = _parse_json(raw, fields, keep_value=False, count_unknown="all")
+    jvm._available[spark] = False
+    try:
+        theirs = _parse_json(raw, fields, keep_value=False, count_unknown="all")
+    finally:
+        jvm._available[spark] = True
+    plan = {name: d._jdf.queryExecution().analyzed().toJSON() for name, d in (("ours", ours), ("theirs", theirs))}
+    assert "JsonEvaluator" in plan["ours"] and "JsonToStructs" not in plan["ours"] and "JsonObjectKeys" not in plan["ours"]
+    assert "JsonEvaluator" not in plan["theirs"] and "JsonToStructs" in plan["theirs"] and "JsonObjectKeys" in plan["theirs"]
+    names = [f.name for f in fields] + [ERROR, UNKNOWN]
+    a = ours.select("_lakecat_offset", *names).orderBy("_lakecat_offset").collect()
+    b = theirs.select("_lakecat_offset", *names).orderBy("_lakecat_offset").collect()
+    assert [r[ERROR] for r in a] == [r[ERROR] for r in b]
+    good = [(x, y) for x, y in zip(a, b, strict=True) if x[ERROR] is None]
+    assert len(good) > 100 and all(same(x, y) for x, y in good)
+
+
+def test_the_extension_is_optional(tmp_path, monkeypatch):
+    """Without a JDK's javac (or with ``LAKECAT_NO_EXTENSION=1``) there is no extension jar and a reason for it; ingest
+    then parses with Spark's own ``from_json``."""
+    from lakecat import jvm
+
+    monkeypatch.setenv("LAKECAT_JARS_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv(jvm.DISABLE_ENV, "1")
+    assert jvm.extension_jar() is None and jvm.DISABLE_ENV in (jvm.problem() or "")
+    monkeypatch.delenv(jvm.DISABLE_ENV)
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))  # no java, no javac
+    assert jvm.extension_jar() is None and "javac" in (jvm.problem() or "")
+    assert not (tmp_path / "cache").exists() or not list((tmp_path / "cache").rglob("*.jar"))
