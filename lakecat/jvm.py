@@ -70,11 +70,21 @@ def jar_path() -> Path:
 
 
 def extension_jar() -> Path | None:
-    """The extension's jar, built now when it is not yet; None (``problem()`` says why) when it cannot be."""
+    """The extension's jar, built now when it is not yet; None (``problem()`` says why) when it cannot be. Never
+    raises: the extension is optional, and Spark starts without it."""
     global _problem
     if os.environ.get(DISABLE_ENV, "").strip().lower() not in ("", "0", "false", "no"):
         _problem = f"{DISABLE_ENV} is set"
         return None
+    try:
+        return _build()
+    except (OSError, subprocess.SubprocessError) as e:  # an unwritable cache, a missing source, a javac that hangs
+        _problem = f"building lakecat's Spark extension failed ({type(e).__name__}: {e}): ingest parses JSON with Spark's from_json"
+        return None
+
+
+def _build() -> Path | None:
+    global _problem
     path = jar_path()
     if path.is_file():
         return path

@@ -745,10 +745,11 @@ def test_lakecat_from_json_parses_every_record_as_spark_from_json(spark):
 
 
 def test_the_extension_is_optional(tmp_path, monkeypatch):
-    """Without a JDK's javac (or with ``LAKECAT_NO_EXTENSION=1``) there is no extension jar and a reason for it; ingest
-    then parses with Spark's own ``from_json``."""
+    """Without a JDK's javac (or with ``LAKECAT_NO_EXTENSION=1``, or a jar cache that cannot be written) there is no
+    extension jar and a reason for it, never an error; ingest then parses with Spark's own ``from_json``."""
     from lakecat import jvm
 
+    path = os.environ["PATH"]
     monkeypatch.setenv("LAKECAT_JARS_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv(jvm.DISABLE_ENV, "1")
     assert jvm.extension_jar() is None and jvm.DISABLE_ENV in (jvm.problem() or "")
@@ -757,3 +758,8 @@ def test_the_extension_is_optional(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path))  # no java, no javac
     assert jvm.extension_jar() is None and "javac" in (jvm.problem() or "")
     assert not (tmp_path / "cache").exists() or not list((tmp_path / "cache").rglob("*.jar"))
+    monkeypatch.setenv("PATH", path)
+    blocked = tmp_path / "not-a-directory"
+    blocked.write_text("")
+    monkeypatch.setenv("LAKECAT_JARS_CACHE", str(blocked / "cache"))  # a cache that cannot be created: no jar, no error
+    assert jvm.extension_jar() is None and "failed" in (jvm.problem() or "")
