@@ -58,9 +58,9 @@ def run_doctor(config: CatalogConfig) -> DoctorReport:
     """Run every check against ``config``; never raises for a failing check."""
     report = DoctorReport(config.name)
     for name, fn in (("python", _python), ("lakecat", _lakecat), ("java", _java), ("jars", lambda: _jars(config)),
-                     ("extension", _extension),
                      ("metastore", lambda: _metastore(config)), ("warehouse", lambda: _warehouse(config)),
-                     ("kafka", lambda: _kafka(config)), ("services", _services), ("disk", lambda: _disk(config))):  # fmt: skip
+                     ("kafka", lambda: _kafka(config)), ("services", _services), ("disk", lambda: _disk(config)),
+                     ("extension", _extension)):  # fmt: skip
         report.checks += _guard(name, fn)
     return report
 

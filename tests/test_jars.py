@@ -378,7 +378,7 @@ def test_doctor(tmp_path):
     report = json.loads(proc.stdout)
     names = [c["name"] for c in report["checks"]]
     assert names[:5] == ["python", "lakecat", "java", "jars", "metastore"]
-    assert {"warehouse", "kafka", "local kafka", "local rest", "disk (cache)"} <= set(names)
+    assert {"warehouse", "kafka", "local kafka", "local rest", "disk (cache)"} <= set(names) and names[-1] == "extension"
     assert proc.returncode == (0 if report["ok"] else 1)
     assert all(c["fix"] for c in report["checks"] if not c["ok"])
 
