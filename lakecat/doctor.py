@@ -132,7 +132,7 @@ def _extension() -> Check:
     if jar is not None:
         return Check("extension", True, f"lakecat's Spark extension (the JSON parse of ingest) at {jar}")
     return Check("extension", True, f"no lakecat Spark extension: {jvm.problem()}",
-                 None if os.environ.get(jvm.DISABLE_ENV) else "install a JDK 17 (javac) for the faster JSON parse")
+                 None if jvm.disabled() else "install a JDK 17 (javac) for the faster JSON parse")
 
 
 def repository_reachable(repo: Any, timeout: float = 5.0) -> tuple[bool, str]:

@@ -257,8 +257,13 @@ def cache_dir() -> Path:
     return Path(env).expanduser() if env else Path.home() / ".cache" / "lakecat" / "jars"
 
 
+def env_flag(name: str) -> bool:
+    """Whether the environment variable ``name`` is set to something other than empty, 0, false or no."""
+    return os.environ.get(name, "").strip().lower() not in ("", "0", "false", "no")
+
+
 def offline() -> bool:
-    return os.environ.get(OFFLINE_ENV, "").strip().lower() not in ("", "0", "false", "no")
+    return env_flag(OFFLINE_ENV)
 
 
 _REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")

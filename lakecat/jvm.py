@@ -37,6 +37,7 @@ JAVA_RELEASE = "17"
 DISABLE_ENV = "LAKECAT_NO_EXTENSION"  # "1": no extension jar (ingest parses with Spark's from_json)
 
 _problem: str | None = None
+_failed: dict[Path, str] = {}  # a build that failed in this process, by jar path: not run again at the next start
 _available: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
 
 
@@ -47,16 +48,16 @@ def _spark_jars() -> Path:
 
 
 def _javac() -> str | None:
-    java_home = os.environ.get("JAVA_HOME")
-    if java_home and (Path(java_home) / "bin" / "javac").exists():
-        return str(Path(java_home) / "bin" / "javac")
-    found = shutil.which("javac")
-    if found:
-        return found
-    java = shutil.which("java")  # a JDK's java and javac share a bin directory, whatever PATH says
-    if java and (Path(os.path.realpath(java)).parent / "javac").exists():
-        return str(Path(os.path.realpath(java)).parent / "javac")
-    return None
+    """The ``javac`` of the JDK whose ``java`` runs Spark (``jars.java_executable``: they share a bin directory), else
+    the one on ``PATH``."""
+    from .errors import EnvironmentProblemError
+    from .jars import java_executable
+
+    try:
+        beside = Path(os.path.realpath(java_executable())).parent / "javac"
+    except EnvironmentProblemError:  # no java at all
+        beside = None
+    return str(beside) if beside is not None and beside.exists() else shutil.which("javac")
 
 
 def jar_path() -> Path:
@@ -69,23 +70,38 @@ def jar_path() -> Path:
     return cache_dir() / "lakecat-spark" / f"lakecat-spark-{key}.jar"
 
 
+def disabled() -> bool:
+    """``LAKECAT_NO_EXTENSION`` is set (to anything but empty, 0, false or no)."""
+    from .jars import env_flag
+
+    return env_flag(DISABLE_ENV)
+
+
 def extension_jar() -> Path | None:
     """The extension's jar, built now when it is not yet; None (``problem()`` says why) when it cannot be. Never
-    raises: the extension is optional, and Spark starts without it."""
+    raises: the extension is optional, and Spark starts without it. A build that failed is not tried again in this
+    process (a Spark start asks twice: for the jars and for the extensions)."""
     global _problem
-    if os.environ.get(DISABLE_ENV, "").strip().lower() not in ("", "0", "false", "no"):
+    if disabled():
         _problem = f"{DISABLE_ENV} is set"
         return None
+    path: Path | None = None
     try:
-        return _build()
+        path = jar_path()
+        if path in _failed:
+            _problem = _failed[path]
+            return None
+        built = _build(path)
     except (OSError, subprocess.SubprocessError) as e:  # an unwritable cache, a missing source, a javac that hangs
         _problem = f"building lakecat's Spark extension failed ({type(e).__name__}: {e}): ingest parses JSON with Spark's from_json"
-        return None
+        built = None
+    if built is None and path is not None and _problem is not None:
+        _failed[path] = _problem
+    return built
 
 
-def _build() -> Path | None:
+def _build(path: Path) -> Path | None:
     global _problem
-    path = jar_path()
     if path.is_file():
         return path
     javac = _javac()

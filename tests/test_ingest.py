@@ -759,6 +759,8 @@ def test_the_extension_is_optional(tmp_path, monkeypatch):
     assert jvm.extension_jar() is None and "javac" in (jvm.problem() or "")
     assert not (tmp_path / "cache").exists() or not list((tmp_path / "cache").rglob("*.jar"))
     monkeypatch.setenv("PATH", path)
+    # remembered for this process (a Spark start asks twice): javac is not looked for or run again for this jar
+    assert jvm.extension_jar() is None and "javac" in (jvm.problem() or "")
     blocked = tmp_path / "not-a-directory"
     blocked.write_text("")
     monkeypatch.setenv("LAKECAT_JARS_CACHE", str(blocked / "cache"))  # a cache that cannot be created: no jar, no error

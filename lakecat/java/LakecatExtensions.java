@@ -73,10 +73,14 @@ public final class LakecatExtensions implements Function1<SparkSessionExtensions
     if (args.size() != 1) {
       throw new IllegalArgumentException(OBJECT_KEYS + " takes 1 argument: text");
     }
+    return invokeEvaluate(new ObjectKeys(), DataTypes.createArrayType(DataTypes.StringType), args.apply(0));
+  }
+
+  /** evaluator.evaluate(text) as an expression with generated code: null for a null text, deterministic. */
+  private static Expression invokeEvaluate(Serializable evaluator, DataType type, Expression text) {
     Seq<AbstractDataType> noInputTypes = CollectionConverters.asScala(Arrays.<AbstractDataType>asList()).toSeq();
-    return new Invoke(Literal.create(new ObjectKeys(), new ObjectType(ObjectKeys.class)), "evaluate",
-        DataTypes.createArrayType(DataTypes.StringType), CollectionConverters.asScala(Arrays.asList(args.apply(0))).toSeq(),
-        noInputTypes, true, true, true);
+    return new Invoke(Literal.create(evaluator, new ObjectType(evaluator.getClass())), "evaluate", type,
+        CollectionConverters.asScala(Arrays.asList(text)).toSeq(), noInputTypes, true, true, true);
   }
 
   /** Spark's JsonExpressionUtils.jsonObjectKeys, reading the record's bytes (JsonEvaluator.createParser). */
@@ -126,10 +130,7 @@ public final class LakecatExtensions implements Function1<SparkSessionExtensions
     if (!corruptField.dataType().equals(DataTypes.StringType)) {
       throw new IllegalArgumentException("the corrupt-record column " + corrupt + " must be a STRING");
     }
-    JsonEvaluator evaluator = new JsonEvaluator(schema, corrupt, SQLConf.get().sessionLocalTimeZone());
-    Seq<AbstractDataType> noInputTypes = CollectionConverters.asScala(Arrays.<AbstractDataType>asList()).toSeq();
-    return new Invoke(Literal.create(evaluator, new ObjectType(JsonEvaluator.class)), "evaluate", schema,
-        CollectionConverters.asScala(Arrays.asList(text)).toSeq(), noInputTypes, true, true, true);
+    return invokeEvaluate(new JsonEvaluator(schema, corrupt, SQLConf.get().sessionLocalTimeZone()), schema, text);
   }
 
   /** A constant string argument (a literal; over Spark Connect, a string type with the session's collation). */
