@@ -191,8 +191,27 @@ def test_failed_sections_and_quantiles() -> None:
     assert bench.failed_sections(SAMPLE) == []
     assert bench.failed_sections({"compact": {"error": "x"}, "cdc": {"skipped": "y"}}) == ["compact"]
     assert bench.failed_sections({"compact": {"results": {}, "big": {"error": "MemoryError"}}}) == ["compact.big"]
+    assert bench.failed_sections({"ingest": {"results": {}, "big": {"error": "ConnectionRefusedError"}}}) == ["ingest.big"]
     assert bench._pct([3.0, 1.0, 2.0, 4.0], 0.5) == 2.5
     assert bench._pct([], 0.5) is None
+
+
+def test_a_failed_section_keeps_the_spark_logs(tmp_path) -> None:
+    home = tmp_path / "home"
+    (home / "logs").mkdir(parents=True)
+    (home / "child.log").write_text("[bench] ingest at 2,000,000 events failed\n")
+    (home / "logs" / "spark.log").write_text("java.lang.OutOfMemoryError: Java heap space\n")
+    ok = {"ingest": {"results": {"iceberg": {"ratio": 1.0}}}, "compact": {"results": {}}}
+    assert bench.failed_sections(ok) == [] and bench.keep_logs(home, ok) is None
+    failed = {"ingest": {"results": {}, "big": {"events": 2_000_000, "error": "ConnectionRefusedError(111)"}},
+              "freshness": {"error": "ConnectionRefusedError(111)"}}
+    assert bench.failed_sections(failed) == ["freshness", "ingest.big"]
+    kept = bench.keep_logs(home, failed)
+    assert kept is not None and kept.parent != home and not kept.is_relative_to(home)
+    assert (kept / "spark.log").read_text().startswith("java.lang.OutOfMemoryError")
+    assert (kept / "child.log").read_text().startswith("[bench] ingest")
+    assert bench.keep_logs(home, {"spark_child_error": "spark child exited 1: ..."}) is not None
+    assert bench.keep_logs(tmp_path / "empty", failed) is None  # nothing to keep
 
 
 def test_the_ingest_at_scale_renders_and_has_its_ratios() -> None:

@@ -35,7 +35,8 @@ Sections (``--sections``, all by default):
 
 The driver's memory (peak RSS of Python + JVM) and CPU time are sampled from the process tree for every phase.
 Everything runs in a private ``LAKECAT_HOME`` (temp dir) with its own Kafka broker; the Spark work runs in one
-child process (``--child``), so the suite's own process never starts a JVM. ``--docs`` rewrites the generated
+child process (``--child``), so the suite's own process never starts a JVM. When a section fails (exit 1), the child's output and Spark's logs
+are copied out of the temp dir before it is removed (``logs_kept`` in the JSON). ``--docs`` rewrites the generated
 block of the docs site's Performance page (between ``<!-- bench:start -->`` and ``<!-- bench:end -->``) from the
 JSON document (``--readme FILE`` does the same for any Markdown file with a ``## Performance`` section); ``--from-json`` renders a saved document without running anything.
 """
@@ -1313,6 +1314,20 @@ def _compile_lakecat() -> None:
             compileall.compile_dir(str(root / package), quiet=1)
 
 
+def keep_logs(home: Path, doc: dict[str, Any]) -> Path | None:
+    """When a section failed, copy the Spark child's output and the Spark logs out of the suite's working directory
+    ``home`` (removed at the end) into a new directory and return it; None when nothing failed or there is no log."""
+    if not failed_sections(doc):
+        return None
+    logs = [f for f in [home / "child.log", *sorted((home / "logs").glob("*"))] if f.is_file()]
+    if not logs:
+        return None
+    kept = Path(tempfile.mkdtemp(prefix="lakecat-bench-logs-"))
+    for f in logs:
+        shutil.copy2(f, kept / f.name)
+    return kept
+
+
 def run_suite(sizes: dict[str, Any], *, sections: list[str], formats: list[str], bootstrap: str | None = None,
               quick: bool = False) -> dict[str, Any]:  # fmt: skip
     """Run the selected sections (Spark work in one child process) and return the whole JSON document."""
@@ -1401,6 +1416,11 @@ def run_suite(sizes: dict[str, Any], *, sections: list[str], formats: list[str],
         if broker is not None:
             with contextlib.suppress(Exception):
                 broker.stop()
+        with contextlib.suppress(OSError):
+            kept = keep_logs(home, doc)
+            if kept is not None:
+                doc["logs_kept"] = str(kept)
+                _say(f"a section failed: the Spark child's output and Spark's logs are kept in {kept}")
         shutil.rmtree(home, ignore_errors=True)
     doc["ratios"] = ratios(doc)
     doc["machine"]["load_average_end"] = [round(x, 2) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None
@@ -1409,11 +1429,12 @@ def run_suite(sizes: dict[str, Any], *, sections: list[str], formats: list[str],
 
 
 def failed_sections(doc: dict[str, Any]) -> list[str]:
-    """The sections (and sub-parts: ``compact.big``) that failed in this run; any makes the exit code 1."""
+    """The sections (and sub-parts: ``ingest.big``, ``compact.big``) that failed in this run; any makes the exit code 1."""
     failed = [s for s in SECTIONS if isinstance(doc.get(s), dict) and "error" in doc[s]]
-    big = (doc.get("compact") or {}).get("big") if isinstance(doc.get("compact"), dict) else None
-    if isinstance(big, dict) and "error" in big:
-        failed.append("compact.big")
+    for s in ("ingest", "compact"):  # their part at scale fails on its own and keeps the rest
+        big = doc[s].get("big") if isinstance(doc.get(s), dict) else None
+        if isinstance(big, dict) and "error" in big:
+            failed.append(f"{s}.big")
     return failed + (["spark_child"] if "spark_child_error" in doc else [])
 
 
