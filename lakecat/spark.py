@@ -232,7 +232,7 @@ DRIVER_MEMORY = "1g"
 #: ``-Dname``; one ``-XX:+Use...GC`` replaces lakecat's collector choice), so a user overrides one flag at a time.
 JAVA_MEMORY_OPTIONS = (
     # G1, not the parallel collector: that one peaked lower and compacted faster, but its old generation (at most
-    # ~890 MB of a 1 GiB heap) did not hold a 2M-key --dedupe-key ingest in the full bench (docs/performance.md,
+    # 683 MB of a 1 GiB heap) did not hold a 2M-key --dedupe-key ingest in the full bench (docs/performance.md,
     # 2026-11-28, fifteenth)
     "-XX:+UseG1GC",
     "-XX:MaxHeapFreeRatio=30",  # G1 gives heap back after a collection leaves much of it free
