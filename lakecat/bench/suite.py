@@ -35,8 +35,9 @@ Sections (``--sections``, all by default):
 
 The driver's memory (peak RSS of Python + JVM) and CPU time are sampled from the process tree for every phase.
 Everything runs in a private ``LAKECAT_HOME`` (temp dir) with its own Kafka broker; the Spark work runs in one
-child process (``--child``), so the suite's own process never starts a JVM. When a section fails (exit 1), the child's output and Spark's logs
-are copied out of the temp dir before it is removed (``logs_kept`` in the JSON). ``--docs`` rewrites the generated
+child process (``--child``), so the suite's own process never starts a JVM. When a section fails (exit 1), the
+child's output and Spark's logs are copied out of the temp dir before it is removed (``logs_kept`` in the JSON).
+``--docs`` rewrites the generated
 block of the docs site's Performance page (between ``<!-- bench:start -->`` and ``<!-- bench:end -->``) from the
 JSON document (``--readme FILE`` does the same for any Markdown file with a ``## Performance`` section); ``--from-json`` renders a saved document without running anything.
 """
