@@ -2,9 +2,9 @@
 
 ``lakecat local engine start`` starts it the way Spark's ``start-connect-server.sh`` does (``spark-submit
 --class org.apache.spark.sql.connect.service.SparkConnectServer``; the ``spark-connect`` jar ships in the
-pyspark wheel) with the same settings as lakecat's in-process session (``lakecat.spark.engine_spark_conf``),
-for one catalog. While it runs, Spark-path commands on that catalog connect to it instead of starting a JVM
-of their own (``lakecat.spark.remote_url``). Its pid, port and catalog are recorded in
+pyspark wheel) with the same settings as lakecat's in-process session (``lakecat.spark.engine_spark_conf``) but
+the collector (G1, which gives an idle server's heap back), for one catalog. While it runs, Spark-path commands on
+that catalog connect to it instead of starting a JVM of their own (``lakecat.spark.remote_url``). Its pid, port and catalog are recorded in
 ``$LAKECAT_HOME/engine/engine-state.json`` so that a later process can find, reuse or stop it.
 """
 
@@ -78,7 +78,7 @@ class LocalEngine:
     def command(self) -> list[str]:
         """The ``spark-submit`` command line of the server."""
         conf = {
-            **engine_spark_conf(self.config),
+            **engine_spark_conf(self.config, server=True),
             "spark.app.name": "lakecat-engine",
             "spark.master": self.config.spark_master,
             "spark.jars": ",".join(engine_jars(self.config)),

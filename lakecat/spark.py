@@ -231,13 +231,16 @@ DRIVER_MEMORY = "1g"
 #: ``spark.driver.extraJavaOptions`` is appended and replaces any of these that it sets again (``-XX:Name``,
 #: ``-Dname``; one ``-XX:+Use...GC`` replaces lakecat's collector choice), so a user overrides one flag at a time.
 JAVA_MEMORY_OPTIONS = (
-    # G1, not the parallel collector: that one peaked lower and compacted faster, but its old generation (at most
-    # 683 MB of a 1 GiB heap) did not hold a 2M-key --dedupe-key ingest in the full bench (docs/performance.md,
-    # 2026-11-28, fifteenth)
-    "-XX:+UseG1GC",
-    "-XX:MaxHeapFreeRatio=30",  # G1 gives heap back after a collection leaves much of it free
+    # The throughput collector: a lakecat process runs jobs and ends. Against G1 on the bench's 10,000-file
+    # compaction it peaked 244 MiB lower (a smaller heap at the high, no remembered sets) and built and compacted
+    # the tables 15-35% faster (no concurrent marking on 2 cores) (docs/performance.md, 2026-11-28, fifteenth).
+    "-XX:+UseParallelGC",
+    # Its old generation is the heap less the young generation's maximum, fixed at start: a third of the heap by
+    # default (683 MB of 1 GiB old), too little for the 2M keys of a --dedupe-key ingest in the full bench. A young
+    # generation of at most 128 MB leaves 896 MB old (docs/performance.md, 2026-11-28, sixteenth).
+    "-XX:MaxNewSize=128m",
+    "-XX:MaxHeapFreeRatio=30",  # a collection gives heap back when it leaves much of it free
     "-XX:MinHeapFreeRatio=10",
-    "-XX:G1PeriodicGCInterval=60000",  # and after a minute without one (an idle stream, a warm engine)
     "-XX:MaxDirectMemorySize=512m",  # NIO/Netty off-heap buffers (default: as large as the heap)
     "-Djdk.nio.maxCachedBufferSize=1048576",  # no per-thread cache of the largest direct buffer a thread ever used
     # The JIT's code cache, as large as the JVM's default: Spark, Iceberg, Delta and Kafka in one JVM compile ~135 MB,
@@ -246,6 +249,11 @@ JAVA_MEMORY_OPTIONS = (
     "-XX:ReservedCodeCacheSize=240m",
     "-XX:MaxMetaspaceSize=512m",  # class metadata: a runaway class loader fails instead of growing without bound
 )
+#: The collector of ``lakecat local engine`` instead (it replaces the one above): a server idles between commands,
+#: and G1 gives the heap a collection left free back to the OS, also after a minute without one.
+ENGINE_GC_OPTIONS = ("-XX:+UseG1GC", "-XX:G1PeriodicGCInterval=60000")
+#: Options that tune lakecat's collector and go with it when a catalog config (or the engine) chooses another one.
+_COLLECTOR_TUNING = frozenset({"MaxNewSize"})
 JAVA_OPTIONS_KEY = "spark.driver.extraJavaOptions"
 #: Environment variables lakecat's Spark driver JVM starts with (the in-process session and ``lakecat local engine``),
 #: unless the user's environment sets them. glibc gives each thread that allocates native memory an arena of its own
@@ -288,15 +296,26 @@ def merge_java_options(ours: list[str] | tuple[str, ...], theirs: str) -> str:
 
     user = shlex.split(theirs)
     taken = {_java_option_key(o) for o in user}
+    if "gc" in taken:  # another collector: lakecat's tuning of its own goes too
+        taken |= _COLLECTOR_TUNING
     return shlex.join([o for o in ours if _java_option_key(o) not in taken] + user)
 
 
-def engine_spark_conf(config: CatalogConfig) -> dict[str, str]:
-    """Every setting of lakecat's Spark driver except its jars and master: the in-process session's and the
-    local engine's (``lakecat local engine``), so that both run the same Spark."""
+def java_memory_options(*, server: bool = False) -> list[str]:
+    """lakecat's JVM memory options: ``JAVA_MEMORY_OPTIONS``, with ``ENGINE_GC_OPTIONS``' collector for a server."""
+    import shlex
+
+    return shlex.split(merge_java_options(JAVA_MEMORY_OPTIONS, shlex.join(ENGINE_GC_OPTIONS))) if server \
+        else list(JAVA_MEMORY_OPTIONS)
+
+
+def engine_spark_conf(config: CatalogConfig, *, server: bool = False) -> dict[str, str]:
+    """Every setting of lakecat's Spark driver except its jars and master: the in-process session's and, with
+    ``server``, the local engine's (``lakecat local engine``), so that both run the same Spark. They differ in the
+    collector only (``ENGINE_GC_OPTIONS``)."""
     log4j = Path(__file__).with_name("log4j2.properties")
     user = dict(config.spark_conf)
-    java = merge_java_options([f"-Dlog4j2.configurationFile={log4j.as_uri()}", *JAVA_MEMORY_OPTIONS],
+    java = merge_java_options([f"-Dlog4j2.configurationFile={log4j.as_uri()}", *java_memory_options(server=server)],
                               user.pop(JAVA_OPTIONS_KEY, ""))  # fmt: skip
     return {
         "spark.driver.memory": DRIVER_MEMORY,

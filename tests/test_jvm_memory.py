@@ -13,6 +13,7 @@ import pytest
 from lakecat.config import load_config_file, resolve_config
 from lakecat.spark import (
     DRIVER_MEMORY,
+    ENGINE_GC_OPTIONS,
     JAVA_MEMORY_OPTIONS,
     JAVA_OPTIONS_KEY,
     JVM_ENVIRONMENT,
@@ -37,17 +38,46 @@ def test_defaults_in_the_session_conf():
     assert options[0].startswith("-Dlog4j2.configurationFile=")
     assert options[1:] == list(JAVA_MEMORY_OPTIONS)
     assert not any(o.startswith("-Xmx") for o in options)  # spark-submit refuses -Xmx there: the heap is driver.memory
+    assert "-XX:+UseParallelGC" in options and not any("G1" in o for o in options)
+
+
+def test_the_local_engine_runs_g1_and_the_rest_alike():
+    config = resolve_config(None)
+    ours, server = engine_spark_conf(config), engine_spark_conf(config, server=True)
+    options = shlex.split(server[JAVA_OPTIONS_KEY])
+    assert options[-2:] == list(ENGINE_GC_OPTIONS) == ["-XX:+UseG1GC", "-XX:G1PeriodicGCInterval=60000"]
+    assert "-XX:+UseParallelGC" not in options  # one collector, not two
+    assert "-XX:MaxNewSize=128m" not in options  # the parallel collector's tuning goes with it
+    assert options[:-2] == [o for o in shlex.split(ours[JAVA_OPTIONS_KEY])
+                            if o not in ("-XX:+UseParallelGC", "-XX:MaxNewSize=128m")]
+    assert {k: v for k, v in server.items() if k != JAVA_OPTIONS_KEY} == {k: v for k, v in ours.items() if k != JAVA_OPTIONS_KEY}
+
+
+def test_a_users_collector_wins_on_the_engine_too(tmp_path):
+    path = _config(tmp_path, '"spark.driver.extraJavaOptions" = "-XX:+UseSerialGC"\n')
+    for server in (False, True):
+        options = shlex.split(engine_spark_conf(load_config_file(path), server=server)[JAVA_OPTIONS_KEY])
+        assert options[-1] == "-XX:+UseSerialGC"
+        assert not any(o.startswith("-XX:+Use") and o != "-XX:+UseSerialGC" for o in options), options
+        assert not any(o.startswith("-XX:MaxNewSize") for o in options), options  # tuned for the collector replaced
+
+
+def test_a_users_young_generation_leaves_the_collector(tmp_path):
+    path = _config(tmp_path, '"spark.driver.extraJavaOptions" = "-XX:MaxNewSize=256m"\n')
+    options = shlex.split(engine_spark_conf(load_config_file(path))[JAVA_OPTIONS_KEY])
+    assert "-XX:+UseParallelGC" in options and options[-1] == "-XX:MaxNewSize=256m"
+    assert "-XX:MaxNewSize=128m" not in options
 
 
 def test_spark_conf_overrides_one_default_at_a_time(tmp_path):
     path = _config(tmp_path, '"spark.driver.memory" = "3g"\n'
-                             '"spark.driver.extraJavaOptions" = "-XX:+UseParallelGC -XX:MaxDirectMemorySize=64m -Dx.y=1"\n')  # fmt: skip
+                             '"spark.driver.extraJavaOptions" = "-XX:+UseSerialGC -XX:MaxDirectMemorySize=64m -Dx.y=1"\n')  # fmt: skip
     conf = engine_spark_conf(load_config_file(path))
     assert conf["spark.driver.memory"] == "3g"
     options = shlex.split(conf[JAVA_OPTIONS_KEY])
     assert options[0].startswith("-Dlog4j2.configurationFile=")  # lakecat's logging stays
-    assert options[-3:] == ["-XX:+UseParallelGC", "-XX:MaxDirectMemorySize=64m", "-Dx.y=1"]
-    assert "-XX:+UseG1GC" not in options and "-XX:MaxDirectMemorySize=512m" not in options  # replaced, not doubled
+    assert options[-3:] == ["-XX:+UseSerialGC", "-XX:MaxDirectMemorySize=64m", "-Dx.y=1"]
+    assert "-XX:+UseParallelGC" not in options and "-XX:MaxDirectMemorySize=512m" not in options  # replaced, not doubled
     assert "-XX:ReservedCodeCacheSize=240m" in options  # the defaults the user did not touch stay
 
 
@@ -71,7 +101,8 @@ def test_the_sessions_jvm_runs_with_the_defaults(spark):
         jvm.java.lang.Class.forName("com.sun.management.HotSpotDiagnosticMXBean"))
     assert hotspot.getVMOption("ReservedCodeCacheSize").getValue() == str(240 * 1024**2)  # the JIT's code cache
     collectors = {b.getName() for b in jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()}
-    assert any(name.startswith("G1") for name in collectors), collectors
+    assert collectors == {"PS Scavenge", "PS MarkSweep"}, collectors  # the parallel (throughput) collector
+    assert hotspot.getVMOption("MaxNewSize").getValue() == str(128 * 1024**2)  # the old generation: 896 MB of 1 GiB
 
     env = spark.sparkContext._jvm.java.lang.System.getenv
     for k, v in JVM_ENVIRONMENT.items():  # in the JVM's environment (a user's own setting wins)
@@ -113,7 +144,7 @@ def test_a_catalog_config_overrides_them_in_the_jvm(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     got = json.loads(proc.stdout.strip().splitlines()[-1])
     assert "-Xmx768m" in got["args"] and got["max_heap"] <= 768 * 1024**2
-    assert "-XX:+UseSerialGC" in got["args"] and "-XX:+UseG1GC" not in got["args"]
-    assert not any(name.startswith("G1") for name in got["gc"]), got["gc"]
+    assert "-XX:+UseSerialGC" in got["args"] and "-XX:+UseParallelGC" not in got["args"]
+    assert not any(name.startswith(("G1", "PS ")) for name in got["gc"]), got["gc"]
     assert "-XX:MaxDirectMemorySize=128m" in got["args"] and "-XX:MaxDirectMemorySize=512m" not in got["args"]
     assert any(a.startswith("-Dlog4j2.configurationFile=") for a in got["args"])
