@@ -1,10 +1,10 @@
 """Guards of the architecture (README "Layout"): the format contract is the only place formats differ.
 
-- no format name as a literal, and so no branch on the format, in ``lakecat/`` outside ``lakecat/formats/``
-  (the benchmark suite, which times hand-written per-format jobs, and the chaos soak, which checks tables with
-  each format's own library, are harnesses outside the core and exempt);
-- no circle of modules importing each other at run time (imports inside functions count; ``TYPE_CHECKING``
-  blocks do not);
+- no format name as a literal, and so no branch on the format, in ``lakecat/`` outside ``lakecat/formats/``, the
+  benchmark suite and the chaos soak included: their hand-written per-format jobs and independent readers are each
+  adapter's ``Baseline`` (``TableFormat.baseline``);
+- no circle of modules importing each other at run time in the library (imports inside functions count;
+  ``TYPE_CHECKING`` blocks do not);
 - the ingest pipeline holds only the source interface (no dispatch on a source's class);
 - a third format that implements only create/describe/history gets exit 3 with a sentence from every
   other command, never Iceberg's or Delta's code.
@@ -23,8 +23,14 @@ PACKAGE = ROOT / "lakecat"
 BUILTIN = ("iceberg", "delta")
 
 
+def _modules() -> list[Path]:
+    return list(PACKAGE.rglob("*.py"))
+
+
 def _core_modules() -> list[Path]:
-    return [p for p in PACKAGE.rglob("*.py") if not {"bench", "soak"} & set(p.relative_to(PACKAGE).parts)]
+    """The library without its harnesses (the benchmark suite and the chaos soak, whose modules import each other's
+    helpers inside functions)."""
+    return [p for p in _modules() if not {"bench", "soak"} & set(p.relative_to(PACKAGE).parts)]
 
 
 def _docstrings(tree: ast.AST) -> set[int]:
@@ -39,7 +45,7 @@ def _docstrings(tree: ast.AST) -> set[int]:
 
 def test_no_format_literal_above_the_adapters():
     found = []
-    for path in _core_modules():
+    for path in _modules():
         rel = path.relative_to(ROOT)
         if rel.parts[:2] == ("lakecat", "formats"):
             continue
@@ -170,6 +176,24 @@ def test_third_format_capabilities_come_from_what_it_implements(jsonlog):
     assert not any(caps.values()), caps
     assert get_format("delta").capabilities["compact_sort"] is False
     assert get_format("iceberg").capabilities["compact_sort"] is True
+
+
+def test_every_builtin_format_has_its_baseline_and_a_third_one_exit_3(jsonlog):
+    """The bench's and the soak's hand-written yardstick lives with each format (``Baseline``): every member there for
+    the built-in ones, exit 3 (not another format's code) for a format without one."""
+    from lakecat.errors import UnsupportedOperationError
+    from lakecat.formats import get_format
+    from lakecat.formats.base import Baseline
+
+    members = [m for m in vars(Baseline) if not m.startswith("_")] + list(Baseline.__annotations__)
+    for name in BUILTIN:
+        baseline = get_format(name).baseline()
+        missing = [m for m in members if not hasattr(baseline, m)]
+        assert not missing, (name, missing)
+        assert set(baseline.light_one_liners) == {"timetravel_count", "changes_count", "where_limit"}
+    with pytest.raises(UnsupportedOperationError) as e:
+        get_format(jsonlog).baseline()
+    assert e.value.exit_code == 3 and f"not supported for {jsonlog} tables" in str(e.value)
 
 
 def test_third_format_answers_exit_3_for_everything_it_lacks(cli, catalog, ns, jsonlog, tmp_path):

@@ -16,26 +16,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-WHERE = "region = 'eu' AND amt > 10"
+from ..formats import get_format
 
-# The light libraries' one-liners: the same read, the way a user would write it (fresh process each).
-_DELTA = {
-    "timetravel_count": "from deltalake import DeltaTable; print(DeltaTable({loc!r}, version={version}).to_pyarrow_dataset().count_rows())",
-    "changes_count": ("import pyarrow as pa; from deltalake import DeltaTable; "
-                      "print(pa.RecordBatchReader.from_stream(DeltaTable({loc!r}).load_cdf({start}, {until})).read_all().num_rows)"),
-    "where_limit": ("import pyarrow as pa, pyarrow.dataset as ds; from decimal import Decimal; from deltalake import DeltaTable; "
-                    "d = DeltaTable({loc!r}, version={version}).to_pyarrow_dataset(); "
-                    "ten = pa.scalar(Decimal('10.00'), pa.decimal128(10, 2)); "
-                    "print(d.scanner(filter=(ds.field('region') == 'eu') & (ds.field('amt') > ten), use_threads=False).head(10).num_rows)"),  # threaded head() aborts at exit (pyarrow)
-}  # fmt: skip
-_ICEBERG_TABLE = ("from pyiceberg.catalog.sql import SqlCatalog; "
-                  "t = SqlCatalog({catalog!r}, uri={uri!r}, warehouse={warehouse!r}).load_table({ident!r}); ")  # fmt: skip
-_ICEBERG = {
-    "timetravel_count": _ICEBERG_TABLE + "print(t.scan(snapshot_id={version}).count())",
-    # pyiceberg has no change scan: the nearest one-liner for an append-only range counts both ends
-    "changes_count": _ICEBERG_TABLE + "print(t.scan(snapshot_id={until}).count() - t.scan(snapshot_id={since}).count())",
-    "where_limit": _ICEBERG_TABLE + "print(len(t.scan(snapshot_id={version}, row_filter={where!r}, limit=10).to_arrow()))",
-}
+WHERE = "region = 'eu' AND amt > 10"
 
 
 def make_tables(cat: Any, *, rows: int, big_rows: int, big_files: int, formats: list[str]) -> dict[str, Any]:
@@ -81,7 +64,7 @@ def measure(home: Path, tables: dict[str, Any], *, repeat: int, formats: list[st
         fill = {"loc": tb["location"], "version": version, "since": since, "until": until, "start": since + 1,
                 "where": WHERE, "catalog": cat["name"], "uri": cat["uri"], "warehouse": cat["warehouse"],
                 "ident": tb["ident"]}  # fmt: skip
-        scripts = _DELTA if fmt == "delta" else _ICEBERG
+        scripts = get_format(fmt).baseline().light_one_liners  # the same read, the way a user writes it
         for name, args in reads.items():
             mine, theirs = [], []
             for _ in range(repeat):  # alternating order

@@ -65,6 +65,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ..formats import get_format
 from ..units import parse_duration
 from . import light
 
@@ -380,9 +381,7 @@ def plain_query(spark: Any, catalog: Any, table: Any, bootstrap: str, topic: str
     if name:
         writer = writer.queryName(name)
     writer = writer.trigger(processingTime=f"{every_s} seconds") if every_s else writer.trigger(availableNow=True)
-    if table.format == "delta":
-        return writer.format("delta").start(table.location)
-    return writer.format("iceberg").toTable(f"{catalog.name}.{table.entry.ident}")
+    return table.adapter.baseline().stream_to(writer, catalog, table)
 
 
 def release_state(spark: Any, timeout: float = 30.0) -> bool:
@@ -648,25 +647,7 @@ def visible_rows(cat: Any, table: Any, how: str) -> Callable[[], int]:
     if how == "spark":
         spark, sql = cat.session(), f"SELECT count(*) FROM {table.spark_name}"
         return lambda: int(spark.sql(sql).collect()[0][0])
-    if table.format == "delta":
-        import pyarrow.compute as pc
-        from deltalake import DeltaTable
-
-        from lakecat.formats.delta.log import add_actions  # the adapter's read of the add actions (no pandas import)
-
-        dt = DeltaTable(table.location)
-
-        def delta_rows() -> int:
-            dt.update_incremental()
-            return int(pc.sum(add_actions(dt)["num_records"]).as_py() or 0)
-
-        return delta_rows
-
-    def iceberg_rows() -> int:
-        snap = table.adapter.load(table).current_snapshot()
-        return int(snap.summary.get("total-records") or 0) if snap is not None and snap.summary else 0
-
-    return iceberg_rows
+    return table.adapter.baseline().row_count_poll(table)  # type: ignore[no-any-return]
 
 
 def _freshness_once(cat: Any, bootstrap: str, fmt: str, kind: str, *, seconds: float, rate: float, poll: str,
@@ -778,7 +759,7 @@ def _timed(fn: Callable[[], Any]) -> tuple[float, Any]:
 
 def _queries(spark: Any, table: Any) -> dict[str, float]:
     def df() -> Any:
-        return spark.table(table.spark_name) if table.format == "iceberg" else spark.read.format("delta").load(table.location)
+        return table.adapter.baseline().read(spark, table)
 
     out = {}
     for label, q in (
@@ -792,22 +773,8 @@ def _queries(spark: Any, table: Any) -> dict[str, float]:
 
 def _engine_compact(cat: Any, spark: Any, table: Any, target_bytes: int) -> Callable[[], Any]:
     """The engine's own compaction of ``table`` as a user would call it (Iceberg ``rewrite_data_files``, Delta
-    ``OPTIMIZE`` through delta-spark), for one target file size."""
-    if table.format == "iceberg":
-        sql = (f"CALL {cat.name}.system.rewrite_data_files(table => '{table.entry.ident}', "
-               f"options => map('target-file-size-bytes', '{target_bytes}', 'min-input-files', '2'))")  # fmt: skip
-        return lambda: spark.sql(sql).collect()
-
-    def delta() -> Any:
-        from delta.tables import DeltaTable
-
-        spark.conf.set("spark.databricks.delta.optimize.maxFileSize", str(target_bytes))
-        try:
-            return DeltaTable.forPath(spark, table.location).optimize().executeCompaction().collect()
-        finally:
-            spark.conf.unset("spark.databricks.delta.optimize.maxFileSize")
-
-    return delta
+    ``OPTIMIZE`` through delta-spark), for one target file size: the format's ``Baseline.compact``."""
+    return table.adapter.baseline().compact(spark, cat, table, target_bytes)  # type: ignore[no-any-return]
 
 
 def _compact_pair(cat: Any, spark: Any, lt: Any, et: Any, target_bytes: int, row: dict[str, Any], *,
@@ -868,16 +835,10 @@ def _small_files_table(cat: Any, spark: Any, name: str, fmt: str, *, files: int,
     """An unpartitioned table of ``files`` data files of ``rows_per_file`` rows, written by one two-task job (each
     task rolls to a new file every ``rows_per_file`` rows: Iceberg at a 1-byte target size, which it checks every
     1,000 rows, Delta by ``maxRecordsPerFile``) and committed once."""
-    from lakecat.engine import spark_conf
-
     t = cat.create_table(name, schema="id BIGINT, region STRING, amount DOUBLE", format=fmt)
     data = (spark.range(files * rows_per_file, numPartitions=2)
             .selectExpr("id", "concat('r', CAST(id % 4 AS STRING)) AS region", "rand(7) * 100 AS amount"))  # fmt: skip
-    if fmt == "iceberg":
-        data.writeTo(t.spark_name).option("target-file-size-bytes", "1").option("distribution-mode", "none").append()
-    else:
-        with spark_conf(spark, {"spark.sql.files.maxRecordsPerFile": str(rows_per_file)}):
-            data.write.format("delta").option("maxRecordsPerFile", str(rows_per_file)).mode("append").save(t.location)
+    t.adapter.baseline().append_small_files(spark, data, t, rows_per_file)
     return t
 
 
@@ -927,14 +888,12 @@ def compaction(cat: Any, *, files: int, rows: int, target: str, formats: list[st
         tables = {}
         build_s = 0.0
         for which in ("lakecat", "engine"):
-            # Iceberg would otherwise shuffle by partition before writing (distribution-mode hash): few files
-            props = {"write.distribution-mode": "none", "write.spark.fanout.enabled": "true"} if fmt == "iceberg" else {}
+            baseline = get_format(fmt).baseline()
             t = cat.create_table(f"bench.c_{fmt}_{which}", schema="id BIGINT, region STRING, amount DOUBLE",
-                                 format=fmt, partition_by="region", properties=props)  # fmt: skip
+                                 format=fmt, partition_by="region", properties=baseline.many_files_properties)  # fmt: skip
             data = (spark.range(rows).selectExpr("id", "concat('r', CAST(id % 4 AS STRING)) AS region",
                                                  "rand(42) * 100 AS amount").repartition(max(1, files // 4), "region", "id"))  # fmt: skip
-            build_s, _ = _timed(lambda t=t, data=data, fmt=fmt: data.writeTo(t.spark_name).append() if fmt == "iceberg" else
-                                data.write.format("delta").mode("append").save(t.location))  # fmt: skip
+            build_s, _ = _timed(lambda t=t, data=data, baseline=baseline: baseline.append(data, t))
             tables[which] = t
         lt, et = tables["lakecat"], tables["engine"]
         row: dict[str, Any] = {"build_s": build_s, "files_before": lt.describe().files}
@@ -1256,6 +1215,13 @@ def _child_main(params_json: str, out_file: str) -> int:
 # --- the suite ---------------------------------------------------------------------------------
 
 
+def _doc_formats(doc: dict[str, Any]) -> list[str]:
+    """The formats a bench document measured, in its order (the built-in ones for a document without the list)."""
+    from ..formats import format_names
+
+    return list(doc.get("formats") or format_names(builtin_only=True))
+
+
 def ratios(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """Every ratio of the document, flat, each with which direction is better."""
     out: dict[str, dict[str, Any]] = {}
@@ -1282,7 +1248,7 @@ def ratios(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
         add(f"freshness.{fmt}.p50", row.get("ratio_p50"), "lower", "lakecat p50 latency / plain p50 latency")
         add(f"freshness.{fmt}.p95", row.get("ratio_p95"), "lower", "lakecat p95 latency / plain p95 latency")
     c = doc.get("cdc") or {}
-    for fmt in ("iceberg", "delta"):
+    for fmt in _doc_formats(doc):
         if isinstance(c.get(fmt), dict):
             add(f"cdc.{fmt}.throughput", c[fmt].get("ratio"), "higher", "lakecat events/s / plain events/s (lakecat.bench.cdc)")
     for fmt, row in (doc.get("compact", {}).get("results") or {}).items():
@@ -1461,7 +1427,7 @@ def _load(x: Any) -> str:
 
 
 def _fmt_name(fmt: str) -> str:
-    return {"iceberg": "Iceberg", "delta": "Delta"}.get(fmt, fmt)
+    return fmt.capitalize()
 
 
 def _rounds_note(results: dict[str, dict[str, Any]]) -> str:
@@ -1553,7 +1519,7 @@ def render_markdown(doc: dict[str, Any]) -> str:
             lines.append(f"| {_fmt_name(fmt)} | {_s(p.get('p50_s'))} / {_s(p.get('p95_s'))} | "
                          f"{_s(lc.get('p50_s'))} / {_s(lc.get('p95_s'))} | {_x(r.get('ratio_p50'))} |")  # fmt: skip
     c = doc.get("cdc") or {}
-    cdc_rows = [(fmt, c[fmt]) for fmt in ("iceberg", "delta") if isinstance(c.get(fmt), dict)]
+    cdc_rows = [(fmt, c[fmt]) for fmt in _doc_formats(doc) if isinstance(c.get(fmt), dict)]
     if cdc_rows:
         lines += ["", f"**CDC, Debezium events → MERGE** (`python -m lakecat.bench.cdc`: {_n(c.get('events'))} messages — "
                   f"{_n(c.get('change_events'))} change events over {_n(c.get('keys'))} keys, with tombstones — on a "
@@ -1651,8 +1617,8 @@ def render_markdown(doc: dict[str, Any]) -> str:
         lines += ["", f"**A warm engine**: failed in this run ({en['error'][:200]})."]
     mem = (doc.get("memory") or {}).get("spark_driver") or {}
     order = [f"{sec}_{kind}{fmt}{mode}" for sec, mode in (("ingest", ""), ("ingest", "_dedupe"), ("freshness", ""))
-             for fmt in ("iceberg", "delta") for kind in ("plain_", "lakecat_", "tuned_")]  # fmt: skip
-    order += [f"compact_{kind}{fmt}" for kind in ("", "big_") for fmt in ("iceberg", "delta")]
+             for fmt in _doc_formats(doc) for kind in ("plain_", "lakecat_", "tuned_")]  # fmt: skip
+    order += [f"compact_{kind}{fmt}" for kind in ("", "big_") for fmt in _doc_formats(doc)]
     phases = [(k, mem[k]) for k in order if k in mem]
     if phases:
         lines += ["", "**Driver memory** (peak RSS of the benchmark's driver process tree — Python + the Spark JVM — during "

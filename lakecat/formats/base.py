@@ -75,6 +75,46 @@ class TableHandle(Protocol):
     def refresh(self) -> TableEntry: ...
 
 
+class Baseline(Protocol):
+    """The same work written by hand with the format's own API, as a user would without lakecat: the yardstick of
+    ``python -m lakecat.bench`` (every figure is a ratio against it) and the independent reader of
+    ``python -m lakecat.soak``. Not lakecat's code path: it lives with its format so that the bench and the soak
+    above stay format-neutral."""
+
+    #: ``python -c`` one-liners of the format's light library for the bench's light reads (``timetravel_count``,
+    #: ``changes_count``, ``where_limit``); ``str.format`` fields: loc, version, since, until, start, where, catalog,
+    #: uri, warehouse, ident.
+    light_one_liners: dict[str, str]
+    #: Table properties for a build of many small files (the compaction section's tables).
+    many_files_properties: dict[str, str]
+
+    def stream_to(self, writer: Any, catalog: Any, table: Any) -> Any:
+        """Start ``writer`` (a ``DataStreamWriter``) into ``table`` with the format's own sink."""
+        ...
+
+    def read(self, spark: SparkSession, table: Any) -> DataFrame:
+        """The table's current rows, read the plain way."""
+        ...
+
+    def append(self, data: DataFrame, table: Any) -> None: ...
+
+    def append_small_files(self, spark: SparkSession, data: DataFrame, table: Any, rows_per_file: int) -> None:
+        """Append ``data`` in files of ``rows_per_file`` rows each (one commit)."""
+        ...
+
+    def compact(self, spark: SparkSession, catalog: Any, table: Any, target_bytes: int) -> Any:
+        """The engine's own compaction of ``table``, as a user calls it: a callable that runs it once."""
+        ...
+
+    def row_count_poll(self, table: Any) -> Any:
+        """A callable answering the newest snapshot's row count from metadata, without Spark."""
+        ...
+
+    def read_rows(self, catalog: Any, entry: TableEntry) -> list[dict[str, Any]]:
+        """Every row, read by the format's own light library (pyiceberg, delta-rs), not by lakecat."""
+        ...
+
+
 @dataclass
 class Commit:
     """One commit of a table, in lakecat's words (``version``: Delta version / Iceberg snapshot id)."""
@@ -293,6 +333,10 @@ class TableFormat(ABC):
             if strategy != "binpack":
                 caps[f"compact_{strategy}"] = caps["compact"] and strategy in self.compact_strategies
         return caps
+
+    def baseline(self) -> Baseline:
+        """The format's hand-written yardstick for the bench and the soak (``Baseline``)."""
+        raise self.unsupported("a hand-written baseline", "the bench and the soak have no yardstick for this format")
 
     def supports(self, capability: str) -> bool:
         return bool(self.capabilities.get(capability, False))

@@ -518,22 +518,15 @@ def _topic_truth(bootstrap: str, events_topic: str, cdc_topic: str) -> tuple[set
 
 
 def _read(soak: Soak, name: str, fmt: str) -> list[dict[str, Any]]:
-    """A table's rows read by the format's own library, not by lakecat (pyiceberg; delta-rs)."""
+    """A table's rows read by the format's own library, not by lakecat (its adapter's ``Baseline.read_rows``)."""
     import lakecat
+
+    from ..formats import get_format
 
     cat = lakecat.connect()  # LAKECAT_HOME is the run's (main() sets it before anything reads it)
     if not cat.table_exists(name):
         return []
-    entry = cat.entry(name)
-    if fmt == "iceberg":
-        from pyiceberg.catalog.sql import SqlCatalog
-
-        sql = SqlCatalog(cat.name, uri=cat.config.metastore.sqlalchemy_url, warehouse=cat.config.warehouse_uri,
-                         **cat.config.pyiceberg_properties())  # fmt: skip
-        return sql.load_table((entry.ident.namespace, entry.ident.name)).scan().to_arrow().to_pylist()  # type: ignore[no-any-return]
-    from deltalake import DeltaTable
-
-    return DeltaTable(entry.location).to_pyarrow_table().to_pylist()  # type: ignore[no-any-return]
+    return get_format(fmt).baseline().read_rows(cat, cat.entry(name))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from ...partitioning import PartitionField
     from ...schema import Column
     from ..base import CatalogContext, TableHandle
+    from .baseline import DeltaBaseline
 
 REGISTRY_TABLE = "lakecat_delta_tables"
 LOG_DIR = "_delta_log"
@@ -226,6 +227,11 @@ class DeltaFormat(DeltaVersions, DeltaMaintenance, DeltaHealth, DeltaEvolution, 
         TagStore(ctx.metastore).remove(entry.ident)
 
     # --- reads ------------------------------------------------------------------------------
+    def baseline(self) -> DeltaBaseline:
+        from .baseline import DeltaBaseline
+
+        return DeltaBaseline()
+
     def read_current(self, table: TableHandle) -> DataFrame:
         return table.catalog.session().read.format("delta").load(table.location)
 

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from ...partitioning import PartitionField
     from ...schema import Column
     from ..base import CatalogContext, TableHandle
+    from .baseline import IcebergBaseline
 
 _PRIMITIVE_SQL = {
     "boolean": "BOOLEAN", "int": "INT", "long": "BIGINT", "float": "FLOAT", "double": "DOUBLE",
@@ -430,6 +431,11 @@ class IcebergFormat(IcebergVersions, IcebergMaintenance, IcebergHealth, IcebergE
         # Spark's Iceberg catalog caches table metadata: another engine (pyiceberg) may have committed since.
         spark.sql(f"REFRESH TABLE {self.spark_name(table.catalog, table.entry)}")  # the table, not a branch of it
         return spark
+
+    def baseline(self) -> IcebergBaseline:
+        from .baseline import IcebergBaseline
+
+        return IcebergBaseline()
 
     def read_current(self, table: TableHandle) -> DataFrame:
         return self.refreshed_session(table).table(table.spark_name)
