@@ -229,7 +229,8 @@ def _register_catalog(spark: SparkSession, config: CatalogConfig) -> None:
 DRIVER_MEMORY = "1g"
 #: JVM options lakecat adds to ``spark.driver.extraJavaOptions`` (after its log4j setting). A catalog config's own
 #: ``spark.driver.extraJavaOptions`` is appended and replaces any of these that it sets again (``-XX:Name``,
-#: ``-Dname``; one ``-XX:+Use...GC`` replaces lakecat's collector choice), so a user overrides one flag at a time.
+#: ``-Dname``; one ``-XX:+Use...GC`` replaces lakecat's collector choice and its tuning, ``_COLLECTOR_TUNING``), so a
+#: user overrides one flag at a time.
 JAVA_MEMORY_OPTIONS = (
     # The throughput collector: a lakecat process runs jobs and ends. Against G1 on the bench's 10,000-file
     # compaction it peaked 244 MiB lower (a smaller heap at the high, no remembered sets) and built and compacted

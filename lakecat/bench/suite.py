@@ -65,7 +65,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..formats import get_format
+from ..formats import format_names, get_format
 from ..units import parse_duration
 from . import light
 
@@ -647,7 +647,7 @@ def visible_rows(cat: Any, table: Any, how: str) -> Callable[[], int]:
     if how == "spark":
         spark, sql = cat.session(), f"SELECT count(*) FROM {table.spark_name}"
         return lambda: int(spark.sql(sql).collect()[0][0])
-    return table.adapter.baseline().row_count_poll(table)  # type: ignore[no-any-return]
+    return table.adapter.baseline().row_count_poll(table)
 
 
 def _freshness_once(cat: Any, bootstrap: str, fmt: str, kind: str, *, seconds: float, rate: float, poll: str,
@@ -774,7 +774,7 @@ def _queries(spark: Any, table: Any) -> dict[str, float]:
 def _engine_compact(cat: Any, spark: Any, table: Any, target_bytes: int) -> Callable[[], Any]:
     """The engine's own compaction of ``table`` as a user would call it (Iceberg ``rewrite_data_files``, Delta
     ``OPTIMIZE`` through delta-spark), for one target file size: the format's ``Baseline.compact``."""
-    return table.adapter.baseline().compact(spark, cat, table, target_bytes)  # type: ignore[no-any-return]
+    return table.adapter.baseline().compact(spark, cat, table, target_bytes)
 
 
 def _compact_pair(cat: Any, spark: Any, lt: Any, et: Any, target_bytes: int, row: dict[str, Any], *,
@@ -887,8 +887,8 @@ def compaction(cat: Any, *, files: int, rows: int, target: str, formats: list[st
     for fmt in formats:
         tables = {}
         build_s = 0.0
+        baseline = get_format(fmt).baseline()
         for which in ("lakecat", "engine"):
-            baseline = get_format(fmt).baseline()
             t = cat.create_table(f"bench.c_{fmt}_{which}", schema="id BIGINT, region STRING, amount DOUBLE",
                                  format=fmt, partition_by="region", properties=baseline.many_files_properties)  # fmt: skip
             data = (spark.range(rows).selectExpr("id", "concat('r', CAST(id % 4 AS STRING)) AS region",
@@ -1217,8 +1217,6 @@ def _child_main(params_json: str, out_file: str) -> int:
 
 def _doc_formats(doc: dict[str, Any]) -> list[str]:
     """The formats a bench document measured, in its order (the built-in ones for a document without the list)."""
-    from ..formats import format_names
-
     return list(doc.get("formats") or format_names(builtin_only=True))
 
 

@@ -23,6 +23,8 @@ from ..engine import to_int
 from ..errors import NotExactError, UnsupportedOperationError, VersionNotFoundError
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from pyspark.sql import DataFrame, SparkSession
 
     from ..config import CatalogConfig
@@ -102,11 +104,11 @@ class Baseline(Protocol):
         """Append ``data`` in files of ``rows_per_file`` rows each (one commit)."""
         ...
 
-    def compact(self, spark: SparkSession, catalog: Any, table: Any, target_bytes: int) -> Any:
+    def compact(self, spark: SparkSession, catalog: Any, table: Any, target_bytes: int) -> Callable[[], Any]:
         """The engine's own compaction of ``table``, as a user calls it: a callable that runs it once."""
         ...
 
-    def row_count_poll(self, table: Any) -> Any:
+    def row_count_poll(self, table: Any) -> Callable[[], int]:
         """A callable answering the newest snapshot's row count from metadata, without Spark."""
         ...
 
