@@ -241,6 +241,11 @@ JAVA_MEMORY_OPTIONS = (
     # generation of at most 128 MB leaves 896 MB old (docs/performance.md, 2026-11-28, sixteenth).
     "-XX:MaxNewSize=128m",
     "-XX:MaxHeapFreeRatio=30",  # a collection gives heap back when it leaves much of it free
+    # ... also an explicit System.gc(): without this the parallel collector resizes its generations (and so honours
+    # MaxHeapFreeRatio) only after a collection an allocation failed into, and the heap a 2M-key --dedupe-key run grew
+    # stayed committed for the rest of the process (~1 GiB; 691 -> 172 MB committed after one System.gc() with it;
+    # docs/performance.md, 2026-11-28, seventeenth)
+    "-XX:+UseAdaptiveSizePolicyWithSystemGC",
     "-XX:MinHeapFreeRatio=10",
     "-XX:MaxDirectMemorySize=512m",  # NIO/Netty off-heap buffers (default: as large as the heap)
     "-Djdk.nio.maxCachedBufferSize=1048576",  # no per-thread cache of the largest direct buffer a thread ever used
@@ -254,7 +259,7 @@ JAVA_MEMORY_OPTIONS = (
 #: and G1 gives the heap a collection left free back to the OS, also after a minute without one.
 ENGINE_GC_OPTIONS = ("-XX:+UseG1GC", "-XX:G1PeriodicGCInterval=60000")
 #: Options that tune lakecat's collector and go with it when a catalog config (or the engine) chooses another one.
-_COLLECTOR_TUNING = frozenset({"MaxNewSize"})
+_COLLECTOR_TUNING = frozenset({"MaxNewSize", "UseAdaptiveSizePolicyWithSystemGC"})
 JAVA_OPTIONS_KEY = "spark.driver.extraJavaOptions"
 #: Environment variables lakecat's Spark driver JVM starts with (the in-process session and ``lakecat local engine``),
 #: unless the user's environment sets them. glibc gives each thread that allocates native memory an arena of its own
@@ -285,7 +290,7 @@ def _java_option_key(option: str) -> str:
     """What a JVM option sets: ``gc`` for a collector choice, the flag name of ``-XX:``, the property of ``-D``."""
     import re
 
-    if re.fullmatch(r"-XX:[+-]Use\w*GC", option):
+    if re.fullmatch(r"-XX:[+-]Use(?:Serial|Parallel|ParallelOld|G1|Z|Shenandoah|Epsilon|ConcMarkSweep)GC", option):
         return "gc"
     m = re.match(r"-XX:[+-]?(\w+)", option) or re.match(r"-D([^=]+)", option) or re.match(r"(-X(?:ms|mx|ss))", option)
     return m.group(1) if m else option

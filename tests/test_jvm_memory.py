@@ -47,9 +47,9 @@ def test_the_local_engine_runs_g1_and_the_rest_alike():
     options = shlex.split(server[JAVA_OPTIONS_KEY])
     assert options[-2:] == list(ENGINE_GC_OPTIONS) == ["-XX:+UseG1GC", "-XX:G1PeriodicGCInterval=60000"]
     assert "-XX:+UseParallelGC" not in options  # one collector, not two
-    assert "-XX:MaxNewSize=128m" not in options  # the parallel collector's tuning goes with it
-    assert options[:-2] == [o for o in shlex.split(ours[JAVA_OPTIONS_KEY])
-                            if o not in ("-XX:+UseParallelGC", "-XX:MaxNewSize=128m")]
+    parallel = ("-XX:+UseParallelGC", "-XX:MaxNewSize=128m", "-XX:+UseAdaptiveSizePolicyWithSystemGC")
+    assert not set(parallel[1:]) & set(options)  # the parallel collector's tuning goes with it
+    assert options[:-2] == [o for o in shlex.split(ours[JAVA_OPTIONS_KEY]) if o not in parallel]
     assert {k: v for k, v in server.items() if k != JAVA_OPTIONS_KEY} == {k: v for k, v in ours.items() if k != JAVA_OPTIONS_KEY}
 
 
@@ -60,6 +60,7 @@ def test_a_users_collector_wins_on_the_engine_too(tmp_path):
         assert options[-1] == "-XX:+UseSerialGC"
         assert not any(o.startswith("-XX:+Use") and o != "-XX:+UseSerialGC" for o in options), options
         assert not any(o.startswith("-XX:MaxNewSize") for o in options), options  # tuned for the collector replaced
+        assert "-XX:+UseAdaptiveSizePolicyWithSystemGC" not in options
 
 
 def test_a_users_young_generation_leaves_the_collector(tmp_path):
@@ -67,6 +68,14 @@ def test_a_users_young_generation_leaves_the_collector(tmp_path):
     options = shlex.split(engine_spark_conf(load_config_file(path))[JAVA_OPTIONS_KEY])
     assert "-XX:+UseParallelGC" in options and options[-1] == "-XX:MaxNewSize=256m"
     assert "-XX:MaxNewSize=128m" not in options
+
+
+def test_a_flag_named_use_gc_is_not_a_collector(tmp_path):
+    # -XX:-UseAdaptiveSizePolicyWithSystemGC turns lakecat's flag off; it does not choose another collector
+    path = _config(tmp_path, '"spark.driver.extraJavaOptions" = "-XX:-UseAdaptiveSizePolicyWithSystemGC"\n')
+    options = shlex.split(engine_spark_conf(load_config_file(path))[JAVA_OPTIONS_KEY])
+    assert "-XX:+UseParallelGC" in options and "-XX:MaxNewSize=128m" in options
+    assert options[-1] == "-XX:-UseAdaptiveSizePolicyWithSystemGC" and "-XX:+UseAdaptiveSizePolicyWithSystemGC" not in options
 
 
 def test_spark_conf_overrides_one_default_at_a_time(tmp_path):
@@ -103,6 +112,7 @@ def test_the_sessions_jvm_runs_with_the_defaults(spark):
     collectors = {b.getName() for b in jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()}
     assert collectors == {"PS Scavenge", "PS MarkSweep"}, collectors  # the parallel (throughput) collector
     assert hotspot.getVMOption("MaxNewSize").getValue() == str(128 * 1024**2)  # the old generation: 896 MB of 1 GiB
+    assert hotspot.getVMOption("UseAdaptiveSizePolicyWithSystemGC").getValue() == "true"  # System.gc() resizes too
 
     env = spark.sparkContext._jvm.java.lang.System.getenv
     for k, v in JVM_ENVIRONMENT.items():  # in the JVM's environment (a user's own setting wins)

@@ -385,7 +385,9 @@ def plain_query(spark: Any, catalog: Any, table: Any, bootstrap: str, topic: str
 
 
 def release_state(spark: Any, timeout: float = 30.0) -> bool:
-    """Unload every state store and collect the JVM's heap, between two timed ingest runs (not timed); True if done.
+    """Unload every state store and collect the JVM's heap, between two timed ingest runs and before each compaction
+    phase (not timed); True if done. With ``-XX:+UseAdaptiveSizePolicyWithSystemGC`` (lakecat's JVM options) the
+    collection also gives the heap it leaves free back, beyond ``MaxHeapFreeRatio``.
 
     Spark unloads a stopped query's state stores only at its next maintenance (every 60 s): a 2M-event
     ``--dedupe-key`` run leaves ~0.5 GB of keys in the 1 GB heap, and the run after it, of either job, pays for it in
@@ -863,6 +865,7 @@ def compaction_big(cat: Any, *, files: int, rows_per_file: int, target: str, for
         lt, et = tables["lakecat"], tables["engine"]
         row["files_before"] = lt.describe().files
         row["engine_files_before"] = et.describe().files
+        release_state(spark)  # not timed: the phase starts from a collected heap, as a new process would
         with sampler.phase(f"compact_big_{fmt}") as usage:
             _compact_pair(cat, spark, lt, et, target_bytes, row, repeat=repeat)
         row["cpu_s"] = usage["cpu_s"]
@@ -897,6 +900,7 @@ def compaction(cat: Any, *, files: int, rows: int, target: str, formats: list[st
             tables[which] = t
         lt, et = tables["lakecat"], tables["engine"]
         row: dict[str, Any] = {"build_s": build_s, "files_before": lt.describe().files}
+        release_state(spark)  # not timed: the phase starts from a collected heap, as a new process would
         with sampler.phase(f"compact_{fmt}") as usage:
             row["before"] = _queries(spark, lt)
             _compact_pair(cat, spark, lt, et, target_bytes, row, repeat=repeat)
