@@ -146,8 +146,10 @@ def repository_reachable(repo: Any, timeout: float = 5.0) -> tuple[bool, str]:
 
 
 def _metastore(config: CatalogConfig) -> Check:
-    """Reachable, and which Iceberg JDBC catalog schema it holds (V0: no ``iceberg_type`` column; V1: views too)."""
+    """Reachable, and what each format keeps there (its adapter's ``metastore_status``)."""
     import sqlalchemy as sa
+
+    from .formats import all_formats
 
     ms = config.metastore
     if ms.kind == "sqlite" and ms.sqlite_path is not None and not ms.sqlite_path.exists():
@@ -161,12 +163,11 @@ def _metastore(config: CatalogConfig) -> Check:
         with engine.connect() as conn:
             inspector = sa.inspect(conn)
             tables = set(inspector.get_table_names())
-            if "iceberg_tables" in tables:
-                columns = {c["name"] for c in inspector.get_columns("iceberg_tables")}
-                schema = "Iceberg JDBC schema V1" if "iceberg_type" in columns else "Iceberg JDBC schema V0"
-            else:
-                schema = "no Iceberg tables yet"
-            delta = "Delta registry present" if "lakecat_delta_tables" in tables else "no Delta registry yet"
+
+            def columns(table: str) -> set[str]:
+                return {c["name"] for c in inspector.get_columns(table)}
+
+            found = [s for f in all_formats() if (s := f.metastore_status(config, tables, columns)) is not None]
         engine.dispose()
     except Exception as e:  # noqa: BLE001
         from .config import _redact
@@ -175,7 +176,7 @@ def _metastore(config: CatalogConfig) -> Check:
                      "check the metastore URL in the catalog config, the server and the credentials in the environment")  # fmt: skip
     from .config import _redact
 
-    return Check("metastore", True, f"{_redact(ms.url)} reachable; {schema}; {delta}")
+    return Check("metastore", True, "; ".join([f"{_redact(ms.url)} reachable", *found]))
 
 
 def _nearest_existing(path: Path) -> Path | None:

@@ -251,3 +251,34 @@ def test_third_format_answers_exit_3_for_everything_it_lacks(cli, catalog, ns, j
     code, _, err = cli("drop", name, "--yes", "--json")
     assert code == 0, err
     assert not catalog.table_exists(name)
+
+
+def test_doctor_asks_each_format_what_it_keeps_in_the_metastore(catalog, jsonlog, monkeypatch):
+    """``lakecat doctor``'s metastore line is each format's own words (``metastore_status``), a third format's too;
+    no format's table names above the adapters."""
+    from fake_format import JsonLogFormat
+
+    from lakecat.doctor import _metastore
+
+    catalog.metastore.ready()  # every format's metastore tables created
+    detail = _metastore(catalog.config).detail
+    assert "Iceberg JDBC schema V" in detail and "Delta registry present" in detail, detail
+    assert jsonlog not in detail  # a format with nothing to say adds nothing
+    monkeypatch.setattr(JsonLogFormat, "metastore_status",
+                        lambda self, config, tables, columns: f"{len(columns('iceberg_tables'))} columns there",
+                        raising=False)  # fmt: skip
+    check = _metastore(catalog.config)
+    assert check.ok and check.detail.startswith(detail + "; ") and check.detail.endswith(" columns there"), check.detail
+    assert "iceberg_tables" not in (ROOT / "lakecat/doctor.py").read_text()
+
+
+def test_an_external_iceberg_catalog_is_named_in_the_metastore_line(tmp_path):
+    from lakecat.config import load_config_file
+    from lakecat.formats import get_format
+
+    path = tmp_path / "rest.toml"
+    path.write_text(f'name = "lake"\nwarehouse = "{tmp_path}/wh"\nmetastore = "sqlite:///{tmp_path}/c.db"\n'
+                    '[iceberg]\ntype = "rest"\nuri = "http://127.0.0.1:1/api/catalog"\n')  # fmt: skip
+    config = load_config_file(path)
+    assert get_format("iceberg").metastore_status(config, set(), lambda t: set()) == "Iceberg tables in the rest catalog"
+    assert get_format("delta").metastore_status(config, set(), lambda t: set()) == "no Delta registry yet"

@@ -355,6 +355,11 @@ class TableFormat(ABC):
     def prepare_metastore(self, metastore: Metastore) -> None:  # noqa: B027 - optional hook
         """Create what the format keeps in the metastore (called once per catalog)."""
 
+    def metastore_status(self, config: CatalogConfig, tables: set[str], columns: Callable[[str], set[str]]) -> str | None:
+        """What the format keeps in the catalog's metastore database, in a few words for ``lakecat doctor``
+        (``tables``: the database's table names; ``columns(table)``: one table's column names); None: nothing."""
+        return None
+
     @abstractmethod
     def list_entries(self, ctx: CatalogContext, namespace: str | None = None) -> list[TableEntry]:
         """The format's tables in this catalog."""

@@ -27,6 +27,8 @@ from .tags import TagStore
 from .versions import DeltaVersions
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from pyspark.sql import DataFrame
 
     from ...config import CatalogConfig
@@ -95,6 +97,9 @@ class DeltaFormat(DeltaVersions, DeltaMaintenance, DeltaHealth, DeltaEvolution, 
     # --- catalog entries --------------------------------------------------------------------
     def _registry(self, metastore: Metastore) -> Registry:
         return Registry(metastore, REGISTRY_TABLE, self.name)
+
+    def metastore_status(self, config: CatalogConfig, tables: set[str], columns: Callable[[str], set[str]]) -> str:
+        return "Delta registry present" if REGISTRY_TABLE in tables else "no Delta registry yet"
 
     def prepare_metastore(self, metastore: Metastore) -> None:
         self._registry(metastore).t  # noqa: B018 - declared and created

@@ -31,6 +31,8 @@ from .markers import MARKER_BATCH, MARKER_PROPERTY_PREFIX, MARKER_QUERY, stream_
 from .versions import IcebergVersions, snapshot_view
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from pyspark.sql import DataFrame
 
     from ...config import CatalogConfig
@@ -208,6 +210,14 @@ class IcebergFormat(IcebergVersions, IcebergMaintenance, IcebergHealth, IcebergE
 
     def catalog_kind(self, config: CatalogConfig) -> str:
         return rest.kind(config) if rest.is_external(config) else super().catalog_kind(config)
+
+    def metastore_status(self, config: CatalogConfig, tables: set[str], columns: Callable[[str], set[str]]) -> str:
+        if rest.is_external(config):
+            return f"Iceberg tables in the {rest.kind(config)} catalog"
+        if "iceberg_tables" not in tables:
+            return "no Iceberg tables yet"
+        # V0: no iceberg_type column; V1: views too
+        return "Iceberg JDBC schema V1" if "iceberg_type" in columns("iceberg_tables") else "Iceberg JDBC schema V0"
 
     def prepare_metastore(self, metastore: Metastore) -> None:
         if rest.is_external(metastore.config):  # the tables live in their own catalog (REST, Hive, Glue)
