@@ -281,9 +281,10 @@ def test_the_freshness_poll_counts_what_a_reader_sees(catalog, spark, ns, table_
 
 def test_the_compaction_pair_alternates_and_rolls_back_between_rounds(catalog, spark, ns, table_format):
     """Repeated compaction rounds (the fairness of the lakecat / engine ratio): the order alternates and every round
-    compacts the same small files again (both tables rolled back in between); both tables end compacted."""
+    compacts the same small files again (both tables rolled back in between); both tables end compacted. A third
+    copy (``first``) is compacted at the start of every round, untimed, and rolled back with them."""
     tables = {}
-    for which in ("l", "e"):
+    for which in ("l", "e", "f"):
         t = catalog.create_table(f"{ns}.pair_{which}", schema="id BIGINT, region STRING", format=table_format)
         for i in range(3):
             spark.sql(f"INSERT INTO {t.spark_name} VALUES ({i}, 'r{i}')")
@@ -291,7 +292,11 @@ def test_the_compaction_pair_alternates_and_rolls_back_between_rounds(catalog, s
     lt, et = tables["l"], tables["e"]
     before = lt.describe().files
     row: dict = {}
-    bench._compact_pair(catalog, spark, lt, et, 64 * 1024 * 1024, row, repeat=3)
+    commits_before = len(tables["f"].history().entries)
+    bench._compact_pair(catalog, spark, lt, et, 64 * 1024 * 1024, row, repeat=3, first=tables["f"])
+    # the third copy: compacted in each of the 4 rounds (warm-up included), rolled back in between
+    assert tables["f"].describe().files == 1
+    assert len(tables["f"].history().entries) - commits_before >= 4
     # a warm-up round first, not counted; then each side first in turn
     assert row["warmup"]["files_after"] == 1 and row["warmup"]["engine_compact_s"] > 0
     assert [r["first"] for r in row["rounds"]] == ["lakecat", "engine", "lakecat"]

@@ -22,7 +22,9 @@ Sections (``--sections``, all by default):
   driver's peak memory. Each lakecat run is split into the engine's procedure and lakecat's own overhead (planning
   from metadata before, the totals after, the maintenance record). One warm-up round that is not counted, then
   ``compact_repeat`` (8) rounds per pair in alternating order (both tables rolled back to the same files between
-  rounds): medians of the times, and lakecat / engine as the median of the rounds' ratios (paired).
+  rounds): medians of the times, and lakecat / engine as the median of the rounds' ratios (paired). The 2,000-file
+  pair runs ``compact_small_repeat`` (16) rounds (its ~2 s jobs spread by ±30% between rounds), each opened by an
+  untimed compaction of a third copy: whichever compaction runs first after the rollbacks is slower.
 - ``metadata``: whole ``lakecat list/describe/history`` processes (light path, no JVM) against a process that
   only starts a bare Spark session with the same jars.
 - ``engine``: whole ``lakecat compact --dry-run`` / ``rollback`` / ``upsert`` (100 rows) processes on a warm local
@@ -83,7 +85,7 @@ FULL: dict[str, Any] = {
     "fresh_seconds": 60, "fresh_rate": 50, "fresh_poll": "metadata",
     "cdc_events": None,  # lakecat.bench.cdc's own default
     "compact_files": 2000, "compact_rows": 200_000, "compact_target": "64MB",
-    "compact_big_files": 10_000, "compact_big_rows_per_file": 1000, "compact_repeat": 8,
+    "compact_big_files": 10_000, "compact_big_rows_per_file": 1000, "compact_repeat": 8, "compact_small_repeat": 16,
     "meta_commits": 20, "meta_repeat": 5, "spark_start_repeat": 2, "start_repeat": 5, "engine_repeat": 3,
     "light_rows": 2_500, "light_big_rows": 2_000_000, "light_big_files": 200, "light_repeat": 5,
 }  # fmt: skip
@@ -93,7 +95,7 @@ QUICK: dict[str, Any] = {
     "fresh_seconds": 8, "fresh_rate": 20, "fresh_poll": "metadata",
     "cdc_events": 2_000,
     "compact_files": 100, "compact_rows": 10_000, "compact_target": "64MB",
-    "compact_big_files": 200, "compact_big_rows_per_file": 1000, "compact_repeat": 1,
+    "compact_big_files": 200, "compact_big_rows_per_file": 1000, "compact_repeat": 1, "compact_small_repeat": 1,
     "meta_commits": 3, "meta_repeat": 2,
     "spark_start_repeat": 0,  # 0: the suite's own Spark child's session start stands in for a separate bare start
     "start_repeat": 2,
@@ -780,7 +782,7 @@ def _engine_compact(cat: Any, spark: Any, table: Any, target_bytes: int) -> Call
 
 
 def _compact_pair(cat: Any, spark: Any, lt: Any, et: Any, target_bytes: int, row: dict[str, Any], *,
-                  repeat: int = 1) -> None:  # fmt: skip
+                  repeat: int = 1, first: Any | None = None) -> None:  # fmt: skip
     """Dry run and ``Table.compact`` of ``lt``, the engine's own command on its copy ``et``; figures into ``row``.
 
     With ``repeat`` > 1, first one warm-up round that no figure counts (``warmup``: the first compaction after the
@@ -790,10 +792,15 @@ def _compact_pair(cat: Any, spark: Any, lt: Any, et: Any, target_bytes: int, row
     often), both tables rolled back to their version before compaction between rounds (the same files again, no
     rebuild); the times are medians over the counted rounds, ``lakecat_over_engine`` the median of the rounds'
     lakecat / engine ratios (``lakecat_over_engine_of_medians`` the ratio of the medians), each round's pair in
-    ``rounds``."""
+    ``rounds``.
+
+    ``first``: a third copy of the table that the engine's command compacts (not timed) at the start of every round,
+    rolled back with the other two: whichever compaction runs first after the rollbacks is slower (+20-40% on a
+    2,000-file table, lakecat's or the engine's alike); with this one taking that place, the two timed sides run
+    alike (docs/performance.md, 2026-11-28, seventeenth)."""
     row["dry_run_s"], plan = _timed(lambda: lt.compact(target_file_size=target_bytes, dry_run=True))
     row["dry_run_estimated_files_after"] = plan.files_after
-    start = [(t, t.describe().current_version) for t in (lt, et)]
+    start = [(t, t.describe().current_version) for t in (lt, et, *([first] if first is not None else []))]
 
     def by_lakecat(one: dict[str, Any]) -> None:
         one["lakecat_compact_s"], res = _timed(lambda: lt.compact(target_file_size=target_bytes))
@@ -810,6 +817,8 @@ def _compact_pair(cat: Any, spark: Any, lt: Any, et: Any, target_bytes: int, row
         if i:  # the same small files again
             for t, version in start:
                 t.rollback(version=version, force=True)
+        if first is not None:
+            _engine_compact(cat, spark, first, target_bytes)()  # not timed: the first place after the rollbacks
         n = i - warmup  # the counted round's number; -1: the warm-up
         one: dict[str, Any] = {"first": "lakecat" if n % 2 == 0 else "engine"}
         for side in (by_lakecat, by_engine) if n % 2 == 0 else (by_engine, by_lakecat):
@@ -878,9 +887,11 @@ def compaction_big(cat: Any, *, files: int, rows_per_file: int, target: str, for
 
 def compaction(cat: Any, *, files: int, rows: int, target: str, formats: list[str],
                sampler: TreeSampler | None = None, big_files: int = 0, big_rows_per_file: int = 1000,
-               repeat: int = 1) -> dict[str, Any]:  # fmt: skip
-    """``Table.compact`` against the engine's own command on an identical copy; queries before and after. With
-    ``big_files``, also ``compaction_big`` (its figures under the ``big`` key)."""
+               repeat: int = 1, small_repeat: int | None = None) -> dict[str, Any]:  # fmt: skip
+    """``Table.compact`` against the engine's own command on an identical copy (a third copy, compacted untimed, takes
+    each round's first place: ``_compact_pair``'s ``first``), ``small_repeat`` rounds (default ``repeat``); queries
+    before and after. With ``big_files``, also ``compaction_big`` (its figures under the ``big`` key, ``repeat``
+    rounds)."""
     from lakecat.units import parse_size
 
     spark = cat.session()
@@ -891,7 +902,7 @@ def compaction(cat: Any, *, files: int, rows: int, target: str, formats: list[st
         tables = {}
         build_s = 0.0
         baseline = get_format(fmt).baseline()
-        for which in ("lakecat", "engine"):
+        for which in ("lakecat", "engine", "first"):
             t = cat.create_table(f"bench.c_{fmt}_{which}", schema="id BIGINT, region STRING, amount DOUBLE",
                                  format=fmt, partition_by="region", properties=baseline.many_files_properties)  # fmt: skip
             data = (spark.range(rows).selectExpr("id", "concat('r', CAST(id % 4 AS STRING)) AS region",
@@ -903,7 +914,7 @@ def compaction(cat: Any, *, files: int, rows: int, target: str, formats: list[st
         release_state(spark)  # not timed: the phase starts from a collected heap, as a new process would
         with sampler.phase(f"compact_{fmt}") as usage:
             row["before"] = _queries(spark, lt)
-            _compact_pair(cat, spark, lt, et, target_bytes, row, repeat=repeat)
+            _compact_pair(cat, spark, lt, et, target_bytes, row, repeat=small_repeat or repeat, first=tables["first"])
             row["after"] = _queries(spark, lt)
         for q in ("filtered_query_s", "full_query_s"):
             row[f"{q.removesuffix('_s')}_speedup"] = _r(row["before"][q] / max(row["after"][q], 1e-9), 2)
@@ -1188,7 +1199,8 @@ def run_spark_sections(params: dict[str, Any]) -> dict[str, Any]:
                                            target=sizes["compact_target"], formats=formats, sampler=sampler,
                                            big_files=sizes.get("compact_big_files") or 0,
                                            big_rows_per_file=sizes.get("compact_big_rows_per_file") or 1000,
-                                           repeat=sizes.get("compact_repeat") or 1)),
+                                           repeat=sizes.get("compact_repeat") or 1,
+                                           small_repeat=sizes.get("compact_small_repeat"))),
         ]  # fmt: skip
         for name, job in jobs:
             if name not in sections:
