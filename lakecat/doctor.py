@@ -158,6 +158,10 @@ def _metastore(config: CatalogConfig) -> Check:
         return Check("metastore", ok, f"{ms.sqlite_path} not created yet (created on first use)",
                      None if ok else f"make {ms.sqlite_path.parent} writable")  # fmt: skip
     connect_args = {"connect_timeout": 5} if ms.kind == "postgresql" else {"timeout": 5}
+    from .config import _redact
+
+    found: list[str] = []
+    failed: list[str] = []
     try:
         engine = sa.create_engine(ms.sqlalchemy_url, connect_args=connect_args)
         with engine.connect() as conn:
@@ -167,16 +171,26 @@ def _metastore(config: CatalogConfig) -> Check:
             def columns(table: str) -> set[str]:
                 return {c["name"] for c in inspector.get_columns(table)}
 
-            found = [s for f in all_formats() if (s := f.metastore_status(config, tables, columns)) is not None]
+            for fmt in all_formats():
+                try:  # one format's failure is its own line, not "not reachable"
+                    status = fmt.metastore_status(config, tables, columns)
+                except Exception as e:  # noqa: BLE001
+                    failed.append(f"{fmt.name}: could not read what it keeps there: {_line(e)}")
+                else:
+                    if status is not None:
+                        found.append(status)
         engine.dispose()
     except Exception as e:  # noqa: BLE001
-        from .config import _redact
-
-        return Check("metastore", False, f"{_redact(ms.url)} not reachable: {str(e).splitlines()[0][:200]}",
+        return Check("metastore", False, f"{_redact(ms.url)} not reachable: {_line(e)}",
                      "check the metastore URL in the catalog config, the server and the credentials in the environment")  # fmt: skip
-    from .config import _redact
+    detail = "; ".join([f"{_redact(ms.url)} reachable", *found, *failed])
+    return Check("metastore", not failed, detail,
+                 None if not failed else "check that the metastore's user may read the tables it holds")  # fmt: skip
 
-    return Check("metastore", True, "; ".join([f"{_redact(ms.url)} reachable", *found]))
+
+def _line(e: Exception) -> str:
+    """An exception's first line (its type when it has no message), at most 200 characters."""
+    return (str(e).strip().splitlines() or [type(e).__name__])[0][:200]
 
 
 def _nearest_existing(path: Path) -> Path | None:

@@ -271,6 +271,16 @@ def test_doctor_asks_each_format_what_it_keeps_in_the_metastore(catalog, jsonlog
     assert check.ok and check.detail.startswith(detail + "; ") and check.detail.endswith(" columns there"), check.detail
     assert "iceberg_tables" not in (ROOT / "lakecat/doctor.py").read_text()
 
+    def broken(self, config, tables, columns):
+        raise PermissionError("permission denied for table jsonlog_things\nDETAIL: more")
+
+    monkeypatch.setattr(JsonLogFormat, "metastore_status", broken, raising=False)
+    check = _metastore(catalog.config)  # the metastore is reachable: the format's failure is its own line
+    assert not check.ok and "not reachable" not in check.detail, check.detail
+    assert check.detail.startswith(detail + "; ") and check.detail.endswith(
+        f"{JsonLogFormat.name}: could not read what it keeps there: permission denied for table jsonlog_things"), check.detail
+    assert check.fix
+
 
 def test_an_external_iceberg_catalog_is_named_in_the_metastore_line(tmp_path):
     from lakecat.config import load_config_file

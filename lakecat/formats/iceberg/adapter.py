@@ -42,6 +42,11 @@ if TYPE_CHECKING:
     from ..base import CatalogContext, TableHandle
     from .baseline import IcebergBaseline
 
+
+#: Iceberg's JdbcCatalog tables in the metastore (Spark's JdbcCatalog and pyiceberg's SqlCatalog share them)
+JDBC_TABLES = "iceberg_tables"
+JDBC_NAMESPACE_PROPERTIES = "iceberg_namespace_properties"
+
 _PRIMITIVE_SQL = {
     "boolean": "BOOLEAN", "int": "INT", "long": "BIGINT", "float": "FLOAT", "double": "DOUBLE",
     "date": "DATE", "time": "TIME", "timestamp": "TIMESTAMP_NTZ", "timestamptz": "TIMESTAMP",
@@ -214,10 +219,10 @@ class IcebergFormat(IcebergVersions, IcebergMaintenance, IcebergHealth, IcebergE
     def metastore_status(self, config: CatalogConfig, tables: set[str], columns: Callable[[str], set[str]]) -> str:
         if rest.is_external(config):
             return f"Iceberg tables in the {rest.kind(config)} catalog"
-        if "iceberg_tables" not in tables:
+        if JDBC_TABLES not in tables:
             return "no Iceberg tables yet"
         # V0: no iceberg_type column; V1: views too
-        return "Iceberg JDBC schema V1" if "iceberg_type" in columns("iceberg_tables") else "Iceberg JDBC schema V0"
+        return "Iceberg JDBC schema V1" if "iceberg_type" in columns(JDBC_TABLES) else "Iceberg JDBC schema V0"
 
     def prepare_metastore(self, metastore: Metastore) -> None:
         if rest.is_external(metastore.config):  # the tables live in their own catalog (REST, Hive, Glue)
@@ -227,13 +232,13 @@ class IcebergFormat(IcebergVersions, IcebergMaintenance, IcebergHealth, IcebergE
         import sqlalchemy as sa
 
         metastore.table(
-            "iceberg_tables",
+            JDBC_TABLES,
             *table_key_columns(),
             sa.Column("metadata_location", sa.String(1000)),
             sa.Column("previous_metadata_location", sa.String(1000)),
         )
         metastore.table(
-            "iceberg_namespace_properties",
+            JDBC_NAMESPACE_PROPERTIES,
             sa.Column("catalog_name", sa.String(255), primary_key=True),
             sa.Column("namespace", sa.String(255), primary_key=True),
             sa.Column("property_key", sa.String(255), primary_key=True),
@@ -247,12 +252,12 @@ class IcebergFormat(IcebergVersions, IcebergMaintenance, IcebergHealth, IcebergE
     def list_entries(self, ctx: CatalogContext, namespace: str | None = None) -> list[TableEntry]:
         if rest.is_external(ctx.config):
             return rest.list_entries(self.name, ctx.config, namespace)
-        return [self._entry(row) for row in ctx.metastore.find("iceberg_tables", catalog_filter(ctx.metastore, namespace))]
+        return [self._entry(row) for row in ctx.metastore.find(JDBC_TABLES, catalog_filter(ctx.metastore, namespace))]
 
     def get_entry(self, ctx: CatalogContext, ident: TableIdent) -> TableEntry | None:
         if rest.is_external(ctx.config):
             return rest.get_entry(self.name, ctx.config, ident)
-        rows = ctx.metastore.find("iceberg_tables", key_of(ctx.metastore, ident))
+        rows = ctx.metastore.find(JDBC_TABLES, key_of(ctx.metastore, ident))
         return self._entry(rows[0]) if rows else None
 
     def sql_catalog(self, ctx: CatalogContext) -> Any:
