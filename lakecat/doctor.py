@@ -159,6 +159,7 @@ def _metastore(config: CatalogConfig) -> Check:
                      None if ok else f"make {ms.sqlite_path.parent} writable")  # fmt: skip
     connect_args = {"connect_timeout": 5} if ms.kind == "postgresql" else {"timeout": 5}
     from .config import _redact
+    from .engine import first_line
 
     found: list[str] = []
     failed: list[str] = []
@@ -175,22 +176,17 @@ def _metastore(config: CatalogConfig) -> Check:
                 try:  # one format's failure is its own line, not "not reachable"
                     status = fmt.metastore_status(config, tables, columns)
                 except Exception as e:  # noqa: BLE001
-                    failed.append(f"{fmt.name}: could not read what it keeps there: {_line(e)}")
+                    failed.append(f"{fmt.name}: could not read what it keeps there: {first_line(str(e))[:200]}")
                 else:
                     if status is not None:
                         found.append(status)
         engine.dispose()
     except Exception as e:  # noqa: BLE001
-        return Check("metastore", False, f"{_redact(ms.url)} not reachable: {_line(e)}",
+        return Check("metastore", False, f"{_redact(ms.url)} not reachable: {first_line(str(e))[:200]}",
                      "check the metastore URL in the catalog config, the server and the credentials in the environment")  # fmt: skip
     detail = "; ".join([f"{_redact(ms.url)} reachable", *found, *failed])
     return Check("metastore", not failed, detail,
                  None if not failed else "check that the metastore's user may read the tables it holds")  # fmt: skip
-
-
-def _line(e: Exception) -> str:
-    """An exception's first line (its type when it has no message), at most 200 characters."""
-    return (str(e).strip().splitlines() or [type(e).__name__])[0][:200]
 
 
 def _nearest_existing(path: Path) -> Path | None:
