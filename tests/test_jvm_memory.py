@@ -47,7 +47,7 @@ def test_the_local_engine_runs_g1_and_the_rest_alike():
     options = shlex.split(server[JAVA_OPTIONS_KEY])
     assert options[-2:] == list(ENGINE_GC_OPTIONS) == ["-XX:+UseG1GC", "-XX:G1PeriodicGCInterval=60000"]
     assert "-XX:+UseParallelGC" not in options  # one collector, not two
-    parallel = ("-XX:+UseParallelGC", "-XX:MaxNewSize=128m", "-XX:+UseAdaptiveSizePolicyWithSystemGC")
+    parallel = ("-XX:+UseParallelGC", "-XX:MaxNewSize=128m", "-XX:+UseAdaptiveSizePolicyWithSystemGC", "-XX:GCTimeRatio=19")
     assert not set(parallel[1:]) & set(options)  # the parallel collector's tuning goes with it
     assert options[:-2] == [o for o in shlex.split(ours[JAVA_OPTIONS_KEY]) if o not in parallel]
     assert {k: v for k, v in server.items() if k != JAVA_OPTIONS_KEY} == {k: v for k, v in ours.items() if k != JAVA_OPTIONS_KEY}
@@ -61,6 +61,7 @@ def test_a_users_collector_wins_on_the_engine_too(tmp_path):
         assert not any(o.startswith("-XX:+Use") and o != "-XX:+UseSerialGC" for o in options), options
         assert not any(o.startswith("-XX:MaxNewSize") for o in options), options  # tuned for the collector replaced
         assert "-XX:+UseAdaptiveSizePolicyWithSystemGC" not in options
+        assert not any(o.startswith("-XX:GCTimeRatio") for o in options), options  # G1's own meaning of it differs
 
 
 def test_a_users_young_generation_leaves_the_collector(tmp_path):
@@ -113,6 +114,7 @@ def test_the_sessions_jvm_runs_with_the_defaults(spark):
     assert collectors == {"PS Scavenge", "PS MarkSweep"}, collectors  # the parallel (throughput) collector
     assert hotspot.getVMOption("MaxNewSize").getValue() == str(128 * 1024**2)  # the old generation: 896 MB of 1 GiB
     assert hotspot.getVMOption("UseAdaptiveSizePolicyWithSystemGC").getValue() == "true"  # System.gc() resizes too
+    assert hotspot.getVMOption("GCTimeRatio").getValue() == "19"  # a goal of 5% of the time in collections
 
     env = spark.sparkContext._jvm.java.lang.System.getenv
     for k, v in JVM_ENVIRONMENT.items():  # in the JVM's environment (a user's own setting wins)
@@ -158,3 +160,23 @@ def test_a_catalog_config_overrides_them_in_the_jvm(tmp_path):
     assert not any(name.startswith(("G1", "PS ")) for name in got["gc"]), got["gc"]
     assert "-XX:MaxDirectMemorySize=128m" in got["args"] and "-XX:MaxDirectMemorySize=512m" not in got["args"]
     assert any(a.startswith("-Dlog4j2.configurationFile=") for a in got["args"])
+
+
+DELTA_RS_ALLOCATOR = """
+import os, sys, lakecat.formats.delta
+import deltalake, pyarrow as pa
+deltalake.write_deltalake(sys.argv[1], pa.table({"id": [1, 2]}))
+print(os.environ.get("_RJEM_MALLOC_CONF"), deltalake.DeltaTable(sys.argv[1]).version())
+"""
+
+
+@pytest.mark.parametrize("own", [None, "narenas:1"])
+def test_delta_rs_allocator_gives_freed_memory_back_and_a_users_own_setting_wins(tmp_path, own):
+    from lakecat.formats.delta import ALLOCATOR_ENVIRONMENT
+
+    assert ALLOCATOR_ENVIRONMENT == {"_RJEM_MALLOC_CONF": "dirty_decay_ms:0,muzzy_decay_ms:0"}
+    env = {k: v for k, v in os.environ.items() if k != "_RJEM_MALLOC_CONF"} | ({"_RJEM_MALLOC_CONF": own} if own else {})
+    out = subprocess.run([sys.executable, "-c", DELTA_RS_ALLOCATOR, str(tmp_path / "t")], env=env,
+                         capture_output=True, text=True, timeout=120, check=True)  # fmt: skip
+    assert out.stdout.split() == [own or "dirty_decay_ms:0,muzzy_decay_ms:0", "0"]
+    assert "<jemalloc>" not in out.stderr, out.stderr  # jemalloc took the settings (it names any it refuses)
