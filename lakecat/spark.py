@@ -247,10 +247,6 @@ JAVA_MEMORY_OPTIONS = (
     # docs/performance.md, 2026-11-28, seventeenth)
     "-XX:+UseAdaptiveSizePolicyWithSystemGC",
     "-XX:MinHeapFreeRatio=10",
-    # The collector's goal of time in collections: 5% (1/(1+19)) rather than 1% (99), so it grows the heap less to
-    # meet it. The bench's 10,000-file Delta compaction alone peaked 56 MB lower and ran faster (10.7 -> 9.5 s; a goal
-    # of 20% (4) saved 107 MB but ran 20% slower) (docs/performance.md, 2026-11-28, eighteenth)
-    "-XX:GCTimeRatio=19",
     "-XX:MaxDirectMemorySize=512m",  # NIO/Netty off-heap buffers (default: as large as the heap)
     "-Djdk.nio.maxCachedBufferSize=1048576",  # no per-thread cache of the largest direct buffer a thread ever used
     # The JIT's code cache, as large as the JVM's default: Spark, Iceberg, Delta and Kafka in one JVM compile ~135 MB,
@@ -263,7 +259,7 @@ JAVA_MEMORY_OPTIONS = (
 #: and G1 gives the heap a collection left free back to the OS, also after a minute without one.
 ENGINE_GC_OPTIONS = ("-XX:+UseG1GC", "-XX:G1PeriodicGCInterval=60000")
 #: Options that tune lakecat's collector and go with it when a catalog config (or the engine) chooses another one.
-_COLLECTOR_TUNING = frozenset({"MaxNewSize", "UseAdaptiveSizePolicyWithSystemGC", "GCTimeRatio"})
+_COLLECTOR_TUNING = frozenset({"MaxNewSize", "UseAdaptiveSizePolicyWithSystemGC"})
 JAVA_OPTIONS_KEY = "spark.driver.extraJavaOptions"
 #: Environment variables lakecat's Spark driver JVM starts with (the in-process session and ``lakecat local engine``),
 #: unless the user's environment sets them. glibc gives each thread that allocates native memory an arena of its own

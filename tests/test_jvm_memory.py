@@ -47,7 +47,7 @@ def test_the_local_engine_runs_g1_and_the_rest_alike():
     options = shlex.split(server[JAVA_OPTIONS_KEY])
     assert options[-2:] == list(ENGINE_GC_OPTIONS) == ["-XX:+UseG1GC", "-XX:G1PeriodicGCInterval=60000"]
     assert "-XX:+UseParallelGC" not in options  # one collector, not two
-    parallel = ("-XX:+UseParallelGC", "-XX:MaxNewSize=128m", "-XX:+UseAdaptiveSizePolicyWithSystemGC", "-XX:GCTimeRatio=19")
+    parallel = ("-XX:+UseParallelGC", "-XX:MaxNewSize=128m", "-XX:+UseAdaptiveSizePolicyWithSystemGC")
     assert not set(parallel[1:]) & set(options)  # the parallel collector's tuning goes with it
     assert options[:-2] == [o for o in shlex.split(ours[JAVA_OPTIONS_KEY]) if o not in parallel]
     assert {k: v for k, v in server.items() if k != JAVA_OPTIONS_KEY} == {k: v for k, v in ours.items() if k != JAVA_OPTIONS_KEY}
@@ -61,7 +61,6 @@ def test_a_users_collector_wins_on_the_engine_too(tmp_path):
         assert not any(o.startswith("-XX:+Use") and o != "-XX:+UseSerialGC" for o in options), options
         assert not any(o.startswith("-XX:MaxNewSize") for o in options), options  # tuned for the collector replaced
         assert "-XX:+UseAdaptiveSizePolicyWithSystemGC" not in options
-        assert not any(o.startswith("-XX:GCTimeRatio") for o in options), options  # G1's own meaning of it differs
 
 
 def test_a_users_young_generation_leaves_the_collector(tmp_path):
@@ -114,7 +113,6 @@ def test_the_sessions_jvm_runs_with_the_defaults(spark):
     assert collectors == {"PS Scavenge", "PS MarkSweep"}, collectors  # the parallel (throughput) collector
     assert hotspot.getVMOption("MaxNewSize").getValue() == str(128 * 1024**2)  # the old generation: 896 MB of 1 GiB
     assert hotspot.getVMOption("UseAdaptiveSizePolicyWithSystemGC").getValue() == "true"  # System.gc() resizes too
-    assert hotspot.getVMOption("GCTimeRatio").getValue() == "19"  # a goal of 5% of the time in collections
 
     env = spark.sparkContext._jvm.java.lang.System.getenv
     for k, v in JVM_ENVIRONMENT.items():  # in the JVM's environment (a user's own setting wins)
