@@ -176,13 +176,13 @@ def _metastore(config: CatalogConfig) -> Check:
                 try:  # one format's failure is its own line, not "not reachable"
                     status = fmt.metastore_status(config, tables, columns)
                 except Exception as e:  # noqa: BLE001
-                    failed.append(f"{fmt.name}: could not read what it keeps there: {first_line(str(e))[:200]}")
+                    failed.append(f"{fmt.name}: could not read what it keeps there: {first_line(str(e) or type(e).__name__)[:200]}")
                 else:
                     if status is not None:
                         found.append(status)
         engine.dispose()
     except Exception as e:  # noqa: BLE001
-        return Check("metastore", False, f"{_redact(ms.url)} not reachable: {first_line(str(e))[:200]}",
+        return Check("metastore", False, f"{_redact(ms.url)} not reachable: {first_line(str(e) or type(e).__name__)[:200]}",
                      "check the metastore URL in the catalog config, the server and the credentials in the environment")  # fmt: skip
     detail = "; ".join([f"{_redact(ms.url)} reachable", *found, *failed])
     return Check("metastore", not failed, detail,

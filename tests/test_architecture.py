@@ -281,6 +281,13 @@ def test_doctor_asks_each_format_what_it_keeps_in_the_metastore(catalog, jsonlog
         f"{JsonLogFormat.name}: could not read what it keeps there: permission denied for table jsonlog_things"), check.detail
     assert check.fix
 
+    def silent(self, config, tables, columns):
+        raise PermissionError()
+
+    monkeypatch.setattr(JsonLogFormat, "metastore_status", silent, raising=False)
+    check = _metastore(catalog.config)  # an error without a message is named by its type
+    assert not check.ok and check.detail.endswith(f"{JsonLogFormat.name}: could not read what it keeps there: PermissionError")
+
 
 def test_an_external_iceberg_catalog_is_named_in_the_metastore_line(tmp_path):
     from lakecat.config import load_config_file
