@@ -226,7 +226,7 @@ def _register_catalog(spark: SparkSession, config: CatalogConfig) -> None:
 
 #: lakecat's memory defaults for its Spark driver JVM, sized for a laptop (in local mode the driver is the executor
 #: too, so ``spark.driver.memory`` is the whole heap). A catalog config's ``[spark.conf]`` overrides any of them.
-DRIVER_MEMORY = "1g"
+DRIVER_MEMORY = "960m"
 #: JVM options lakecat adds to ``spark.driver.extraJavaOptions`` (after its log4j setting). A catalog config's own
 #: ``spark.driver.extraJavaOptions`` is appended and replaces any of these that it sets again (``-XX:Name``,
 #: ``-Dname``; one ``-XX:+Use...GC`` replaces lakecat's collector choice and its tuning, ``_COLLECTOR_TUNING``), so a
@@ -237,9 +237,11 @@ JAVA_MEMORY_OPTIONS = (
     # the tables 15-35% faster (no concurrent marking on 2 cores) (docs/performance.md, 2026-11-28, fifteenth).
     "-XX:+UseParallelGC",
     # Its old generation is the heap less the young generation's maximum, fixed at start: a third of the heap by
-    # default (683 MB of 1 GiB old), too little for the 2M keys of a --dedupe-key ingest in the full bench. A young
-    # generation of at most 128 MB leaves 896 MB old (docs/performance.md, 2026-11-28, sixteenth).
-    "-XX:MaxNewSize=128m",
+    # default (683 MB of 1 GiB old), too little for the 2M keys of a --dedupe-key ingest in the full bench (~760 MB).
+    # A young generation of at most 96 MB leaves 864 MB of a 960 MB heap old; the parallel collector fills both to
+    # their maximum in a long job, so each MB off the heap is one off the peak (docs/performance.md, 2026-11-28,
+    # sixteenth; 2026-11-29, twentieth).
+    "-XX:MaxNewSize=96m",
     "-XX:MaxHeapFreeRatio=30",  # a collection gives heap back when it leaves much of it free
     # ... also an explicit System.gc(): without this the parallel collector resizes its generations (and so honours
     # MaxHeapFreeRatio) only after a collection an allocation failed into, and the heap a 2M-key --dedupe-key run grew

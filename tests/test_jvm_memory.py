@@ -33,7 +33,7 @@ def _config(tmp_path, spark_conf: str = ""):
 
 def test_defaults_in_the_session_conf():
     conf = engine_spark_conf(resolve_config(None))
-    assert conf["spark.driver.memory"] == DRIVER_MEMORY == "1g"
+    assert conf["spark.driver.memory"] == DRIVER_MEMORY == "960m"
     options = shlex.split(conf[JAVA_OPTIONS_KEY])
     assert options[0].startswith("-Dlog4j2.configurationFile=")
     assert options[1:] == list(JAVA_MEMORY_OPTIONS)
@@ -47,7 +47,7 @@ def test_the_local_engine_runs_g1_and_the_rest_alike():
     options = shlex.split(server[JAVA_OPTIONS_KEY])
     assert options[-2:] == list(ENGINE_GC_OPTIONS) == ["-XX:+UseG1GC", "-XX:G1PeriodicGCInterval=60000"]
     assert "-XX:+UseParallelGC" not in options  # one collector, not two
-    parallel = ("-XX:+UseParallelGC", "-XX:MaxNewSize=128m", "-XX:+UseAdaptiveSizePolicyWithSystemGC")
+    parallel = ("-XX:+UseParallelGC", "-XX:MaxNewSize=96m", "-XX:+UseAdaptiveSizePolicyWithSystemGC")
     assert not set(parallel[1:]) & set(options)  # the parallel collector's tuning goes with it
     assert options[:-2] == [o for o in shlex.split(ours[JAVA_OPTIONS_KEY]) if o not in parallel]
     assert {k: v for k, v in server.items() if k != JAVA_OPTIONS_KEY} == {k: v for k, v in ours.items() if k != JAVA_OPTIONS_KEY}
@@ -67,14 +67,14 @@ def test_a_users_young_generation_leaves_the_collector(tmp_path):
     path = _config(tmp_path, '"spark.driver.extraJavaOptions" = "-XX:MaxNewSize=256m"\n')
     options = shlex.split(engine_spark_conf(load_config_file(path))[JAVA_OPTIONS_KEY])
     assert "-XX:+UseParallelGC" in options and options[-1] == "-XX:MaxNewSize=256m"
-    assert "-XX:MaxNewSize=128m" not in options
+    assert "-XX:MaxNewSize=96m" not in options
 
 
 def test_a_flag_named_use_gc_is_not_a_collector(tmp_path):
     # -XX:-UseAdaptiveSizePolicyWithSystemGC turns lakecat's flag off; it does not choose another collector
     path = _config(tmp_path, '"spark.driver.extraJavaOptions" = "-XX:-UseAdaptiveSizePolicyWithSystemGC"\n')
     options = shlex.split(engine_spark_conf(load_config_file(path))[JAVA_OPTIONS_KEY])
-    assert "-XX:+UseParallelGC" in options and "-XX:MaxNewSize=128m" in options
+    assert "-XX:+UseParallelGC" in options and "-XX:MaxNewSize=96m" in options
     assert options[-1] == "-XX:-UseAdaptiveSizePolicyWithSystemGC" and "-XX:+UseAdaptiveSizePolicyWithSystemGC" not in options
 
 
@@ -102,16 +102,16 @@ def test_merge_java_options():
 def test_the_sessions_jvm_runs_with_the_defaults(spark):
     jvm = spark.sparkContext._jvm
     args = list(jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
-    assert "-Xmx1g" in args  # spark-submit's launcher turned spark.driver.memory into the heap limit
+    assert "-Xmx960m" in args  # spark-submit's launcher turned spark.driver.memory into the heap limit
     for option in JAVA_MEMORY_OPTIONS:
         assert option in args
-    assert jvm.java.lang.Runtime.getRuntime().maxMemory() <= 1024**3
+    assert jvm.java.lang.Runtime.getRuntime().maxMemory() <= 960 * 1024**2
     hotspot = jvm.java.lang.management.ManagementFactory.getPlatformMXBean(
         jvm.java.lang.Class.forName("com.sun.management.HotSpotDiagnosticMXBean"))
     assert hotspot.getVMOption("ReservedCodeCacheSize").getValue() == str(240 * 1024**2)  # the JIT's code cache
     collectors = {b.getName() for b in jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()}
     assert collectors == {"PS Scavenge", "PS MarkSweep"}, collectors  # the parallel (throughput) collector
-    assert hotspot.getVMOption("MaxNewSize").getValue() == str(128 * 1024**2)  # the old generation: 896 MB of 1 GiB
+    assert hotspot.getVMOption("MaxNewSize").getValue() == str(96 * 1024**2)  # the old generation: 864 MB of 960
     assert hotspot.getVMOption("UseAdaptiveSizePolicyWithSystemGC").getValue() == "true"  # System.gc() resizes too
 
     env = spark.sparkContext._jvm.java.lang.System.getenv

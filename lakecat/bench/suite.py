@@ -346,6 +346,21 @@ def _events(n: int, start: int = 0) -> Iterator[str]:
                           "amt": round(i % 10000 / 100, 2)})  # fmt: skip
 
 
+def _produce_events(bootstrap: str, topic: str, n: int, *, timeout: float) -> int:
+    """Produce ``_events(n)`` to ``topic`` from a child process; the events' bytes. The harness's producer is not the
+    driver: in this process librdkafka's buffers for 2M events stayed in glibc's arenas after the producer was gone
+    (+38 MB of the driver's RSS until the process ended, 32 MB of it given back by a ``malloc_trim``), and so counted in
+    every later phase's peak (docs/performance.md, 2026-11-29, twentieth)."""
+    code = ("import sys\nfrom lakecat.bench.suite import _events\nfrom lakecat.kafka_local import produce\n"
+            "size = [0]\ndef counted():\n    for e in _events(int(sys.argv[3])):\n        size[0] += len(e)\n"
+            "        yield e\nproduce(sys.argv[1], sys.argv[2], counted(), timeout=float(sys.argv[4]))\nprint(size[0])\n")
+    out = subprocess.run([sys.executable, "-c", code, bootstrap, topic, str(n), str(timeout)], capture_output=True,
+                         text=True, check=False)  # fmt: skip
+    if out.returncode:
+        raise RuntimeError(f"producing {n:,} events failed: {out.stderr.strip()[-400:]}")
+    return int(out.stdout.split()[-1])
+
+
 #: ``--dedupe-key`` in the ingest section: the events' ``id`` within a watermark on their ``ts`` long enough that no
 #: event is late (the events' times span 28 days), so both jobs keep every event and remember every key.
 DEDUPE_KEY, DEDUPE_WATERMARK = "id", "60d"
@@ -521,21 +536,14 @@ def ingest_throughput(cat: Any, bootstrap: str, *, events: int, batch: int, form
     """
     kinds = {0: ("lakecat",), 1: ("plain", "lakecat")}.get(int(plain), ("plain", "lakecat", "tuned"))
     import lakecat
-    from lakecat.kafka_local import create_topic, produce
+    from lakecat.kafka_local import create_topic
 
     spark = cat.session()
     sampler = sampler or TreeSampler()
     topic = "bench_" + uuid.uuid4().hex[:8]
     create_topic(bootstrap, topic, partitions=3)
     t0 = time.monotonic()
-    input_bytes = [0]
-
-    def counted() -> Iterator[str]:
-        for e in _events(events):
-            input_bytes[0] += len(e)
-            yield e
-
-    produce(bootstrap, topic, counted(), timeout=max(600, events / 500))
+    input_bytes = _produce_events(bootstrap, topic, events, timeout=max(600, events / 500))
     produce_s = time.monotonic() - t0
     tuned_options = lakecat.KafkaSource(bootstrap, topic).consumer_options()  # what lakecat's own reader gets
     topic_disk_bytes = _topic_disk_bytes(home, topic)
@@ -562,7 +570,7 @@ def ingest_throughput(cat: Any, bootstrap: str, *, events: int, batch: int, form
     # class loading and code generation; not part of any figure
     warm_topic, warm_n = topic + "_warm", max(1000, min(events // 10, 20_000))
     create_topic(bootstrap, warm_topic, partitions=3)
-    produce(bootstrap, warm_topic, _events(warm_n), timeout=600)
+    _produce_events(bootstrap, warm_topic, warm_n, timeout=600)
     for mode in modes:
         for fmt in formats:
             for kind in kinds:
@@ -622,7 +630,7 @@ def ingest_throughput(cat: Any, bootstrap: str, *, events: int, batch: int, form
         progress.close()
     out: dict[str, Any] = {"events": events, "batch": batch, "repeat": repeat,
                            "statistic": "median" if repeat > 2 else "mean", "order": "by_row", "topic_partitions": 3,
-                           "produce_s": _r(produce_s, 1), "input_bytes": input_bytes[0],
+                           "produce_s": _r(produce_s, 1), "input_bytes": input_bytes,
                            "topic_disk_bytes": topic_disk_bytes, "modes": list(modes), "state_released": released,
                            "results": by_mode.get("json", {})}  # fmt: skip
     if "dedupe" in by_mode:
