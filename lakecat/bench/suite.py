@@ -346,14 +346,29 @@ def _events(n: int, start: int = 0) -> Iterator[str]:
                           "amt": round(i % 10000 / 100, 2)})  # fmt: skip
 
 
+def _produce_counted(bootstrap: str, topic: str, n: int, timeout: float) -> int:
+    """Produce ``_events(n)`` to ``topic`` in this process; the events' bytes (what ``_produce_events`` runs)."""
+    from lakecat.kafka_local import produce
+
+    size = 0
+
+    def counted() -> Iterator[str]:
+        nonlocal size
+        for e in _events(n):
+            size += len(e)
+            yield e
+
+    produce(bootstrap, topic, counted(), timeout=timeout)
+    return size
+
+
 def _produce_events(bootstrap: str, topic: str, n: int, *, timeout: float) -> int:
-    """Produce ``_events(n)`` to ``topic`` from a child process; the events' bytes. The harness's producer is not the
-    driver: in this process librdkafka's buffers for 2M events stayed in glibc's arenas after the producer was gone
-    (+38 MB of the driver's RSS until the process ended, 32 MB of it given back by a ``malloc_trim``), and so counted in
-    every later phase's peak (docs/performance.md, 2026-11-29, twentieth)."""
-    code = ("import sys\nfrom lakecat.bench.suite import _events\nfrom lakecat.kafka_local import produce\n"
-            "size = [0]\ndef counted():\n    for e in _events(int(sys.argv[3])):\n        size[0] += len(e)\n"
-            "        yield e\nproduce(sys.argv[1], sys.argv[2], counted(), timeout=float(sys.argv[4]))\nprint(size[0])\n")
+    """Produce ``_events(n)`` to ``topic`` from a child process (``_produce_counted``); the events' bytes. The
+    harness's producer is not the driver: in this process librdkafka's buffers for 2M events stayed in glibc's arenas
+    after the producer was gone (+38 MB of the driver's RSS until the process ended, 32 MB of it given back by a
+    ``malloc_trim``), and so counted in every later phase's peak (docs/performance.md, 2026-11-29, twentieth)."""
+    code = ("import sys; from lakecat.bench.suite import _produce_counted as p; "
+            "print(p(sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])))")
     out = subprocess.run([sys.executable, "-c", code, bootstrap, topic, str(n), str(timeout)], capture_output=True,
                          text=True, check=False)  # fmt: skip
     if out.returncode:
