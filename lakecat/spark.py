@@ -269,6 +269,12 @@ JAVA_OPTIONS_KEY = "spark.driver.extraJavaOptions"
 #: compaction section, run alone, peaked 87 MiB lower and its 2,000-file phase 290 MiB lower; the full bench's peak,
 #: after every other section, did not come down (docs/performance.md, 2026-11-27, tenth).
 JVM_ENVIRONMENT = {"MALLOC_ARENA_MAX": "2"}
+#: With Spark's UI off (lakecat's default) nothing reads the finished jobs, stages and SQL executions Spark's status
+#: store keeps for it (1,000 of each by default; the store runs with the UI off too). They were the largest part of
+#: what stays live in a long process apart from streaming state: in the full bench ~250 of the retained executions held
+#: a plan description of 16 KB or more (23 MB in those strings alone), live in the old generation next to a
+#: --dedupe-key run's keys (docs/performance.md, 2026-11-29, twenty-first). The running ones are kept whatever the limit.
+STATUS_RETENTION = {"spark.ui.retainedJobs": "50", "spark.ui.retainedStages": "50", "spark.sql.ui.retainedExecutions": "50"}
 
 
 def jvm_environment(base: Mapping[str, str]) -> dict[str, str]:
@@ -325,10 +331,12 @@ def engine_spark_conf(config: CatalogConfig, *, server: bool = False) -> dict[st
     user = dict(config.spark_conf)
     java = merge_java_options([f"-Dlog4j2.configurationFile={log4j.as_uri()}", *java_memory_options(server=server)],
                               user.pop(JAVA_OPTIONS_KEY, ""))  # fmt: skip
+    ui_off = user.get("spark.ui.enabled", "false").strip().lower() != "true"  # a user's UI keeps Spark's history
     return {
         "spark.driver.memory": DRIVER_MEMORY,
         JAVA_OPTIONS_KEY: java,
         "spark.ui.enabled": "false",
+        **(STATUS_RETENTION if ui_off else {}),
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.shuffle.partitions": "2",

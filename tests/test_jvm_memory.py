@@ -17,6 +17,7 @@ from lakecat.spark import (
     JAVA_MEMORY_OPTIONS,
     JAVA_OPTIONS_KEY,
     JVM_ENVIRONMENT,
+    STATUS_RETENTION,
     _jvm_environment,
     engine_spark_conf,
     jvm_environment,
@@ -90,6 +91,18 @@ def test_spark_conf_overrides_one_default_at_a_time(tmp_path):
     assert "-XX:ReservedCodeCacheSize=240m" in options  # the defaults the user did not touch stay
 
 
+def test_with_the_ui_off_sparks_status_store_keeps_fifty_of_each_and_a_users_ui_keeps_sparks_defaults(tmp_path):
+    keys = {"spark.ui.retainedJobs", "spark.ui.retainedStages", "spark.sql.ui.retainedExecutions"}
+    assert set(STATUS_RETENTION) == keys and set(STATUS_RETENTION.values()) == {"50"}
+    conf = engine_spark_conf(resolve_config(None))
+    assert conf["spark.ui.enabled"] == "false" and {k: conf[k] for k in keys} == STATUS_RETENTION
+    ui = engine_spark_conf(load_config_file(_config(tmp_path, '"spark.ui.enabled" = "true"\n')))
+    assert ui["spark.ui.enabled"] == "true" and not keys & set(ui)  # Spark's own 1,000 of each for the user's UI
+    (tmp_path / "own").mkdir()
+    own = engine_spark_conf(load_config_file(_config(tmp_path / "own", '"spark.ui.retainedJobs" = "500"\n')))
+    assert own["spark.ui.retainedJobs"] == "500" and own["spark.ui.retainedStages"] == "50"
+
+
 def test_merge_java_options():
     ours = ["-Dlog4j2.configurationFile=file:///l.properties", "-XX:+UseG1GC", "-XX:MaxHeapFreeRatio=30"]
     assert merge_java_options(ours, "") == shlex.join(ours)
@@ -113,6 +126,17 @@ def test_the_sessions_jvm_runs_with_the_defaults(spark):
     assert collectors == {"PS Scavenge", "PS MarkSweep"}, collectors  # the parallel (throughput) collector
     assert hotspot.getVMOption("MaxNewSize").getValue() == str(96 * 1024**2)  # the old generation: 864 MB of 960
     assert hotspot.getVMOption("UseAdaptiveSizePolicyWithSystemGC").getValue() == "true"  # System.gc() resizes too
+
+    sc = spark.sparkContext
+    assert {k: sc.getConf().get(k) for k in STATUS_RETENTION} == STATUS_RETENTION
+    sc.setJobGroup("lakecat-retention-test", "status store retention")
+    try:
+        for _ in range(60):
+            sc.parallelize([1], 1).count()
+    finally:
+        sc.setJobGroup(None, None)  # type: ignore[arg-type]
+    kept = list(sc.statusTracker().getJobIdsForGroup("lakecat-retention-test"))
+    assert 1 <= len(kept) <= 50, kept  # Spark's status store dropped the oldest of the 60 finished jobs
 
     env = spark.sparkContext._jvm.java.lang.System.getenv
     for k, v in JVM_ENVIRONMENT.items():  # in the JVM's environment (a user's own setting wins)
