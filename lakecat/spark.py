@@ -270,10 +270,10 @@ JAVA_OPTIONS_KEY = "spark.driver.extraJavaOptions"
 #: after every other section, did not come down (docs/performance.md, 2026-11-27, tenth).
 JVM_ENVIRONMENT = {"MALLOC_ARENA_MAX": "2"}
 #: With Spark's UI off (lakecat's default) nothing reads the finished jobs, stages and SQL executions Spark's status
-#: store keeps for it (1,000 of each by default; the store runs with the UI off too). They were the largest part of
-#: what stays live in a long process apart from streaming state: in the full bench ~250 of the retained executions held
-#: a plan description of 16 KB or more (23 MB in those strings alone), live in the old generation next to a
-#: --dedupe-key run's keys (docs/performance.md, 2026-11-29, twenty-first). The running ones are kept whatever the limit.
+#: store keeps for it (1,000 of each by default; the store runs with the UI off too), and they stay live in the old
+#: generation next to a --dedupe-key run's keys: in the bench's ingest section ~250 retained executions held a plan
+#: description of 16 KB or more (23 MB in those strings), and with 50 kept 31 MB less was live (docs/performance.md,
+#: 2026-11-29, twenty-first). The running ones are kept whatever the limit.
 STATUS_RETENTION = {"spark.ui.retainedJobs": "50", "spark.ui.retainedStages": "50", "spark.sql.ui.retainedExecutions": "50"}
 
 
