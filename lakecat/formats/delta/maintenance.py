@@ -69,7 +69,8 @@ class DeltaMaintenance:
         if strategy == "zorder":
             sql += f" ZORDER BY ({', '.join(quote(c) for c in by)})"
         with spark_errors("compact", table.entry.ident), spark_conf(spark, conf):
-            row = spark.sql(sql).first()
+            rows = spark.sql(sql).collect()  # the command's one row; first() would plan a LIMIT over it
+        row = rows[0] if rows else None
         metrics = row["metrics"] if row else None
         return (int(metrics["numFilesRemoved"]), int(metrics["numFilesAdded"])) if metrics else (0, 0)
 

@@ -140,7 +140,9 @@ class IcebergMaintenance:
         if where is not None:
             args.append(f"where => {sql_string(where)}")
         with spark_errors("compact", table.entry.ident):
-            row = spark.sql(f"CALL {_procedure(table, 'rewrite_data_files')}({', '.join(args)})").first()
+            # collect(), not first(): the command's one row is already there; first() plans a LIMIT over it (~4 ms)
+            rows = spark.sql(f"CALL {_procedure(table, 'rewrite_data_files')}({', '.join(args)})").collect()
+        row = rows[0] if rows else None
         return (int(row["rewritten_data_files_count"]), int(row["added_data_files_count"])) if row else (0, 0)
 
     def expire(self, table: TableHandle, window: timedelta, keep: int, dry_run: bool, force: bool) -> ExpireResult:
@@ -191,7 +193,8 @@ class IcebergMaintenance:
         args = [f"table => {_ident_arg(table)}", f"older_than => {sql_timestamp(cutoff)}", f"retain_last => {int(keep)}"]
         try:
             with spark_errors("expire", table.entry.ident):
-                row = spark.sql(f"CALL {_procedure(table, 'expire_snapshots')}({', '.join(args)})").first()
+                rows = spark.sql(f"CALL {_procedure(table, 'expire_snapshots')}({', '.join(args)})").collect()
+                row = rows[0] if rows else None
         finally:
             if raised:
                 self._branch_retention(table, {name: meta.refs[name].min_snapshots_to_keep for name in raised})
