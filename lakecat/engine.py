@@ -25,7 +25,7 @@ from .errors import (
 from .identifiers import TableIdent
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import Row, SparkSession
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -167,6 +167,13 @@ def with_retries(fn: Callable[[], T], *, what: str, attempts: int = RETRY_ATTEMP
 def is_connect(spark: SparkSession) -> bool:
     """True when ``spark`` is a Spark Connect session (no JVM in this process: no py4j, no SparkContext)."""
     return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+def command_row(spark: SparkSession, statement: str) -> Row | None:
+    """The one result row of a SQL command (a ``CALL``, ``OPTIMIZE``), None when it returns none: ``collect()`` of
+    the command's own result, not ``first()``, which plans a ``LIMIT`` over it (~4 ms a call)."""
+    rows = spark.sql(statement).collect()
+    return rows[0] if rows else None
 
 
 def default_parallelism(spark: SparkSession) -> int:

@@ -24,8 +24,8 @@ Sections (``--sections``, all by default):
   ``compact_repeat`` (8) rounds per pair in alternating order (both tables rolled back to the same files between
   rounds): medians of the times, and lakecat / engine as the median of the rounds' ratios (paired). The 2,000-file
   pair runs ``compact_small_repeat`` (32) rounds (its ~2 s jobs spread by ±30% between rounds; with 16 the median
-  ratio moved by more than 5% from run to run), each opened by an
-  untimed compaction of a third copy: whichever compaction runs first after the rollbacks is slower.
+  ratio moved by more than 5% from run to run), each opened by an untimed compaction of a third copy: whichever
+  compaction runs first after the rollbacks is slower.
 - ``metadata``: whole ``lakecat list/describe/history`` processes (light path, no JVM) against a process that
   only starts a bare Spark session with the same jars.
 - ``engine``: whole ``lakecat compact --dry-run`` / ``rollback`` / ``upsert`` (100 rows) processes on a warm local

@@ -9,7 +9,7 @@ import time
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from ...engine import default_parallelism, first_line, now, spark_conf, spark_errors
+from ...engine import command_row, default_parallelism, first_line, now, spark_conf, spark_errors
 from ...errors import LakecatError
 from ...files import DataFile, file_sizes, fs_for, is_local_dir, norm_path
 from ...identifiers import quote
@@ -69,8 +69,7 @@ class DeltaMaintenance:
         if strategy == "zorder":
             sql += f" ZORDER BY ({', '.join(quote(c) for c in by)})"
         with spark_errors("compact", table.entry.ident), spark_conf(spark, conf):
-            rows = spark.sql(sql).collect()  # the command's one row; first() would plan a LIMIT over it
-        row = rows[0] if rows else None
+            row = command_row(spark, sql)
         metrics = row["metrics"] if row else None
         return (int(metrics["numFilesRemoved"]), int(metrics["numFilesAdded"])) if metrics else (0, 0)
 

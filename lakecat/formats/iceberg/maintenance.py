@@ -6,7 +6,7 @@ import time
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from ...engine import is_connect, now, spark_errors, sql_string, sql_timestamp, with_retries
+from ...engine import command_row, is_connect, now, spark_errors, sql_string, sql_timestamp, with_retries
 from ...errors import UnsupportedOperationError
 from ...files import DataFile, no_cyclic_gc, norm_path
 from ...identifiers import quote
@@ -140,9 +140,7 @@ class IcebergMaintenance:
         if where is not None:
             args.append(f"where => {sql_string(where)}")
         with spark_errors("compact", table.entry.ident):
-            # collect(), not first(): the command's one row is already there; first() plans a LIMIT over it (~4 ms)
-            rows = spark.sql(f"CALL {_procedure(table, 'rewrite_data_files')}({', '.join(args)})").collect()
-        row = rows[0] if rows else None
+            row = command_row(spark, f"CALL {_procedure(table, 'rewrite_data_files')}({', '.join(args)})")
         return (int(row["rewritten_data_files_count"]), int(row["added_data_files_count"])) if row else (0, 0)
 
     def expire(self, table: TableHandle, window: timedelta, keep: int, dry_run: bool, force: bool) -> ExpireResult:
@@ -193,8 +191,7 @@ class IcebergMaintenance:
         args = [f"table => {_ident_arg(table)}", f"older_than => {sql_timestamp(cutoff)}", f"retain_last => {int(keep)}"]
         try:
             with spark_errors("expire", table.entry.ident):
-                rows = spark.sql(f"CALL {_procedure(table, 'expire_snapshots')}({', '.join(args)})").collect()
-                row = rows[0] if rows else None
+                row = command_row(spark, f"CALL {_procedure(table, 'expire_snapshots')}({', '.join(args)})")
         finally:
             if raised:
                 self._branch_retention(table, {name: meta.refs[name].min_snapshots_to_keep for name in raised})
