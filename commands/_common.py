@@ -11,7 +11,32 @@ from ._output import UNLIMITED_WIDTH, Output, confirm, dumps, run
 from ._progress import _ProgressLine, _spark_tasks
 from ._render import cell, exact_size, human_age, human_duration, human_time, key, num, print_table, table, thousands
 
-__all__ = ["UNLIMITED_WIDTH", "CatalogOpt", "JsonOpt", "Output", "VerboseOpt", "_ProgressLine", "_spark_tasks", "cell", "confirm", "connect", "connect_config", "dumps", "exact_size", "human_age", "human_duration", "human_time", "key", "leaf_commands", "num", "parse_properties", "print_table", "run", "table", "thousands"]
+__all__ = [
+    "UNLIMITED_WIDTH",
+    "CatalogOpt",
+    "JsonOpt",
+    "Output",
+    "VerboseOpt",
+    "_ProgressLine",
+    "_spark_tasks",
+    "cell",
+    "confirm",
+    "connect",
+    "connect_config",
+    "dumps",
+    "exact_size",
+    "human_age",
+    "human_duration",
+    "human_time",
+    "key",
+    "leaf_commands",
+    "num",
+    "parse_properties",
+    "print_table",
+    "run",
+    "table",
+    "thousands",
+]
 
 
 def leaf_commands(group: Any, prefix: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any]]:
@@ -22,4 +47,3 @@ def leaf_commands(group: Any, prefix: tuple[str, ...] = ()) -> Iterator[tuple[tu
             yield from leaf_commands(cmd, (*prefix, name))
         else:
             yield (*prefix, name), cmd
-

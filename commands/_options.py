@@ -1,4 +1,5 @@
 """Options every command shares (--json, --catalog, --verbose) and their parsing."""
+
 from __future__ import annotations
 
 from typing import Annotated
@@ -10,23 +11,21 @@ from lakecat.errors import InvalidArgumentError
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print exactly one JSON document on stdout.")]
 
 
-
 CatalogOpt = Annotated[
     str | None,
-    typer.Option("--catalog", "-c", help="Catalog name or path to a TOML config (default: $LAKECAT_CATALOG, else 'local')."),
+    typer.Option(
+        "--catalog", "-c", help="Catalog name or path to a TOML config (default: $LAKECAT_CATALOG, else 'local')."
+    ),
 ]
 
 
-
 VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="Show tracebacks and engine details on errors.")]
-
 
 
 def connect(catalog: str | None):  # type: ignore[no-untyped-def]
     import lakecat
 
     return lakecat.connect(catalog)
-
 
 
 def parse_properties(items: list[str] | None) -> dict[str, str]:
@@ -37,7 +36,6 @@ def parse_properties(items: list[str] | None) -> dict[str, str]:
         k, v = item.split("=", 1)
         props[k.strip()] = v.strip()
     return props
-
 
 
 def connect_config(catalog: str | None):  # type: ignore[no-untyped-def]

@@ -1,4 +1,5 @@
 """Output: one JSON document on stdout, or human text on stderr; errors as one line and an exit code."""
+
 from __future__ import annotations
 
 import contextlib
@@ -38,14 +39,11 @@ def _default(o: Any) -> Any:
     return str(o)
 
 
-
 UNLIMITED_WIDTH = 10_000  # stdout is a pipe or a file: no terminal to fit, keep every row on one line
-
 
 
 def dumps(data: Any) -> str:
     return json.dumps(data, default=_default, indent=2, sort_keys=False)
-
 
 
 class Output:
@@ -115,7 +113,9 @@ class Output:
             code, kind, message = exc.exit_code, exc.type_name, str(exc)
         else:
             code, kind = EXIT_INTERNAL, "InternalError"
-            message = f"internal error ({type(exc).__name__}: {exc}); this is a bug — rerun with --verbose and report it"
+            message = (
+                f"internal error ({type(exc).__name__}: {exc}); this is a bug — rerun with --verbose and report it"
+            )
         if self.verbose:
             self.err.print(traceback.format_exc(), markup=False, highlight=False)
         if self.json:
@@ -125,7 +125,6 @@ class Output:
 
         self.err.print(f"[bold red]error:[/] {escape(message)}", markup=True, highlight=False, soft_wrap=True)
         raise typer.Exit(code)
-
 
 
 def run(out: Output, fn: Callable[[], Any], human: Callable[[Console, Any], None] | None = None) -> Any:
@@ -143,7 +142,6 @@ def run(out: Output, fn: Callable[[], Any], human: Callable[[Console, Any], None
     return result
 
 
-
 def confirm(out: Output, question: str, yes: bool) -> None:
     """Ask before a destructive step; refuse (exit 2) when nobody can answer."""
     if yes:
@@ -153,4 +151,3 @@ def confirm(out: Output, question: str, yes: bool) -> None:
     if not typer.confirm(question, default=False, err=True):
         out.err.print("aborted, nothing changed")
         raise typer.Exit(1)
-

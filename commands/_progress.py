@@ -1,4 +1,5 @@
 """The progress line of long commands: own steps or the running Spark stages' tasks."""
+
 from __future__ import annotations
 
 import sys
@@ -48,16 +49,16 @@ class _ProgressLine:
         spark = f"Spark tasks {self.spark[0]}/{self.spark[1]}" if self.spark else ""
         if self.total is not None:
             counts = " · ".join(c for c in (f"{self.completed}/{self.total}", spark) if c)
-            self.bar.update(self.task, completed=self.completed, total=self.total, counts=counts, description=description)
+            self.bar.update(
+                self.task, completed=self.completed, total=self.total, counts=counts, description=description
+            )
         else:
             done, total = self.spark or (0, None)
             self.bar.update(self.task, completed=done, total=total, counts=spark, description=description)
 
 
-
 def _ignore(*args: Any, **kwargs: Any) -> None:
     """The progress updater when no progress is shown."""
-
 
 
 def _spark_tasks() -> tuple[int, int] | None:

@@ -1,4 +1,5 @@
 """Human rendering: rich tables, sizes, times and ages."""
+
 from __future__ import annotations
 
 import json
@@ -31,7 +32,6 @@ def _table_class() -> type[RichTable]:
     return _Table
 
 
-
 def table(*columns: str | Column, title: str | None = None) -> RichTable:
     """A rich table in lakecat's style: a bold header, a rule under it, no vertical lines (rows stay awk-able).
 
@@ -46,7 +46,6 @@ def table(*columns: str | Column, title: str | None = None) -> RichTable:
                   box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, expand=False)  # fmt: skip
 
 
-
 def num(header: str) -> Column:
     """A column of counts or sizes: right-aligned; wraps only on a terminal too narrow for the table."""
     from rich.table import Column
@@ -54,13 +53,11 @@ def num(header: str) -> Column:
     return Column(header, justify="right", overflow="fold", min_width=max(len(header), 1))
 
 
-
 def key(header: str, *, justify: Literal["left", "right"] = "left") -> Column:
     """A column of identifiers, versions or times: never wrapped (shortened with … only when nothing else fits)."""
     from rich.table import Column
 
     return Column(header, justify=justify, no_wrap=True, min_width=max(len(header), 1))
-
 
 
 def exact_size(n: int | None) -> str:
@@ -73,11 +70,9 @@ def exact_size(n: int | None) -> str:
     return human_size(n)
 
 
-
 def thousands(n: int | None) -> str:
     """A count for people: ``12,345``; ``-`` when unknown."""
     return "-" if n is None else f"{n:,}"
-
 
 
 def human_time(value: str | datetime | None) -> str:
@@ -92,7 +87,6 @@ def human_time(value: str | datetime | None) -> str:
     return text + (f".{dt.microsecond // 1000:03d}" if dt.microsecond // 1000 else "")
 
 
-
 def human_duration(seconds: float | None) -> str:
     """``0.4s``, ``12.3s``, ``2m 05s``, ``1h 02m``, ``3d 04h`` (lakecat's duration letters)."""
     if seconds is None:
@@ -105,7 +99,6 @@ def human_duration(seconds: float | None) -> str:
         if whole >= size:
             return f"{whole // size}{unit} {whole % size // sub_size:02d}{sub}"
     return f"{whole}s"  # pragma: no cover
-
 
 
 def human_age(value: str | datetime | None, now: datetime | None = None) -> str:
@@ -124,7 +117,6 @@ def human_age(value: str | datetime | None, now: datetime | None = None) -> str:
         if ago >= size:
             return f"{int(ago // size)}{unit} ago"
     return "just now"  # pragma: no cover
-
 
 
 def print_table(console: Console, t: RichTable, *, optional: tuple[str, ...] = ()) -> None:
@@ -149,7 +141,6 @@ def print_table(console: Console, t: RichTable, *, optional: tuple[str, ...] = (
         console.print("[dim](narrow terminal: long values are wrapped or shortened; --json has them whole)[/]")
 
 
-
 def cell(value: Any) -> str:
     """One value of a data row for people: ``null``, times as ``human_time``, structs and arrays as JSON."""
     if value is None:
@@ -159,4 +150,3 @@ def cell(value: Any) -> str:
     if isinstance(value, (dict, list, tuple)):
         return json.dumps(value, default=_default)
     return _default(value) if isinstance(value, (date, Decimal, bytes, bytearray)) else str(value)
-

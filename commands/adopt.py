@@ -16,7 +16,10 @@ from ._render import key, print_table, table, thousands
 def register_(
     name: Annotated[str, typer.Argument(help="namespace.table to register it as.")],
     location: Annotated[
-        str, typer.Option("--location", "-l", help="The table's directory (or an Iceberg metadata.json file): a path or URI.")
+        str,
+        typer.Option(
+            "--location", "-l", help="The table's directory (or an Iceberg metadata.json file): a path or URI."
+        ),
     ],
     format: Annotated[str | None, typer.Option("--format", "-f", help="iceberg or delta (default: detected).")] = None,
     catalog: CatalogOpt = None,
@@ -45,12 +48,19 @@ def register_(
 
 def convert(
     name: Annotated[str, typer.Argument(help="namespace.table to create.")],
-    from_: Annotated[str, typer.Option("--from", help="A directory of Parquet files (Hive-style k=v/ partitions allowed).")],
+    from_: Annotated[
+        str, typer.Option("--from", help="A directory of Parquet files (Hive-style k=v/ partitions allowed).")
+    ],
     format: Annotated[str, typer.Option("--format", "-f", help="iceberg or delta.")],
     partition_by: Annotated[
-        str | None, typer.Option("--partition-by", "-p", help="The partition columns, comma-separated (must match the k=v/ layout).")
+        str | None,
+        typer.Option(
+            "--partition-by", "-p", help="The partition columns, comma-separated (must match the k=v/ layout)."
+        ),
     ] = None,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print files, partitions, rows and schema; change nothing.")] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Print files, partitions, rows and schema; change nothing.")
+    ] = False,
     catalog: CatalogOpt = None,
     json_: JsonOpt = False,
     verbose: VerboseOpt = False,

@@ -21,7 +21,9 @@ def catalogs(json_: JsonOpt = False, verbose: VerboseOpt = False) -> None:
     def human(console, rows):  # type: ignore[no-untyped-def]
         t = table(key(""), key("name"), "kind", "config")
         for r in rows:
-            kind = " · ".join(f"{fmt}: {k}" + (f" ({r.metastore})" if k == "metastore" else "") for fmt, k in r.kind.items())
+            kind = " · ".join(
+                f"{fmt}: {k}" + (f" ({r.metastore})" if k == "metastore" else "") for fmt, k in r.kind.items()
+            )
             t.add_row("*" if r.active else "", r.name, kind or "? (not usable as it stands)", r.source)
         print_table(console, t)
         console.print("* active (--catalog NAME|PATH, else $LAKECAT_CATALOG, else local)")

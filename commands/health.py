@@ -18,10 +18,23 @@ _STYLE = {"healthy": "green", "compact": "yellow", "expire": "yellow", "clean": 
 
 
 def health(
-    pattern: Annotated[str | None, typer.Argument(help="Tables to look at, fnmatch style, e.g. 'sales.*' (default: all).")] = None,
-    fail_on: Annotated[str | None, typer.Option("--fail-on", help="Exit 1 if a table needs this: compact, expire or any (CI gates).")] = None,
-    html: Annotated[Path | None, typer.Option("--html", help="Also write one self-contained HTML page: histograms, versions, verdicts.")] = None,
-    prometheus: Annotated[Path | None, typer.Option("--prometheus", help="Also write the health gauges in Prometheus' text format (node-exporter textfile collector).")] = None,
+    pattern: Annotated[
+        str | None, typer.Argument(help="Tables to look at, fnmatch style, e.g. 'sales.*' (default: all).")
+    ] = None,
+    fail_on: Annotated[
+        str | None, typer.Option("--fail-on", help="Exit 1 if a table needs this: compact, expire or any (CI gates).")
+    ] = None,
+    html: Annotated[
+        Path | None,
+        typer.Option("--html", help="Also write one self-contained HTML page: histograms, versions, verdicts."),
+    ] = None,
+    prometheus: Annotated[
+        Path | None,
+        typer.Option(
+            "--prometheus",
+            help="Also write the health gauges in Prometheus' text format (node-exporter textfile collector).",
+        ),
+    ] = None,
     catalog: CatalogOpt = None,
     json_: JsonOpt = False,
     verbose: VerboseOpt = False,

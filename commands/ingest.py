@@ -24,14 +24,23 @@ def ingest(
     topic_pattern: Annotated[
         str | None, typer.Option("--topic-pattern", help="Read every topic whose name matches this Java regex.")
     ] = None,
-    files: Annotated[str | None, typer.Option("--files", help="Directory of landed files to read (new files only).")] = None,
-    file_format: Annotated[str, typer.Option("--file-format", help="json (one object per line), csv or parquet.")] = "json",
+    files: Annotated[
+        str | None, typer.Option("--files", help="Directory of landed files to read (new files only).")
+    ] = None,
+    file_format: Annotated[
+        str, typer.Option("--file-format", help="json (one object per line), csv or parquet.")
+    ] = "json",
     trigger: Annotated[
-        str, typer.Option("--trigger", help="available-now (drain what exists, then exit) or 'every 10s' (run until stopped).")
+        str,
+        typer.Option(
+            "--trigger", help="available-now (drain what exists, then exit) or 'every 10s' (run until stopped)."
+        ),
     ] = "available-now",
     checkpoint: Annotated[
         str | None,
-        typer.Option("--checkpoint", help="Checkpoint directory (default: <warehouse>/_lakecat/checkpoints/<table>/<source>)."),
+        typer.Option(
+            "--checkpoint", help="Checkpoint directory (default: <warehouse>/_lakecat/checkpoints/<table>/<source>)."
+        ),
     ] = None,
     starting_offsets: Annotated[
         str, typer.Option("--starting-offsets", help="earliest or latest; only used when the checkpoint is new.")
@@ -39,16 +48,23 @@ def ingest(
     dlq: Annotated[
         str | None, typer.Option("--dlq", help="Dead-letter table (default <table>_dlq, created when missing).")
     ] = None,
-    no_dlq: Annotated[bool, typer.Option("--no-dlq", help="Fail on the first bad record instead of dead-lettering.")] = False,
+    no_dlq: Annotated[
+        bool, typer.Option("--no-dlq", help="Fail on the first bad record instead of dead-lettering.")
+    ] = False,
     merge_schema: Annotated[
-        bool, typer.Option("--merge-schema", help="Add new fields of the events as new columns (else: ignored, counted).")
+        bool,
+        typer.Option("--merge-schema", help="Add new fields of the events as new columns (else: ignored, counted)."),
     ] = False,
     dedupe_key: Annotated[
         str | None, typer.Option("--dedupe-key", help="Drop events whose key columns were seen within --watermark.")
     ] = None,
     watermark: Annotated[str | None, typer.Option("--watermark", help="How long to remember keys, e.g. 1h.")] = None,
     event_time: Annotated[
-        str | None, typer.Option("--event-time", help="Event-time column for --watermark: a TIMESTAMP or TIMESTAMP_NTZ column, NTZ read as UTC (default: the first such column).")
+        str | None,
+        typer.Option(
+            "--event-time",
+            help="Event-time column for --watermark: a TIMESTAMP or TIMESTAMP_NTZ column, NTZ read as UTC (default: the first such column).",
+        ),
     ] = None,
     max_records_per_batch: Annotated[
         int | None, typer.Option("--max-records-per-batch", help="Kafka: at most N records per micro-batch.")
@@ -58,26 +74,39 @@ def ingest(
     ] = None,
     with_kafka_metadata: Annotated[
         bool,
-        typer.Option("--with-kafka-metadata", help="Fill _kafka_key/_kafka_topic/_kafka_partition/_kafka_offset/_kafka_timestamp."),
+        typer.Option(
+            "--with-kafka-metadata",
+            help="Fill _kafka_key/_kafka_topic/_kafka_partition/_kafka_offset/_kafka_timestamp.",
+        ),
     ] = False,
     kafka_option: Annotated[
         list[str] | None, typer.Option("--kafka-option", help="Extra Kafka client setting key=value (repeatable).")
     ] = None,
-    metrics_file: Annotated[str | None, typer.Option("--metrics-file", help="Append one JSON line per batch here.")] = None,
+    metrics_file: Annotated[
+        str | None, typer.Option("--metrics-file", help="Append one JSON line per batch here.")
+    ] = None,
     metrics_port: Annotated[
-        int | None, typer.Option("--metrics-port", help="Serve Prometheus /metrics on this port for the life of the stream.")
+        int | None,
+        typer.Option("--metrics-port", help="Serve Prometheus /metrics on this port for the life of the stream."),
     ] = None,
     cdc: Annotated[
         str | None, typer.Option("--cdc", help="Events are change events: debezium (applied with MERGE by --key).")
     ] = None,
-    key: Annotated[str | None, typer.Option("--key", help="With --cdc: the column(s) identifying a row, e.g. id.")] = None,
+    key: Annotated[
+        str | None, typer.Option("--key", help="With --cdc: the column(s) identifying a row, e.g. id.")
+    ] = None,
     branch: Annotated[
         str | None,
-        typer.Option("--branch", help="Write to this branch (Iceberg write-audit-publish; see `lakecat branch` / `lakecat publish`)."),
+        typer.Option(
+            "--branch",
+            help="Write to this branch (Iceberg write-audit-publish; see `lakecat branch` / `lakecat publish`).",
+        ),
     ] = None,
     unknown_fields: Annotated[
         str,
-        typer.Option("--unknown-fields", help="Check events for fields the table lacks: sample (1 record in 16), all, or off."),
+        typer.Option(
+            "--unknown-fields", help="Check events for fields the table lacks: sample (1 record in 16), all, or off."
+        ),
     ] = "sample",
     catalog: CatalogOpt = None,
     json_: JsonOpt = False,
@@ -133,7 +162,11 @@ def ingest(
             + (f" ({r.batches_skipped} already committed)" if r.batches_skipped else "")
         )
         if r.unknown_fields:
-            checked = f" of {thousands(r.unknown_fields_checked)} checked" if r.unknown_fields_checked < r.rows_written else ""
+            checked = (
+                f" of {thousands(r.unknown_fields_checked)} checked"
+                if r.unknown_fields_checked < r.rows_written
+                else ""
+            )
             console.print(f"{thousands(r.unknown_fields)} records{checked} had fields the table lacks (ignored): "
                           f"{', '.join(r.unknown_field_names)}")  # fmt: skip
         if r.added_columns:

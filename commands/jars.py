@@ -19,7 +19,9 @@ WithOpt = Annotated[
 
 
 @app.command("fetch")
-def fetch(with_: WithOpt = None, catalog: CatalogOpt = None, json_: JsonOpt = False, verbose: VerboseOpt = False) -> None:
+def fetch(
+    with_: WithOpt = None, catalog: CatalogOpt = None, json_: JsonOpt = False, verbose: VerboseOpt = False
+) -> None:
     """Resolve every jar the catalog config needs (plus --with sets) into the cache; later starts need no network."""
     out = Output(json_, verbose)
 
@@ -61,7 +63,9 @@ def list_(json_: JsonOpt = False, verbose: VerboseOpt = False) -> None:
             t.add_row(j.coordinate, f"{j.size:,}", "ok" if j.status == "ok" else j.status.upper(), j.file)
         print_table(console, t, optional=("file",))
         sets = ", ".join(f"{s.name} ({len(s.jars)})" for s in listing.sets) or "none"
-        console.print(f"{len(listing.jars)} jars, {sum(j.size for j in listing.jars) / 2**20:.0f} MiB in {listing.cache}; sets: {sets}")
+        console.print(
+            f"{len(listing.jars)} jars, {sum(j.size for j in listing.jars) / 2**20:.0f} MiB in {listing.cache}; sets: {sets}"
+        )
 
     result = run(out, api, human)
     if not result.ok:

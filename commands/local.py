@@ -13,9 +13,13 @@ from lakecat.config import lakecat_home
 from ._options import CatalogOpt, JsonOpt, VerboseOpt, connect, connect_config
 from ._output import Output, run
 
-app = typer.Typer(help="Local development services (a Kafka broker, an Iceberg REST catalog server, a warm Spark engine).",
-                  no_args_is_help=True)
-kafka = typer.Typer(help="A single-node KRaft Kafka broker from Maven Central jars (no Maven, no Docker).", no_args_is_help=True)
+app = typer.Typer(
+    help="Local development services (a Kafka broker, an Iceberg REST catalog server, a warm Spark engine).",
+    no_args_is_help=True,
+)
+kafka = typer.Typer(
+    help="A single-node KRaft Kafka broker from Maven Central jars (no Maven, no Docker).", no_args_is_help=True
+)
 app.add_typer(kafka, name="kafka")
 
 PortOpt = Annotated[int, typer.Option("--port", help="Port the broker listens on (127.0.0.1).")]
@@ -36,7 +40,9 @@ def _broker(port: int, data_dir: Path | None):  # type: ignore[no-untyped-def]
 
 
 @kafka.command("start")
-def start(port: PortOpt = 9092, data_dir: DataDirOpt = None, json_: JsonOpt = False, verbose: VerboseOpt = False) -> None:
+def start(
+    port: PortOpt = 9092, data_dir: DataDirOpt = None, json_: JsonOpt = False, verbose: VerboseOpt = False
+) -> None:
     """Start the broker (or find it running) and wait until it accepts connections."""
     out = Output(json_, verbose)
 
@@ -46,11 +52,19 @@ def start(port: PortOpt = 9092, data_dir: DataDirOpt = None, json_: JsonOpt = Fa
             bootstrap = broker.start()
         return _Status(broker.status(), bootstrap=bootstrap)
 
-    run(out, api, lambda c, s: c.print(f"Kafka {s['version']} listening on {s['bootstrap']} (pid {s['pid']}, data in {s['data_dir']})"))
+    run(
+        out,
+        api,
+        lambda c, s: c.print(
+            f"Kafka {s['version']} listening on {s['bootstrap']} (pid {s['pid']}, data in {s['data_dir']})"
+        ),
+    )
 
 
 @kafka.command("stop")
-def stop(port: PortOpt = 9092, data_dir: DataDirOpt = None, json_: JsonOpt = False, verbose: VerboseOpt = False) -> None:
+def stop(
+    port: PortOpt = 9092, data_dir: DataDirOpt = None, json_: JsonOpt = False, verbose: VerboseOpt = False
+) -> None:
     """Stop the broker cleanly."""
     out = Output(json_, verbose)
 
@@ -62,13 +76,17 @@ def stop(port: PortOpt = 9092, data_dir: DataDirOpt = None, json_: JsonOpt = Fal
 
 
 @kafka.command("status")
-def status(port: PortOpt = 9092, data_dir: DataDirOpt = None, json_: JsonOpt = False, verbose: VerboseOpt = False) -> None:
+def status(
+    port: PortOpt = 9092, data_dir: DataDirOpt = None, json_: JsonOpt = False, verbose: VerboseOpt = False
+) -> None:
     """Tell whether the broker runs and where it listens."""
     out = Output(json_, verbose)
     run(
         out,
         lambda: _Status(_broker(port, data_dir).status()),
-        lambda c, s: c.print(f"Kafka running on {s['bootstrap']} (pid {s['pid']})" if s["running"] else "Kafka is not running"),
+        lambda c, s: c.print(
+            f"Kafka running on {s['bootstrap']} (pid {s['pid']})" if s["running"] else "Kafka is not running"
+        ),
     )
 
 
@@ -118,7 +136,11 @@ def rest_stop(port: RestPortOpt = 8181, data_dir: RestDataDirOpt = None, json_: 
         server = _rest_server(port, data_dir)
         return _Status(stopped=server.stop(), **server.status())
 
-    run(out, api, lambda c, s: c.print("REST catalog server stopped" if s["stopped"] else "REST catalog server was not running"))
+    run(
+        out,
+        api,
+        lambda c, s: c.print("REST catalog server stopped" if s["stopped"] else "REST catalog server was not running"),
+    )
 
 
 @rest.command("status")
@@ -129,8 +151,11 @@ def rest_status(port: RestPortOpt = 8181, data_dir: RestDataDirOpt = None, json_
     run(
         out,
         lambda: _Status(_rest_server(port, data_dir).status()),
-        lambda c, s: c.print(f"REST catalog server serving {s['catalog']} on {s['uri']} (pid {s['pid']})" if s["running"]
-                             else "REST catalog server is not running"),
+        lambda c, s: c.print(
+            f"REST catalog server serving {s['catalog']} on {s['uri']} (pid {s['pid']})"
+            if s["running"]
+            else "REST catalog server is not running"
+        ),
     )
 
 
@@ -161,7 +186,13 @@ def engine_start(port: EnginePortOpt = 15002, catalog: CatalogOpt = None, json_:
             server.start()
         return _Status(server.status())
 
-    run(out, api, lambda c, s: c.print(f"Spark engine listening on {s['url']} for catalog {s['catalog']} (pid {s['pid']}, log {s['log']})"))
+    run(
+        out,
+        api,
+        lambda c, s: c.print(
+            f"Spark engine listening on {s['url']} for catalog {s['catalog']} (pid {s['pid']}, log {s['log']})"
+        ),
+    )
 
 
 @engine.command("stop")
@@ -183,8 +214,11 @@ def engine_status(catalog: CatalogOpt = None, json_: JsonOpt = False, verbose: V
     run(
         out,
         lambda: _Status(_engine(catalog).status()),
-        lambda c, s: c.print(f"Spark engine running on {s['url']} for catalog {s['catalog']} (pid {s['pid']})"
-                             if s["running"] else "Spark engine is not running"),
+        lambda c, s: c.print(
+            f"Spark engine running on {s['url']} for catalog {s['catalog']} (pid {s['pid']})"
+            if s["running"]
+            else "Spark engine is not running"
+        ),
     )
 
 

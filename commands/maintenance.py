@@ -23,9 +23,15 @@ def compact(
     strategy: Annotated[str, typer.Option("--strategy", help="binpack, sort (Iceberg only) or zorder.")] = "binpack",
     by: Annotated[str | None, typer.Option("--by", help='Sort / z-order columns, e.g. "user_id, ts".')] = None,
     target_file_size: Annotated[
-        str | None, typer.Option("--target-file-size", help="e.g. 128MB (default: lakecat.compact.target-file-size, else 128MB).")
+        str | None,
+        typer.Option("--target-file-size", help="e.g. 128MB (default: lakecat.compact.target-file-size, else 128MB)."),
     ] = None,
-    where: Annotated[str | None, typer.Option("--where", help="Only files that may hold rows matching this predicate (Delta: partition columns only).")] = None,
+    where: Annotated[
+        str | None,
+        typer.Option(
+            "--where", help="Only files that may hold rows matching this predicate (Delta: partition columns only)."
+        ),
+    ] = None,
     dry_run: DryRunOpt = False,
     catalog: CatalogOpt = None,
     json_: JsonOpt = False,
@@ -40,10 +46,14 @@ def compact(
     def api():  # type: ignore[no-untyped-def]
         t = connect(catalog).load_table(name)
         with out.status(f"{'planning' if dry_run else 'compacting'} {name}"):
-            return t.compact(strategy=strategy, by=by or (), target_file_size=target_file_size, where=where, dry_run=dry_run)
+            return t.compact(
+                strategy=strategy, by=by or (), target_file_size=target_file_size, where=where, dry_run=dry_run
+            )
 
     def human(console, r):  # type: ignore[no-untyped-def]
-        how = f"{r.strategy}" + (f" by {', '.join(r.by)}" if r.by else "") + f", target {exact_size(r.target_file_size)}"
+        how = (
+            f"{r.strategy}" + (f" by {', '.join(r.by)}" if r.by else "") + f", target {exact_size(r.target_file_size)}"
+        )
         took = "" if r.dry_run else f" in {human_duration(r.duration_s)}"
         if not r.partitions:
             why = ("no partition has two or more files under 75% of the target" if r.strategy == "binpack"
@@ -71,8 +81,12 @@ def compact(
 
 def expire(
     name: Annotated[str, typer.Argument(help="namespace.table")],
-    older_than: Annotated[str | None, typer.Option("--older-than", help="Expire versions older than this (default: policy, else 7d).")] = None,
-    retain_last: Annotated[int | None, typer.Option("--retain-last", help="Always keep the newest N versions (default: policy, else 1).")] = None,
+    older_than: Annotated[
+        str | None, typer.Option("--older-than", help="Expire versions older than this (default: policy, else 7d).")
+    ] = None,
+    retain_last: Annotated[
+        int | None, typer.Option("--retain-last", help="Always keep the newest N versions (default: policy, else 1).")
+    ] = None,
     dry_run: DryRunOpt = False,
     force: ForceOpt = False,
     catalog: CatalogOpt = None,
@@ -102,7 +116,9 @@ def expire(
         )  # fmt: skip
         if r.expired_versions:
             shown = ", ".join(str(v) for v in r.expired_versions[:10])
-            more = f" and {len(r.expired_versions) - 10} more (--json lists all)" if len(r.expired_versions) > 10 else ""
+            more = (
+                f" and {len(r.expired_versions) - 10} more (--json lists all)" if len(r.expired_versions) > 10 else ""
+            )
             console.print(f"  {'versions to expire' if r.dry_run else 'expired versions'}: {shown}{more}", markup=False)
 
     run(out, api, human)
@@ -110,7 +126,10 @@ def expire(
 
 def clean_orphans(
     name: Annotated[str, typer.Argument(help="namespace.table")],
-    older_than: Annotated[str | None, typer.Option("--older-than", help="Only files older than this (default: policy, else Iceberg 3d / Delta 7d).")] = None,
+    older_than: Annotated[
+        str | None,
+        typer.Option("--older-than", help="Only files older than this (default: policy, else Iceberg 3d / Delta 7d)."),
+    ] = None,
     dry_run: DryRunOpt = False,
     force: ForceOpt = False,
     catalog: CatalogOpt = None,
@@ -143,10 +162,27 @@ def clean_orphans(
 
 
 def maintain(
-    pattern: Annotated[str | None, typer.Argument(help="Tables to maintain, fnmatch style, e.g. 'sales.*' (default: all).")] = None,
-    plan: Annotated[Path | None, typer.Option("--plan", help="A maintenance plan (TOML), see catalog_conf/maintenance-plan.example.toml.")] = None,
-    auto: Annotated[bool, typer.Option("--auto", help="Run per table only what its health calls for (see `lakecat health`); with --dry-run, show the decisions and why.")] = False,
-    prometheus: Annotated[Path | None, typer.Option("--prometheus", help="Afterwards, write the tables' health gauges in Prometheus' text format (textfile collector).")] = None,
+    pattern: Annotated[
+        str | None, typer.Argument(help="Tables to maintain, fnmatch style, e.g. 'sales.*' (default: all).")
+    ] = None,
+    plan: Annotated[
+        Path | None,
+        typer.Option("--plan", help="A maintenance plan (TOML), see catalog_conf/maintenance-plan.example.toml."),
+    ] = None,
+    auto: Annotated[
+        bool,
+        typer.Option(
+            "--auto",
+            help="Run per table only what its health calls for (see `lakecat health`); with --dry-run, show the decisions and why.",
+        ),
+    ] = False,
+    prometheus: Annotated[
+        Path | None,
+        typer.Option(
+            "--prometheus",
+            help="Afterwards, write the tables' health gauges in Prometheus' text format (textfile collector).",
+        ),
+    ] = None,
     dry_run: DryRunOpt = False,
     catalog: CatalogOpt = None,
     json_: JsonOpt = False,
@@ -195,17 +231,49 @@ def maintain(
 
 def alter(
     name: Annotated[str, typer.Argument(help="namespace.table")],
-    property: Annotated[list[str] | None, typer.Option("--property", help="Set key=value (repeatable), e.g. lakecat.expire.retain-last=10.")] = None,
+    property: Annotated[
+        list[str] | None,
+        typer.Option("--property", help="Set key=value (repeatable), e.g. lakecat.expire.retain-last=10."),
+    ] = None,
     unset: Annotated[list[str] | None, typer.Option("--unset", help="Remove a property (repeatable).")] = None,
-    add_column: Annotated[list[str] | None, typer.Option("--add-column", help="Add a column: \"c TYPE\", optionally followed by NOT NULL, COMMENT '...', AFTER x or FIRST (repeatable).")] = None,
-    rename_column: Annotated[list[str] | None, typer.Option("--rename-column", help="Rename old=new (repeatable; Delta: needs column mapping, see --yes).")] = None,
-    drop_column: Annotated[list[str] | None, typer.Option("--drop-column", help="Drop a column (repeatable; Delta: needs column mapping, see --yes).")] = None,
-    widen: Annotated[list[str] | None, typer.Option("--widen", help="Widen c=TYPE: INT->BIGINT, FLOAT->DOUBLE, DECIMAL precision up (repeatable).")] = None,
-    set_comment: Annotated[list[str] | None, typer.Option("--set-comment", help="Set a column comment, c=text (repeatable).")] = None,
-    partition_by: Annotated[str | None, typer.Option("--partition-by", help='New partitioning, e.g. "days(ts), region" (Iceberg: in place; Delta: --rewrite).')] = None,
-    rewrite: Annotated[bool, typer.Option("--rewrite", help="Delta: rewrite every file into the new partitioning, in one commit.")] = False,
+    add_column: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--add-column",
+            help="Add a column: \"c TYPE\", optionally followed by NOT NULL, COMMENT '...', AFTER x or FIRST (repeatable).",
+        ),
+    ] = None,
+    rename_column: Annotated[
+        list[str] | None,
+        typer.Option("--rename-column", help="Rename old=new (repeatable; Delta: needs column mapping, see --yes)."),
+    ] = None,
+    drop_column: Annotated[
+        list[str] | None,
+        typer.Option("--drop-column", help="Drop a column (repeatable; Delta: needs column mapping, see --yes)."),
+    ] = None,
+    widen: Annotated[
+        list[str] | None,
+        typer.Option("--widen", help="Widen c=TYPE: INT->BIGINT, FLOAT->DOUBLE, DECIMAL precision up (repeatable)."),
+    ] = None,
+    set_comment: Annotated[
+        list[str] | None, typer.Option("--set-comment", help="Set a column comment, c=text (repeatable).")
+    ] = None,
+    partition_by: Annotated[
+        str | None,
+        typer.Option(
+            "--partition-by", help='New partitioning, e.g. "days(ts), region" (Iceberg: in place; Delta: --rewrite).'
+        ),
+    ] = None,
+    rewrite: Annotated[
+        bool, typer.Option("--rewrite", help="Delta: rewrite every file into the new partitioning, in one commit.")
+    ] = False,
     dry_run: DryRunOpt = False,
-    yes: Annotated[bool, typer.Option("--yes", "-y", help="Allow what the format must enable first (Delta column mapping: a protocol upgrade).")] = False,
+    yes: Annotated[
+        bool,
+        typer.Option(
+            "--yes", "-y", help="Allow what the format must enable first (Delta column mapping: a protocol upgrade)."
+        ),
+    ] = False,
     catalog: CatalogOpt = None,
     json_: JsonOpt = False,
     verbose: VerboseOpt = False,
@@ -243,12 +311,18 @@ def alter(
         for change in r.changes:
             console.print(f"{'would ' if r.dry_run else ''}{change}", markup=False)
         if r.rewrite_files:
-            console.print(f"{'would rewrite' if r.dry_run else 'rewrote'} {r.rewrite_files:,} files ({human_size(r.rewrite_bytes)})", markup=False)
+            console.print(
+                f"{'would rewrite' if r.dry_run else 'rewrote'} {r.rewrite_files:,} files ({human_size(r.rewrite_bytes)})",
+                markup=False,
+            )
         t = table(key("column"), "type", "nullable", "comment", title=f"{r.table} ({r.format}) schema")
         for c in r.schema:
             t.add_row(c.name, c.type, "yes" if c.nullable else "no", c.comment or "")
         print_table(console, t)
-        console.print(f"partitioning: {', '.join(r.partitioning) or '(none)'}; column mapping: {r.column_mapping or '-'}", markup=False)
+        console.print(
+            f"partitioning: {', '.join(r.partitioning) or '(none)'}; column mapping: {r.column_mapping or '-'}",
+            markup=False,
+        )
 
     run(out, api, human)
 

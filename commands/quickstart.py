@@ -12,9 +12,13 @@ from ._render import human_duration, key, num, print_table, table, thousands
 
 
 def quickstart(
-    port: Annotated[int | None, typer.Option("--port", help="Broker port (default 9092, or a free one if taken).")] = None,
+    port: Annotated[
+        int | None, typer.Option("--port", help="Broker port (default 9092, or a free one if taken).")
+    ] = None,
     events: Annotated[int, typer.Option("--events", min=1, help="How many click events to produce.")] = 3000,
-    keep_broker: Annotated[bool, typer.Option("--keep-broker", help="Leave the local broker running afterwards.")] = False,
+    keep_broker: Annotated[
+        bool, typer.Option("--keep-broker", help="Leave the local broker running afterwards.")
+    ] = False,
     catalog: CatalogOpt = None,
     json_: JsonOpt = False,
     verbose: VerboseOpt = False,

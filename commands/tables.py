@@ -20,8 +20,12 @@ def create(
     partition_by: Annotated[
         str | None, typer.Option("--partition-by", "-p", help='Transforms, e.g. "days(ts), region", "bucket(16, id)".')
     ] = None,
-    property: Annotated[list[str] | None, typer.Option("--property", help="Table property key=value (repeatable).")] = None,
-    if_not_exists: Annotated[bool, typer.Option("--if-not-exists", help="Succeed if the table exists already.")] = False,
+    property: Annotated[
+        list[str] | None, typer.Option("--property", help="Table property key=value (repeatable).")
+    ] = None,
+    if_not_exists: Annotated[
+        bool, typer.Option("--if-not-exists", help="Succeed if the table exists already.")
+    ] = False,
     catalog: CatalogOpt = None,
     json_: JsonOpt = False,
     verbose: VerboseOpt = False,
@@ -37,7 +41,12 @@ def create(
         props = parse_properties(property)
         with out.status(f"creating {name} ({format})"):
             t = cat.create_table(
-                name, schema=schema, format=format, partition_by=partition_by, properties=props, if_not_exists=if_not_exists
+                name,
+                schema=schema,
+                format=format,
+                partition_by=partition_by,
+                properties=props,
+                if_not_exists=if_not_exists,
             )
         return t.describe()
 
@@ -97,7 +106,10 @@ def drop(
         return cat.drop_table(name, purge=purge)
 
     def human(console, r):  # type: ignore[no-untyped-def]
-        console.print(f"dropped {r.format} table {r.name}" + (" and deleted its files" if r.purged else f" (files kept at {r.location})"))
+        console.print(
+            f"dropped {r.format} table {r.name}"
+            + (" and deleted its files" if r.purged else f" (files kept at {r.location})")
+        )
 
     run(out, api, human)
 
@@ -116,7 +128,10 @@ def _render_description(console, d) -> None:  # type: ignore[no-untyped-def]
     if d.column_mapping:
         console.print(f"  columns by:   {d.column_mapping} (column mapping)", markup=False)
     if len(d.partition_specs) > 1:
-        specs = "; ".join(f"{s.spec_id}: {', '.join(s.fields) or '(none)'}{' (current)' if s.current else ''}" for s in d.partition_specs)
+        specs = "; ".join(
+            f"{s.spec_id}: {', '.join(s.fields) or '(none)'}{' (current)' if s.current else ''}"
+            for s in d.partition_specs
+        )
         console.print(f"  specs:        {specs}", markup=False)
     for label, refs in (("tags", d.tags), ("branches", d.branches)):
         if refs:

@@ -17,9 +17,15 @@ TagArg = Annotated[str, typer.Argument(help="The tag's name (letters, digits, '_
 def tag(
     name: NameArg,
     tag_name: TagArg,
-    version: Annotated[int | None, typer.Option("--version", help="The version to tag (default: the current one).")] = None,
-    as_of: Annotated[str | None, typer.Option("--as-of", help="Tag the newest version committed at or before this time.")] = None,
-    retain: Annotated[str | None, typer.Option("--retain", help="Keep the tag this long (e.g. 90d; default: for ever).")] = None,
+    version: Annotated[
+        int | None, typer.Option("--version", help="The version to tag (default: the current one).")
+    ] = None,
+    as_of: Annotated[
+        str | None, typer.Option("--as-of", help="Tag the newest version committed at or before this time.")
+    ] = None,
+    retain: Annotated[
+        str | None, typer.Option("--retain", help="Keep the tag this long (e.g. 90d; default: for ever).")
+    ] = None,
     catalog: CatalogOpt = None,
     json_: JsonOpt = False,
     verbose: VerboseOpt = False,
@@ -34,7 +40,11 @@ def tag(
         console.print(f"tagged version {r.version} of {r.table} ({r.format}) as {r.name}"
                       + (f", kept for {r.retain}" if r.retain else ""), markup=False)  # fmt: skip
 
-    run(out, lambda: connect(catalog).load_table(name).tag(tag_name, version=version, timestamp=as_of, retain=retain), human)
+    run(
+        out,
+        lambda: connect(catalog).load_table(name).tag(tag_name, version=version, timestamp=as_of, retain=retain),
+        human,
+    )
 
 
 def tags(
@@ -54,9 +64,18 @@ def tags(
         if not refs:
             console.print(f"{r.table}: no tags", markup=False)
             return
-        t = table(key("name"), "kind", key("version", justify="right"), "retain", "expires (UTC)", title=f"{r.table} ({r.format})")
+        t = table(
+            key("name"),
+            "kind",
+            key("version", justify="right"),
+            "retain",
+            "expires (UTC)",
+            title=f"{r.table} ({r.format})",
+        )
         for ref in refs:
-            t.add_row(ref.name, ref.kind, str(ref.version), ref.retain or "-", human_time(ref.expires) if ref.expires else "-")
+            t.add_row(
+                ref.name, ref.kind, str(ref.version), ref.retain or "-", human_time(ref.expires) if ref.expires else "-"
+            )
         print_table(console, t)
 
     run(out, lambda: connect(catalog).load_table(name).tags(), human)
@@ -84,7 +103,9 @@ def untag(
 def branch(
     name: NameArg,
     branch_name: Annotated[str, typer.Argument(help="The branch's name.")],
-    version: Annotated[int | None, typer.Option("--version", help="Branch from this version (default: the current one).")] = None,
+    version: Annotated[
+        int | None, typer.Option("--version", help="Branch from this version (default: the current one).")
+    ] = None,
     catalog: CatalogOpt = None,
     json_: JsonOpt = False,
     verbose: VerboseOpt = False,
@@ -115,7 +136,9 @@ def publish(
     out = Output(json_, verbose)
 
     def human(console, r):  # type: ignore[no-untyped-def]
-        console.print(f"published branch {r.name} of {r.table}: the table is at version {r.current_version}", markup=False)
+        console.print(
+            f"published branch {r.name} of {r.table}: the table is at version {r.current_version}", markup=False
+        )
 
     run(out, lambda: connect(catalog).load_table(name).publish(branch_name), human)
 

@@ -13,17 +13,22 @@ from ._render import human_duration, thousands
 
 def upsert(
     name: Annotated[str, typer.Argument(help="namespace.table to merge into.")],
-    from_: Annotated[str, typer.Option("--from", help="A file or directory of json (one object per line), csv or parquet.")],
+    from_: Annotated[
+        str, typer.Option("--from", help="A file or directory of json (one object per line), csv or parquet.")
+    ],
     key: Annotated[str, typer.Option("--key", help="Column(s) that identify a row, comma-separated, e.g. id.")],
     file_format: Annotated[
         str | None, typer.Option("--file-format", help="json, csv or parquet (default: from the file names).")
     ] = None,
     delete_when: Annotated[
         str | None,
-        typer.Option("--delete-when", help="SQL predicate over the source's columns: matching rows delete their match."),
+        typer.Option(
+            "--delete-when", help="SQL predicate over the source's columns: matching rows delete their match."
+        ),
     ] = None,
     branch: Annotated[
-        str | None, typer.Option("--branch", help="Write to this branch (Iceberg; see `lakecat branch` / `lakecat publish`).")
+        str | None,
+        typer.Option("--branch", help="Write to this branch (Iceberg; see `lakecat branch` / `lakecat publish`)."),
     ] = None,
     catalog: CatalogOpt = None,
     json_: JsonOpt = False,
@@ -44,7 +49,8 @@ def upsert(
             f"{r.table} ({r.format}): {thousands(r.rows_in)} source rows → {thousands(r.inserted)} inserted, "
             f"{thousands(r.updated)} updated, {thousands(r.deleted)} deleted in one commit (version {r.version}), "
             f"{human_duration(r.duration_s)}",
-            markup=False, highlight=False,
+            markup=False,
+            highlight=False,
         )
 
     run(out, api, human)

@@ -114,7 +114,9 @@ def changes(
     until: Annotated[
         int | None, typer.Option("--until", help="Up to and including this version (default: the current one).")
     ] = None,
-    since_tag: Annotated[str | None, typer.Option("--since-tag", help="Changes committed after the version this tag names.")] = None,
+    since_tag: Annotated[
+        str | None, typer.Option("--since-tag", help="Changes committed after the version this tag names.")
+    ] = None,
     tag: Annotated[str | None, typer.Option("--tag", help="Up to and including the version this tag names.")] = None,
     limit: LimitOpt = None,
     count: CountOpt = False,
@@ -145,7 +147,9 @@ def rollback(
     as_of: AsOfOpt = None,
     tag: TagOpt = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
-    force: Annotated[bool, typer.Option("--force", help="Also undo batches an ingest stream committed (refused otherwise).")] = False,
+    force: Annotated[
+        bool, typer.Option("--force", help="Also undo batches an ingest stream committed (refused otherwise).")
+    ] = False,
     catalog: CatalogOpt = None,
     json_: JsonOpt = False,
     verbose: VerboseOpt = False,

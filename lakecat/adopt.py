@@ -186,7 +186,7 @@ def scan_parquet(directory: str, partition_by: list[str] | None = None) -> _Scan
     for item in sorted(filesystem.get_file_info(selector), key=lambda i: i.path):
         if item.type != fs.FileType.File:
             continue
-        rel = item.path[len(base_path):].lstrip("/")
+        rel = item.path[len(base_path) :].lstrip("/")
         parts = rel.split("/")
         if any(p.startswith(("_", ".")) for p in parts):  # _SUCCESS, .crc files, _temporary/: not data
             continue

@@ -149,7 +149,9 @@ class Catalog:
             validate_part(namespace, what="namespace")
         if format is not None:
             format = get_format(format).name
-        return ListResult([TableInfo(str(e.ident), e.format, e.location) for e in self.entries(namespace, format=format)])
+        return ListResult(
+            [TableInfo(str(e.ident), e.format, e.location) for e in self.entries(namespace, format=format)]
+        )
 
     def table_exists(self, name: str | TableIdent) -> bool:
         ident = name if isinstance(name, TableIdent) else TableIdent.parse(name)
@@ -398,7 +400,9 @@ class Catalog:
         )  # fmt: skip
         if background:
             if metrics_port is not None:
-                raise InvalidArgumentError("metrics_port serves /metrics while ingest waits for its stream: not with background=True")
+                raise InvalidArgumentError(
+                    "metrics_port serves /metrics while ingest waits for its stream: not with background=True"
+                )
             return start_ingest(self, table, source, **options)
         return run_ingest(self, table, source, on_progress=on_progress, stop_event=stop_event, metrics_port=metrics_port,
                           **options)  # fmt: skip
@@ -423,7 +427,9 @@ class Catalog:
 
         return maintain(self, pattern, plan=plan, dry_run=dry_run, progress=progress)
 
-    def health(self, pattern: str | None = None, *, progress: Callable[[str, int, int], None] | None = None) -> HealthResult:
+    def health(
+        self, pattern: str | None = None, *, progress: Callable[[str, int, int], None] | None = None
+    ) -> HealthResult:
         """Each matching table's health from metadata alone (no JVM): files, deletes, versions, a verdict.
 
         Example:

@@ -60,7 +60,9 @@ def check_cdc(cdc: str | None) -> str | None:
     return name
 
 
-def check_key(key: str | list[str] | tuple[str, ...] | None, fields: list[StructField], table: str, *, what: str = "--key") -> list[str]:
+def check_key(
+    key: str | list[str] | tuple[str, ...] | None, fields: list[StructField], table: str, *, what: str = "--key"
+) -> list[str]:
     """The key columns, validated against the table's input columns."""
     if not key:
         raise InvalidArgumentError(f"{what} is required: the column(s) that identify a row, e.g. --key id")
@@ -73,7 +75,9 @@ def check_key(key: str | list[str] | tuple[str, ...] | None, fields: list[Struct
 
     for f in fields:
         if f.name in keys and isinstance(f.dataType, (T.StructType, T.ArrayType, T.MapType)):
-            raise InvalidArgumentError(f"{what}: column {f.name} is {f.dataType.simpleString()}; a key must be a plain value")
+            raise InvalidArgumentError(
+                f"{what}: column {f.name} is {f.dataType.simpleString()}; a key must be a plain value"
+            )
     return keys
 
 
@@ -107,8 +111,12 @@ _EPOCH_MILLIS = ("io.debezium.time.Timestamp", "org.apache.kafka.connect.data.Ti
 _EPOCH_MICROS = ("io.debezium.time.MicroTimestamp",)
 _EPOCH_NANOS = ("io.debezium.time.NanoTimestamp",)
 _ZONED = ("io.debezium.time.ZonedTimestamp",)
-_TIME_OF_DAY = {"io.debezium.time.Time": 1000, "org.apache.kafka.connect.data.Time": 1000,
-                "io.debezium.time.MicroTime": 1, "io.debezium.time.NanoTime": -1000}  # to micros: *n, or /n when negative
+_TIME_OF_DAY = {
+    "io.debezium.time.Time": 1000,
+    "org.apache.kafka.connect.data.Time": 1000,
+    "io.debezium.time.MicroTime": 1,
+    "io.debezium.time.NanoTime": -1000,
+}  # to micros: *n, or /n when negative
 
 
 def _decimal_from_bytes(b64: Column, scale: Column, t: Any) -> Column:
@@ -179,7 +187,9 @@ def _convert_time(c: Column, t: Any) -> Column:
     digits = c.rlike(r"^-?[0-9]+$")
     n = c.try_cast("bigint")  # malformed values become null here and are dead-lettered as type mismatches
     if isinstance(t, T.DateType):
-        return F.when(digits, F.date_add(F.lit("1970-01-01").cast("date"), n.try_cast("int"))).otherwise(c.try_cast("date"))
+        return F.when(digits, F.date_add(F.lit("1970-01-01").cast("date"), n.try_cast("int"))).otherwise(
+            c.try_cast("date")
+        )
     a = F.abs(n)
     epoch = (F.when(a >= F.lit(10**17), F.timestamp_micros(F.floor(n / 1000)))
              .when(a >= F.lit(10**14), F.timestamp_micros(n))
@@ -241,7 +251,6 @@ def parse_debezium(raw: DataFrame, fields: list[StructField], keys: list[str], *
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
-
     image = T.StructType([T.StructField(f.name, _wire_type(f.dataType), True) for f in fields])
     change = [T.StructField("before", image, True), T.StructField("after", image, True),
               T.StructField("op", T.StringType(), True), T.StructField("ts_ms", T.LongType(), True)]  # fmt: skip
@@ -273,7 +282,9 @@ def parse_debezium(raw: DataFrame, fields: list[StructField], keys: list[str], *
     df = df.select("*", F.lower(part("op")).alias("_lakecat_op"), part("after").alias("_lakecat_after"),
                    part("before").alias("_lakecat_before"),
                    F.filter(e["schema"]["fields"], lambda s: s["field"] == F.lit("after"))[0]["fields"].alias("_lakecat_rs"))  # fmt: skip
-    op, after, before, row_schema = (F.col(c) for c in ("_lakecat_op", "_lakecat_after", "_lakecat_before", "_lakecat_rs"))
+    op, after, before, row_schema = (
+        F.col(c) for c in ("_lakecat_op", "_lakecat_after", "_lakecat_before", "_lakecat_rs")
+    )
     k = F.col("_k")
     kafka_key = {n: F.coalesce(k["payload"][n], k[n]) for n in keys}
     tombstone = F.col("value").isNull() & F.col("_lakecat_key").isNotNull()
@@ -310,7 +321,8 @@ def parse_debezium(raw: DataFrame, fields: list[StructField], keys: list[str], *
     known = [f.name.lower() for f in fields]
     after_text = F.coalesce(F.get_json_object(text, "$.payload.after"), F.get_json_object(text, "$.after"))
     after_names = F.when(row_schema.isNotNull(), F.transform(row_schema, lambda s: s["field"])).otherwise(
-        F.json_object_keys(after_text))
+        F.json_object_keys(after_text)
+    )
     new_columns = F.when(op.isin(*UPSERT_OPS) & after.isNotNull(),
                          F.filter(after_names, lambda n: ~F.lower(n).isin(*known)))  # fmt: skip
     unknown_columns = F.array_join(new_columns, ", ")
@@ -323,8 +335,10 @@ def parse_debezium(raw: DataFrame, fields: list[StructField], keys: list[str], *
         .when(F.col("value").isNull(), F.lit("null_value"))
         .when(~F.is_valid_utf8(text), F.lit("not_utf8"))
         .when(e.isNull(), F.lit("invalid_json"))
-        .when(e[CORRUPT].isNotNull(), F.when(F.json_object_keys(text).isNotNull(), F.lit("type_mismatch"))
-              .otherwise(F.lit("invalid_json")))
+        .when(
+            e[CORRUPT].isNotNull(),
+            F.when(F.json_object_keys(text).isNotNull(), F.lit("type_mismatch")).otherwise(F.lit("invalid_json")),
+        )
         .when(op.isNull() | ~op.isin(*UPSERT_OPS, "d"), F.lit("invalid_cdc_event"))
         .when(op.isin(*UPSERT_OPS) & after.isNull(), F.lit("invalid_cdc_event"))
         .when(F.lit(not allow_new) & (F.size(new_columns) > 0), F.lit("schema_mismatch"))
@@ -430,22 +444,34 @@ def ensure_key(table: Table, keys: list[str]) -> list[str]:
 UpsertReport = UpsertResult  # the name of earlier releases
 
 
-def _read_path(spark: SparkSession, path: str, file_format: str | None, fields: list[StructField], table: str) -> tuple[DataFrame, str]:
+def _read_path(
+    spark: SparkSession, path: str, file_format: str | None, fields: list[StructField], table: str
+) -> tuple[DataFrame, str]:
     from pyspark.sql import functions as F
 
     from .sources.files import FILE_FORMATS
 
-    local = None if "://" in path and not path.startswith("file:") else Path(path.removeprefix("file://").removeprefix("file:")).expanduser()
+    local = (
+        None
+        if "://" in path and not path.startswith("file:")
+        else Path(path.removeprefix("file://").removeprefix("file:")).expanduser()
+    )
     if local is not None and not local.exists():
         raise InvalidArgumentError(f"upsert: {path} does not exist")
     fmt = file_format
     if fmt is None:
-        names = [local] if local is not None and local.is_file() else (sorted(local.rglob("*")) if local is not None else [])
+        names = (
+            [local]
+            if local is not None and local.is_file()
+            else (sorted(local.rglob("*")) if local is not None else [])
+        )
         exts = {p.suffix.lower().lstrip(".") for p in names if p.is_file() and not p.name.startswith((".", "_"))}
         exts = {"json" if e in ("jsonl", "ndjson") else e for e in exts}
         found = exts & set(FILE_FORMATS)
         if len(found) != 1:
-            raise InvalidArgumentError(f"upsert: cannot tell the file format of {path}; pass --file-format json|csv|parquet")
+            raise InvalidArgumentError(
+                f"upsert: cannot tell the file format of {path}; pass --file-format json|csv|parquet"
+            )
         fmt = found.pop()
     if fmt not in FILE_FORMATS:
         raise InvalidArgumentError(f"invalid file format {fmt!r}: use json, csv or parquet")
@@ -522,10 +548,14 @@ def upsert(table: Table, data: Any, *, key: str | list[str] | tuple[str, ...], f
         assert counts is not None  # an aggregate always has its one row
         n, null_keys = int(counts["n"]), int(counts["null_keys"])
         if null_keys:
-            raise InvalidArgumentError(f"upsert: {null_keys} source row(s) have a null key ({', '.join(keys)}); nothing was written")
+            raise InvalidArgumentError(
+                f"upsert: {null_keys} source row(s) have a null key ({', '.join(keys)}); nothing was written"
+            )
         if int(counts["distinct_keys"]) != n:
             dup_keys = _duplicate_keys(src, keys)
-            raise InvalidArgumentError(f"upsert: {dup_keys} key(s) appear more than once in the source; nothing was written")
+            raise InvalidArgumentError(
+                f"upsert: {dup_keys} key(s) appear more than once in the source; nothing was written"
+            )
         if n:
             merge(table, src, keys, columns, with_deletes=bool(delete_when))
         report = UpsertResult(table=str(ident), format=table.format, source=what, rows_in=n,

@@ -283,7 +283,9 @@ def load_config_file(path: Path) -> CatalogConfig:
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         raise ConfigError(f"catalog config {path} is not valid TOML: {e}") from None
     # expanded when jars are resolved, not here: a light command must not need the repository's credentials
-    maven_repository = raw.get("spark", {}).pop("maven-repository", None) if isinstance(raw.get("spark"), dict) else None
+    maven_repository = (
+        raw.get("spark", {}).pop("maven-repository", None) if isinstance(raw.get("spark"), dict) else None
+    )
     data = expand_env(raw, source=str(path))
     try:
         name = validate_part(str(data["name"]), what="catalog name")
@@ -292,7 +294,9 @@ def load_config_file(path: Path) -> CatalogConfig:
     except KeyError as e:
         raise ConfigError(f"catalog config {path} lacks the key {e.args[0]!r}") from None
     if metastore.kind not in ("sqlite", "postgresql"):
-        raise ConfigError(f"catalog config {path}: unsupported metastore {metastore.url!r}; use sqlite:///PATH or postgresql://...")
+        raise ConfigError(
+            f"catalog config {path}: unsupported metastore {metastore.url!r}; use sqlite:///PATH or postgresql://..."
+        )
     spark = data.get("spark", {})
     storage = data.get("storage", {})
     unknown = sorted(set(storage) - set(STORAGE_KEYS))
@@ -306,10 +310,16 @@ def load_config_file(path: Path) -> CatalogConfig:
         warehouse=warehouse,
         metastore=metastore,
         source=str(path),
-        format_options={str(section): {str(k): str(v) for k, v in body.items()}
-                        for section, body in data.items() if isinstance(body, dict) and section not in _CORE_SECTIONS},
-        format_options_raw={str(section): {str(k): str(v) for k, v in body.items()}
-                            for section, body in raw.items() if isinstance(body, dict) and section not in _CORE_SECTIONS},
+        format_options={
+            str(section): {str(k): str(v) for k, v in body.items()}
+            for section, body in data.items()
+            if isinstance(body, dict) and section not in _CORE_SECTIONS
+        },
+        format_options_raw={
+            str(section): {str(k): str(v) for k, v in body.items()}
+            for section, body in raw.items()
+            if isinstance(body, dict) and section not in _CORE_SECTIONS
+        },
         spark_master=str(spark.get("master", "local[2]")),
         spark_conf={str(k): str(v) for k, v in spark.get("conf", {}).items()},
         spark_packages=[str(p) for p in spark.get("packages", [])],

@@ -50,7 +50,11 @@ def _guard(name: str, fn: Any) -> list[Check]:
     try:
         out = fn()
     except Exception as e:  # noqa: BLE001 - a check that breaks is a failed check, never a crashed doctor
-        return [Check(name, False, f"{type(e).__name__}: {e}"[:300], "rerun with --verbose and report it if it is lakecat's")]
+        return [
+            Check(
+                name, False, f"{type(e).__name__}: {e}"[:300], "rerun with --verbose and report it if it is lakecat's"
+            )
+        ]
     return out if isinstance(out, list) else [out]
 
 
@@ -84,7 +88,12 @@ def _lakecat() -> Check:
         try:
             deps.append(f"{dist} {metadata.version(dist)}")
         except metadata.PackageNotFoundError:
-            return Check("lakecat", False, f"lakecat {version}; {dist} is not installed", 'pip install -e . (or pip install lakecat)')
+            return Check(
+                "lakecat",
+                False,
+                f"lakecat {version}; {dist} is not installed",
+                "pip install -e . (or pip install lakecat)",
+            )
     return Check("lakecat", True, f"lakecat {version} ({', '.join(deps)})")
 
 
@@ -113,7 +122,9 @@ def _jars(config: CatalogConfig) -> Check:
         return Check("jars", True, detail)
     fetch = f"run `lakecat jars fetch{'' if config.name == 'local' else ' --catalog ' + config.name}`"
     if jars.offline():
-        return Check("jars", False, f"{detail}; {jars.OFFLINE_ENV} is set", f"{fetch} where the repository is reachable")
+        return Check(
+            "jars", False, f"{detail}; {jars.OFFLINE_ENV} is set", f"{fetch} where the repository is reachable"
+        )
     repo = jars.repository(config)
     reachable, why = repository_reachable(repo)
     if reachable:
@@ -131,8 +142,12 @@ def _extension() -> Check:
     jar = jvm.extension_jar()
     if jar is not None:
         return Check("extension", True, f"lakecat's Spark extension (the JSON parse of ingest) at {jar}")
-    return Check("extension", True, f"no lakecat Spark extension: {jvm.problem()}",
-                 None if jvm.disabled() else "install a JDK 17 (javac) for the faster JSON parse")
+    return Check(
+        "extension",
+        True,
+        f"no lakecat Spark extension: {jvm.problem()}",
+        None if jvm.disabled() else "install a JDK 17 (javac) for the faster JSON parse",
+    )
 
 
 def repository_reachable(repo: Any, timeout: float = 5.0) -> tuple[bool, str]:
@@ -176,7 +191,9 @@ def _metastore(config: CatalogConfig) -> Check:
                 try:  # one format's failure is its own line, not "not reachable"
                     status = fmt.metastore_status(config, tables, columns)
                 except Exception as e:  # noqa: BLE001
-                    failed.append(f"{fmt.name}: could not read what it keeps there: {first_line(str(e) or type(e).__name__)[:200]}")
+                    failed.append(
+                        f"{fmt.name}: could not read what it keeps there: {first_line(str(e) or type(e).__name__)[:200]}"
+                    )
                 else:
                     if status is not None:
                         found.append(status)
@@ -196,7 +213,9 @@ def _nearest_existing(path: Path) -> Path | None:
 def _warehouse(config: CatalogConfig) -> Check:
     path = config.warehouse_path
     if path is None:
-        return Check("warehouse", True, f"{config.warehouse_uri} is object storage: not probed (credentials from AWS_*)")
+        return Check(
+            "warehouse", True, f"{config.warehouse_uri} is object storage: not probed (credentials from AWS_*)"
+        )
     base = _nearest_existing(path)
     if base is None or not base.is_dir():
         return Check("warehouse", False, f"{path}: no directory to create it in", f"create {path.parent}")
@@ -204,8 +223,15 @@ def _warehouse(config: CatalogConfig) -> Check:
         with tempfile.NamedTemporaryFile(dir=base, prefix=".lakecat-doctor-"):
             pass
     except OSError as e:
-        return Check("warehouse", False, f"{path} not writable ({e.strerror})", f"make {base} writable or choose another warehouse")
-    return Check("warehouse", True, f"{path} writable" + ("" if base == path else f" (created on first use under {base})"))
+        return Check(
+            "warehouse",
+            False,
+            f"{path} not writable ({e.strerror})",
+            f"make {base} writable or choose another warehouse",
+        )
+    return Check(
+        "warehouse", True, f"{path} writable" + ("" if base == path else f" (created on first use under {base})")
+    )
 
 
 def _kafka(config: CatalogConfig) -> Check:

@@ -145,7 +145,9 @@ def spark_conf(spark: SparkSession, settings: dict[str, str]) -> Iterator[None]:
                 spark.conf.set(k, old)
 
 
-def with_retries(fn: Callable[[], T], *, what: str, attempts: int = RETRY_ATTEMPTS, base_delay: float = 0.5) -> tuple[T, int]:
+def with_retries(
+    fn: Callable[[], T], *, what: str, attempts: int = RETRY_ATTEMPTS, base_delay: float = 0.5
+) -> tuple[T, int]:
     """Run ``fn``; on a commit conflict wait (exponential backoff with jitter) and try again.
 
     Returns ``(result, retries)``. Maintenance rewrites are idempotent, so a retry is always safe:

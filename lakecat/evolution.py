@@ -35,7 +35,9 @@ def _pairs(items: Iterable[str] | None, option: str) -> list[tuple[str, str]]:
     out = []
     for item in items or []:
         if "=" not in item:
-            raise InvalidArgumentError(f"invalid {option} {item!r}: use {'old=new' if 'rename' in option else 'column=value'}")
+            raise InvalidArgumentError(
+                f"invalid {option} {item!r}: use {'old=new' if 'rename' in option else 'column=value'}"
+            )
         k, v = item.split("=", 1)
         out.append((k.strip(), v.strip()))
     return out
@@ -53,9 +55,15 @@ def schema_changes(
     changes: list[SchemaChange] = []
     for text in add_columns or []:
         col, position = parse_column_def(text)
-        changes.append(SchemaChange("add", col.name, type=col.type, nullable=col.nullable, comment=col.comment, position=position))
+        changes.append(
+            SchemaChange("add", col.name, type=col.type, nullable=col.nullable, comment=col.comment, position=position)
+        )
     for old, new in _pairs(rename_columns, "--rename-column"):
-        changes.append(SchemaChange("rename", validate_part(old, what="column name"), new_name=validate_part(new, what="column name")))
+        changes.append(
+            SchemaChange(
+                "rename", validate_part(old, what="column name"), new_name=validate_part(new, what="column name")
+            )
+        )
     for name in drop_columns or []:
         changes.append(SchemaChange("drop", validate_part(name.strip(), what="column name")))
     for name, type_text in _pairs(widen, "--widen"):
@@ -73,16 +81,22 @@ def _check(changes: list[SchemaChange], columns: list[Column], partitioning: lis
         key = ch.column.lower()
         if ch.kind == "add":
             if key in cols:
-                raise InvalidArgumentError(f"alter --add-column {ch.column}: the table has a column {cols[key].name} already")
+                raise InvalidArgumentError(
+                    f"alter --add-column {ch.column}: the table has a column {cols[key].name} already"
+                )
             if ch.position and ch.position.startswith("AFTER ") and ch.position[6:].lower() not in cols:
-                raise InvalidArgumentError(f"alter --add-column {ch.column} {ch.position}: no column {ch.position[6:]!r}")
+                raise InvalidArgumentError(
+                    f"alter --add-column {ch.column} {ch.position}: no column {ch.position[6:]!r}"
+                )
             if not ch.nullable and records != 0:
                 raise InvalidArgumentError(f"alter --add-column {ch.column} NOT NULL: the table has rows, which would have "
                                            "no value for it; add it nullable")  # fmt: skip
             cols[key] = Column(ch.column, ch.type or "", ch.nullable, ch.comment)
             continue
         if key not in cols:
-            raise InvalidArgumentError(f"alter: no column {ch.column!r} in the table (columns: {', '.join(c.name for c in cols.values())})")
+            raise InvalidArgumentError(
+                f"alter: no column {ch.column!r} in the table (columns: {', '.join(c.name for c in cols.values())})"
+            )
         if ch.kind == "rename":
             new = (ch.new_name or "").lower()
             if new in cols and new != key:
@@ -153,7 +167,9 @@ def alter(
         if note and note not in (n for _, n in upgrades):  # one upgrade serves every change that needs it
             upgrades.append((kind, note))
     if upgrades and not yes and not dry_run:
-        raise InvalidArgumentError(f"alter {table.name}: {upgrades[0][1]} — pass --yes (yes=True) to enable it; nothing changed")
+        raise InvalidArgumentError(
+            f"alter {table.name}: {upgrades[0][1]} — pass --yes (yes=True) to enable it; nothing changed"
+        )
     rewrite_files = rewrite_bytes = 0
     if dry_run:
         if fields is not None:
@@ -208,7 +224,9 @@ def refs(table: Table) -> TagsResult:
     table.adapter.require("tags", "tags")
     table.refresh()
     found = table.adapter.refs(table)
-    return TagsResult(table.name, table.format, [r for r in found if r.kind == "tag"], [r for r in found if r.kind == "branch"])
+    return TagsResult(
+        table.name, table.format, [r for r in found if r.kind == "tag"], [r for r in found if r.kind == "branch"]
+    )
 
 
 def tag(table: Table, name: str, *, version: int | None = None, timestamp: str | None = None,
@@ -221,7 +239,9 @@ def tag(table: Table, name: str, *, version: int | None = None, timestamp: str |
         raise InvalidArgumentError("invalid --retain: must be positive")
     table.refresh()
     if any(r.name == name for r in table.adapter.refs(table)):
-        raise RefExistsError(f"{table.name} has a tag or branch {name!r} already; `lakecat untag {table.name} {name}` first")
+        raise RefExistsError(
+            f"{table.name} has a tag or branch {name!r} already; `lakecat untag {table.name} {name}` first"
+        )
     if version is None and timestamp is None:
         current = table.adapter.current_version(table)
         if current is None:

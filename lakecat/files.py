@@ -42,9 +42,9 @@ def norm_path(path: str) -> str:
     """One spelling per file across engines: ``file:/x``, ``file:///x`` and ``/x`` are ``/x``; %-escapes decoded."""
     p = unquote(str(path))
     if p.startswith("file://"):
-        p = p[len("file://"):]
+        p = p[len("file://") :]
     elif p.startswith("file:"):
-        p = p[len("file:"):]
+        p = p[len("file:") :]
     return p
 
 

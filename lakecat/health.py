@@ -48,8 +48,16 @@ _ACTION_FOR = {"compact": "compact", "expire": "expire", "clean": "clean-orphans
 def thresholds(table: Table, policy: dict[str, str]) -> dict[str, Any]:
     """The figures a verdict is judged against: table properties (``lakecat.health.*``, the expiry and
     orphan policies, the target file size), else the documented defaults."""
-    target = parse_size(policy["lakecat.compact.target-file-size"]) if "lakecat.compact.target-file-size" in policy else DEFAULT_TARGET_FILE_SIZE
-    window = parse_duration(policy["lakecat.expire.older-than"]) if "lakecat.expire.older-than" in policy else DEFAULT_EXPIRE_WINDOW
+    target = (
+        parse_size(policy["lakecat.compact.target-file-size"])
+        if "lakecat.compact.target-file-size" in policy
+        else DEFAULT_TARGET_FILE_SIZE
+    )
+    window = (
+        parse_duration(policy["lakecat.expire.older-than"])
+        if "lakecat.expire.older-than" in policy
+        else DEFAULT_EXPIRE_WINDOW
+    )
     orphans = (parse_duration(policy["lakecat.orphans.older-than"]) if "lakecat.orphans.older-than" in policy
                else table.adapter.default_orphan_window)  # fmt: skip
     return {
@@ -120,11 +128,13 @@ def judge(table: Table, facts: HealthFacts, policy: dict[str, str], runs: dict[t
     if commits:
         h.oldest_version_at = _iso_ms(commits[0].timestamp_ms)
         h.oldest_version_age_s = round(max(0, now_ms - commits[0].timestamp_ms) / 1000, 3)
-    kept = {c.version for c in commits[-th["retain_last"]:]} | {facts.current_version}
+    kept = {c.version for c in commits[-th["retain_last"] :]} | {facts.current_version}
     cutoff_ms = now_ms - th["expire_older_than_s"] * 1000
     h.expirable_versions = sum(c.version not in kept and c.timestamp_ms < cutoff_ms for c in commits)
     h.old_version_files, h.old_version_bytes = facts.old_version_files, facts.old_version_bytes
-    h.timeline = [VersionPoint(c.version, _iso_ms(c.timestamp_ms) or "", c.operation) for c in commits[-TIMELINE_LIMIT:]]
+    h.timeline = [
+        VersionPoint(c.version, _iso_ms(c.timestamp_ms) or "", c.operation) for c in commits[-TIMELINE_LIMIT:]
+    ]
 
     # maintenance seen so far: the history's compactions, lakecat's own record of every run
     compacted = [c.timestamp_ms for c in commits if c.operation == "compact"]
@@ -132,7 +142,11 @@ def judge(table: Table, facts: HealthFacts, policy: dict[str, str], runs: dict[t
     last_compact = max([*compacted, *([last["compact"]] if last["compact"] else [])], default=None)
     vacuumed = [c.timestamp_ms for c in commits if c.operation == "vacuum"]
     last_clean = max([*vacuumed, *([last["clean-orphans"]] if last["clean-orphans"] else [])], default=None)
-    h.last_compaction, h.last_expiry, h.last_orphan_cleanup = _iso_ms(last_compact), _iso_ms(last["expire"]), _iso_ms(last_clean)
+    h.last_compaction, h.last_expiry, h.last_orphan_cleanup = (
+        _iso_ms(last_compact),
+        _iso_ms(last["expire"]),
+        _iso_ms(last_clean),
+    )
     h.stream_last_commit = _iso_ms(facts.stream_commit_ms)
 
     # the verdict

@@ -56,7 +56,9 @@ def histogram_svg(h: TableHealth, width: int = 440, height: int = 170) -> str:
         out.append(f'<rect class="bar" x="{x + 2:.1f}" y="{height - bottom - bar_h:.1f}" width="{bar_w - 4:.1f}" '
                    f'height="{bar_h:.1f}" fill="{colour}"><title>{_e(_bucket_label(b.le, prev))}: {b.files} files</title></rect>')  # fmt: skip
         if b.files:
-            out.append(f'<text x="{x + bar_w / 2:.1f}" y="{height - bottom - bar_h - 2:.1f}" text-anchor="middle">{b.files}</text>')
+            out.append(
+                f'<text x="{x + bar_w / 2:.1f}" y="{height - bottom - bar_h - 2:.1f}" text-anchor="middle">{b.files}</text>'
+            )
         out.append(f'<text x="{x + bar_w / 2:.1f}" y="{height - bottom + 12}" text-anchor="end" '
                    f'transform="rotate(-40 {x + bar_w / 2:.1f} {height - bottom + 12})">{_e(_bucket_label(b.le, prev))}</text>')  # fmt: skip
         prev = b.le

@@ -53,8 +53,17 @@ log = logging.getLogger(__name__)
 UNKNOWN_SAMPLE = 16  # "sample": one record in 16 (Kafka: offset % 16 == 0; files: a hash of the value)
 UNKNOWN_MODES = ("sample", "all", "off")
 # Why a record is dead-lettered (the pipeline's and the sources' ``_lakecat_error`` values); anything else is "other".
-DEAD_LETTER_REASONS = ("invalid_json", "type_mismatch", "missing_required", "null_value", "not_utf8", "malformed_csv",
-                       "invalid_cdc_event", "missing_key", "schema_mismatch")  # the last three: --cdc debezium
+DEAD_LETTER_REASONS = (
+    "invalid_json",
+    "type_mismatch",
+    "missing_required",
+    "null_value",
+    "not_utf8",
+    "malformed_csv",
+    "invalid_cdc_event",
+    "missing_key",
+    "schema_mismatch",
+)  # the last three: --cdc debezium
 #: The dead-letter table's schema (created with the table's format when missing).
 DLQ_SCHEMA = (
     "raw_value BINARY, raw_text STRING, error STRING, error_detail STRING, source STRING, kafka_topic STRING, "
@@ -79,7 +88,7 @@ class Trigger:
             return cls(True)
         if raw.startswith("every "):
             try:
-                secs = int(parse_duration(raw[len("every "):]).total_seconds())
+                secs = int(parse_duration(raw[len("every ") :]).total_seconds())
             except InvalidArgumentError:
                 secs = 0
             if secs > 0:
@@ -162,8 +171,14 @@ def _json_detail(text: Any, p: Any, fields: list[StructField]) -> Any:
         ptext = F.from_json(text, T.StructType([T.StructField(f.name, T.StringType(), True) for f in fields]))
         as_text_of = {f.name: ptext[f.name] for f in fields}
     mismatched = F.concat_ws(
-        ", ", *[F.when(as_text_of[f.name].isNotNull() & p[f.name].isNull(), F.lit(f"{f.name} (expected {type_ddl(f.dataType)})"))
-                for f in fields]  # fmt: skip
+        ", ",
+        *[
+            F.when(
+                as_text_of[f.name].isNotNull() & p[f.name].isNull(),
+                F.lit(f"{f.name} (expected {type_ddl(f.dataType)})"),
+            )
+            for f in fields
+        ],  # fmt: skip
     )
     return (
         F.when(F.col(ERROR) == "not_utf8", F.lit("value is not valid UTF-8"))
@@ -220,7 +235,9 @@ def _parse_json(raw: DataFrame, fields: list[StructField], *, keep_value: bool, 
         known = F.array(*[F.lit(f.name) for f in fields])
         unknown = F.array_except(json_object_keys(text, fast=fast), known)  # null unless the record has unknown fields
         check = F.col(ERROR).isNull()
-        if count_unknown == "sample":  # cheap test first: `&` short-circuits, the other 15 records skip the tokenization
+        if (
+            count_unknown == "sample"
+        ):  # cheap test first: `&` short-circuits, the other 15 records skip the tokenization
             pick = F.coalesce(F.col("_lakecat_offset"), F.xxhash64(F.col("value")))
             df = df.select("*", ((F.pmod(pick, F.lit(UNKNOWN_SAMPLE)) == 0) & check).alias(CHECKED))
             check = F.col(CHECKED)
@@ -278,7 +295,6 @@ class _Options:
     count_unknown: str = "sample"  # "sample" (1 record in UNKNOWN_SAMPLE), "all" or "off"
     cdc: str | None = None  # "debezium": change events applied with MERGE by cdc_key
     cdc_key: list[str] | None = None
-
 
     @property
     def stream(self) -> StreamOptions:
@@ -367,7 +383,9 @@ class _Pipeline:
         # batch's counters in a file of this run's own directory beside the checkpoint; collect() reads them.
         self.remote = is_connect(self.spark)
         self.report_dir = f"{opts.checkpoint.rstrip('/')}/_lakecat_batches/{uuid.uuid4().hex}"
-        self.query_name = f"lakecat_ingest_{table.entry.ident.namespace}_{table.entry.ident.name}_{uuid.uuid4().hex[:6]}"
+        self.query_name = (
+            f"lakecat_ingest_{table.entry.ident.namespace}_{table.entry.ident.name}_{uuid.uuid4().hex[:6]}"
+        )
         # the observation's name, set by plan() when the streaming plan itself counts each batch (see there); else
         # each batch observes itself
         self.stream_observation: str | None = None
@@ -405,7 +423,9 @@ class _Pipeline:
         if keys:
             salt = F.when(F.col(ERROR).isNotNull(), F.concat_ws(":", F.col("_lakecat_source"), F.col("_lakecat_partition"),
                                                                    F.col("_lakecat_offset"), F.xxhash64(F.col(RAW))))  # fmt: skip
-            if self.opts.event_time == "_lakecat_ts":  # no time column: the record's arrival (Kafka timestamp; files: now)
+            if (
+                self.opts.event_time == "_lakecat_ts"
+            ):  # no time column: the record's arrival (Kafka timestamp; files: now)
                 event = F.coalesce(F.col("_lakecat_ts"), F.current_timestamp())
             else:
                 # A dead-lettered record, or an event without a time, has none (null): it is never late and does not
@@ -420,7 +440,9 @@ class _Pipeline:
         # --merge-schema keep the columns: both read a bad record's columns in every batch.
         packed = not self.opts.cdc and not self.opts.merge_schema
         if packed:
-            df = _pack_bad(df, _batch_columns(self.fields, self.with_metadata) | ({SALT, EVENT_TIME} if keys else set()))
+            df = _pack_bad(
+                df, _batch_columns(self.fields, self.with_metadata) | ({SALT, EVENT_TIME} if keys else set())
+            )
         if keys:
             df = df.withWatermark(EVENT_TIME, f"{self.opts.watermark_s} seconds")
             df = df.dropDuplicatesWithinWatermark([*keys, SALT])
@@ -444,8 +466,10 @@ class _Pipeline:
         func = _EngineBatch(self.engine_spec()) if self.remote else self._batch
         writer = self.plan().writeStream.foreachBatch(func).option("checkpointLocation", self.opts.checkpoint)
         writer = writer.queryName(self.query_name)
-        writer = writer.trigger(availableNow=True) if self.opts.trigger.available_now else writer.trigger(
-            processingTime=f"{self.opts.trigger.interval_s} seconds"
+        writer = (
+            writer.trigger(availableNow=True)
+            if self.opts.trigger.available_now
+            else writer.trigger(processingTime=f"{self.opts.trigger.interval_s} seconds")
         )
         with spark_errors("ingest into", self.table.entry.ident):
             return writer.start()
@@ -579,7 +603,9 @@ class _Pipeline:
                 why = f"the query's execution is of batch {execution.currentBatchId()}"
         except Exception as e:  # noqa: BLE001 - the fallback below counts the same
             why = repr(e)
-        log.warning("ingest: the stream's counters of batch %s could not be read (%s); counting it again", batch_id, why)
+        log.warning(
+            "ingest: the stream's counters of batch %s could not be read (%s); counting it again", batch_id, why
+        )
         rows, bad = df.count(), df.where(F.col(ERROR).isNotNull()).count()
         return {"rows": rows, "bad": bad, "unknown": None, "checked": None, "names": None}
 
@@ -618,7 +644,9 @@ class _Pipeline:
         reasons["other"] = bad - sum(reasons.values())
         return {r: n for r, n in reasons.items() if n}
 
-    def _apply_changes(self, df: DataFrame, batch_id: int, stats: BatchStats, done_table: bool, done_dlq: bool) -> BatchStats:
+    def _apply_changes(
+        self, df: DataFrame, batch_id: int, stats: BatchStats, done_table: bool, done_dlq: bool
+    ) -> BatchStats:
         """CDC: the batch's change events, reduced to the last per key, applied with one idempotent MERGE."""
         from pyspark.sql import functions as F
 
@@ -773,9 +801,7 @@ class _Pipeline:
         new_names = {n for n in new_names if n.lower() not in known}
         added: list[tuple[str, str]] = []
         if new_names:
-            texts = df.where(F.col(UNKNOWN).isNotNull()).select(
-                F.col(RAW).cast("string").alias("v")
-            )
+            texts = df.where(F.col(UNKNOWN).isNotNull()).select(F.col(RAW).cast("string").alias("v"))
             inferred = self._infer_json(texts)
             for f in inferred.fields:
                 if f.name in new_names and f.name != "_corrupt_record":
@@ -795,7 +821,6 @@ class _Pipeline:
         raw = df.select(F.col(RAW).alias("value"), *META)
         reparsed = _parse_json(raw, self.fields, keep_value=True, count_unknown="all")
         return reparsed.persist()
-
 
 
 # --- through Spark Connect: the batches run in the engine ----------------------------------------
@@ -889,7 +914,9 @@ def read_batch_reports(directory: str, skip: set[int]) -> list[tuple[BatchStats,
             continue
         with fs.open_input_stream(info.path) as fh:
             doc = json.loads(fh.read())
-        out.append((BatchStats(**doc["stats"]), list(doc.get("unknown_names") or []), list(doc.get("added_columns") or [])))
+        out.append(
+            (BatchStats(**doc["stats"]), list(doc.get("unknown_names") or []), list(doc.get("added_columns") or []))
+        )
     return sorted(out, key=lambda item: item[0].batch_id)
 
 
@@ -1057,7 +1084,9 @@ def start_ingest(
     if branch is not None:
         from .evolution import validate_ref_name
 
-        tbl = tbl.on_branch(validate_ref_name(branch, "branch"))  # exit 3 where the format has no branches; VersionNotFoundError for an unknown one
+        tbl = tbl.on_branch(
+            validate_ref_name(branch, "branch")
+        )  # exit 3 where the format has no branches; VersionNotFoundError for an unknown one
     ident = tbl.entry.ident
     trig = Trigger.parse(trigger)
     keys = parse_columns(dedupe_key) if dedupe_key else None
@@ -1081,13 +1110,21 @@ def start_ingest(
             raise InvalidArgumentError("--cdc reads Debezium JSON events: from Kafka or json files")
     elif key:
         raise InvalidArgumentError("--key applies to change events: pass --cdc debezium (or use --dedupe-key)")
-    unknown_mode: str = {True: "all", False: "off"}[count_unknown_fields] if isinstance(count_unknown_fields, bool) else count_unknown_fields
+    unknown_mode: str = (
+        {True: "all", False: "off"}[count_unknown_fields]
+        if isinstance(count_unknown_fields, bool)
+        else count_unknown_fields
+    )
     if unknown_mode not in UNKNOWN_MODES:
         raise InvalidArgumentError(f"unknown-fields check {count_unknown_fields!r}: use sample, all or off")
     if merge_schema or not source.parses_json:
-        unknown_mode = "all" if merge_schema else "off"  # evolving needs every new name; typed rows have no extra fields
+        unknown_mode = (
+            "all" if merge_schema else "off"
+        )  # evolving needs every new name; typed rows have no extra fields
     if merge_schema and not source.parses_json:
-        raise InvalidArgumentError("--merge-schema applies to JSON events (Kafka or json files), not to csv/parquet files")
+        raise InvalidArgumentError(
+            "--merge-schema applies to JSON events (Kafka or json files), not to csv/parquet files"
+        )
     if dlq is False or dlq is None:
         dlq_name = None
     elif dlq is True:
@@ -1264,7 +1301,9 @@ def _progress(p: Any) -> dict[str, Any]:
 class _MetricsWriter:
     """One JSON line per batch (``--metrics-file``) from Spark's progress and lakecat's batch counters."""
 
-    def __init__(self, handle: IngestHandle, path: str | Path | None, source: Source, exporter: IngestExporter | None = None) -> None:
+    def __init__(
+        self, handle: IngestHandle, path: str | Path | None, source: Source, exporter: IngestExporter | None = None
+    ) -> None:
         self.handle = handle
         self.path = Path(path).expanduser() if path else None
         self.source = source
@@ -1292,7 +1331,9 @@ class _MetricsWriter:
         if last and time.monotonic() - self._lag_at > 2:
             self._lag_at = time.monotonic()
             self.lag_by_partition = self.source.backlog_by_partition(last)
-            self.lag = sum(self.lag_by_partition.values()) if self.lag_by_partition is not None else self.source.backlog(last)
+            self.lag = (
+                sum(self.lag_by_partition.values()) if self.lag_by_partition is not None else self.source.backlog(last)
+            )
         batches = self.handle._pipeline.state.batches
         waiting = False  # a batch whose counters are not recorded yet: the mark stays before it, to be read again
         for p in recent:

@@ -287,11 +287,17 @@ class Repository:
             return None
         missing = [v for v in (self.user_env, self.password_env) if v and v not in os.environ]
         if missing:
-            raise ConfigError(f"{self.source}: environment variable {missing[0]} is not set (referenced as ${{{missing[0]}}})")
+            raise ConfigError(
+                f"{self.source}: environment variable {missing[0]} is not set (referenced as ${{{missing[0]}}})"
+            )
         return os.environ[self.user_env], os.environ.get(self.password_env or "", "")
 
     def to_dict(self) -> dict[str, Any]:
-        return {"url": self.url, "source": self.source, "credentials_from": [v for v in (self.user_env, self.password_env) if v]}
+        return {
+            "url": self.url,
+            "source": self.source,
+            "credentials_from": [v for v in (self.user_env, self.password_env) if v],
+        }
 
 
 def repository(config: CatalogConfig | None = None) -> Repository:
@@ -306,7 +312,9 @@ def repository(config: CatalogConfig | None = None) -> Repository:
 
 def parse_repository(raw: str, *, source: str) -> Repository:
     """A repository URL whose credentials, if any, are ``${ENV}`` references: ``https://${U}:${P}@host/path``."""
-    userinfo, at, rest = raw.rpartition("@") if "://" in raw and "@" in raw.split("://", 1)[1].split("/", 1)[0] else ("", "", raw)
+    userinfo, at, rest = (
+        raw.rpartition("@") if "://" in raw and "@" in raw.split("://", 1)[1].split("/", 1)[0] else ("", "", raw)
+    )
     user_env = password_env = None
     if at:
         scheme, _, userinfo = userinfo.partition("://")
@@ -324,7 +332,9 @@ def parse_repository(raw: str, *, source: str) -> Repository:
         rest = expand_env(rest, source=source)
     parts = urlsplit(rest)
     if parts.scheme not in ("http", "https", "file") or (parts.scheme != "file" and not parts.hostname):
-        raise ConfigError(f"{source}: {rest!r} is not a repository URL (https://host/path/ of a Maven-layout repository)")
+        raise ConfigError(
+            f"{source}: {rest!r} is not a repository URL (https://host/path/ of a Maven-layout repository)"
+        )
     url = urlunsplit(parts._replace(path=parts.path.rstrip("/") + "/"))
     return Repository(url, user_env, password_env, source)
 
@@ -618,7 +628,10 @@ _CAUSES = (
     (re.compile(r"ConnectException[^\n]*?(Connection refused|Network is unreachable|timed out)?"), "cannot connect"),
     (re.compile(r"SocketTimeoutException"), "timed out"),
     (re.compile(r"SSL\w*Exception|PKIX path building failed"), "TLS error (a proxy's certificate?)"),
-    (re.compile(r"HTTP response status: (401|403)|status code (401|403)|: (401|403)\b"), "access denied (credentials?)"),
+    (
+        re.compile(r"HTTP response status: (401|403)|status code (401|403)|: (401|403)\b"),
+        "access denied (credentials?)",
+    ),
     (re.compile(r"invalid sha1|wrong sha1|invalid md5"), "checksum mismatch"),
 )
 
@@ -724,5 +737,8 @@ def status(config: CatalogConfig) -> tuple[bool, str]:
         return False, f"jar set '{s.name}' not cached in {cache_dir()}"
     missing = found.missing()
     if missing:
-        return False, f"{len(missing)} jar(s) of set '{s.name}' missing from {cache_dir()}, e.g. {missing[0]['coordinate']}"
+        return (
+            False,
+            f"{len(missing)} jar(s) of set '{s.name}' missing from {cache_dir()}, e.g. {missing[0]['coordinate']}",
+        )
     return True, f"jar set '{s.name}' cached: {len(found.jars)} jars, {found.size / 2**20:.0f} MiB in {cache_dir()}"

@@ -66,7 +66,9 @@ def jars_cache_dir() -> pathlib.Path:
 def _require(tool: str) -> str:
     path = shutil.which(tool)
     if path is None:
-        raise LocalKafkaError(f"'{tool}' not found on PATH; install a JDK (17+), e.g. apt-get install openjdk-17-jre-headless")
+        raise LocalKafkaError(
+            f"'{tool}' not found on PATH; install a JDK (17+), e.g. apt-get install openjdk-17-jre-headless"
+        )
     return path
 
 
@@ -147,15 +149,19 @@ class LocalKafka:
     def _write_config(self, controller_port: int) -> pathlib.Path:
         rf1 = ("offsets.topic", "transaction.state.log", "share.coordinator.state.topic")
         props = {
-            "process.roles": "broker,controller", "node.id": "1",
+            "process.roles": "broker,controller",
+            "node.id": "1",
             # Static quorum (no --standalone format): the controller port may change between runs.
             "controller.quorum.voters": f"1@127.0.0.1:{controller_port}",
             "listeners": f"PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{controller_port}",
             "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
-            "controller.listener.names": "CONTROLLER", "inter.broker.listener.name": "PLAINTEXT",
+            "controller.listener.names": "CONTROLLER",
+            "inter.broker.listener.name": "PLAINTEXT",
             "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-            "log.dirs": str(self.data_dir / "kraft-logs"), "num.partitions": "1",
-            "group.initial.rebalance.delay.ms": "0", "auto.create.topics.enable": "false",
+            "log.dirs": str(self.data_dir / "kraft-logs"),
+            "num.partitions": "1",
+            "group.initial.rebalance.delay.ms": "0",
+            "auto.create.topics.enable": "false",
             **{f"{t}.replication.factor": "1" for t in rf1},
             **{f"{t}.min.isr": "1" for t in rf1[1:]},
         }
@@ -165,8 +171,16 @@ class LocalKafka:
         return path
 
     def _java(self, java: str, jars: list[pathlib.Path]) -> list[str]:
-        return [java, "-Xms128m", "-Xmx512m", "-XX:+UseG1GC", "-Djava.awt.headless=true",
-                f"-Dlog4j2.configurationFile={self.data_dir / 'log4j2.xml'}", "-cp", os.pathsep.join(map(str, jars))]
+        return [
+            java,
+            "-Xms128m",
+            "-Xmx512m",
+            "-XX:+UseG1GC",
+            "-Djava.awt.headless=true",
+            f"-Dlog4j2.configurationFile={self.data_dir / 'log4j2.xml'}",
+            "-cp",
+            os.pathsep.join(map(str, jars)),
+        ]
 
     def start(self, *, timeout: float = 60.0) -> str:
         """Start the broker unless the one recorded in ``data_dir`` is already running.
@@ -200,10 +214,17 @@ class LocalKafka:
             if res.returncode != 0:
                 raise LocalKafkaError(f"kafka storage format failed: {(res.stdout + res.stderr).strip()[-2000:]}")
         with open(self.log_file, "ab") as log:
-            proc = subprocess.Popen([*java, "kafka.Kafka", str(config)], stdin=subprocess.DEVNULL, stdout=log,
-                                    stderr=subprocess.STDOUT, cwd=self.data_dir, start_new_session=True)
-        (self.data_dir / _STATE_FILE).write_text(json.dumps(
-            {"pid": proc.pid, "port": self.port, "controller_port": cport, "version": KAFKA_VERSION}))
+            proc = subprocess.Popen(
+                [*java, "kafka.Kafka", str(config)],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                cwd=self.data_dir,
+                start_new_session=True,
+            )
+        (self.data_dir / _STATE_FILE).write_text(
+            json.dumps({"pid": proc.pid, "port": self.port, "controller_port": cport, "version": KAFKA_VERSION})
+        )
         bootstrap = f"127.0.0.1:{self.port}"
         _LOG.info("started kafka %s (pid %d) on %s", KAFKA_VERSION, proc.pid, bootstrap)
         deadline = time.monotonic() + timeout
@@ -241,9 +262,13 @@ class LocalKafka:
             ``{"running", "pid", "bootstrap", "data_dir", "version"}``.
         """
         state = self._running_state()
-        return {"running": state is not None, "pid": state["pid"] if state else None,
-                "bootstrap": f"127.0.0.1:{state['port']}" if state else None,
-                "data_dir": str(self.data_dir), "version": KAFKA_VERSION}
+        return {
+            "running": state is not None,
+            "pid": state["pid"] if state else None,
+            "bootstrap": f"127.0.0.1:{state['port']}" if state else None,
+            "data_dir": str(self.data_dir),
+            "version": KAFKA_VERSION,
+        }
 
 
 def create_topic(bootstrap: str, name: str, partitions: int = 3, *, timeout: float = 30.0) -> bool:
@@ -276,8 +301,14 @@ def send(producer: Producer, topic: str, key: Any, value: Any, on_delivery: Any)
             producer.poll(0.1)
 
 
-def produce(bootstrap: str, topic: str, values: Iterable[bytes | str | tuple[Any, Any]], key: bytes | str | None = None,
-            *, timeout: float = 30.0) -> int:
+def produce(
+    bootstrap: str,
+    topic: str,
+    values: Iterable[bytes | str | tuple[Any, Any]],
+    key: bytes | str | None = None,
+    *,
+    timeout: float = 30.0,
+) -> int:
     """Produce values to a topic, in order and exactly once per partition (idempotent producer), and wait
     until all are acknowledged.
 
@@ -318,6 +349,8 @@ def produce(bootstrap: str, topic: str, values: Iterable[bytes | str | tuple[Any
         producer.poll(0)
     remaining = producer.flush(timeout)
     if errors or remaining:
-        raise LocalKafkaError(f"produced {delivered}/{sent} messages to {topic!r}: "
-                              f"{errors[0] if errors else f'{remaining} still in flight after {timeout:.0f}s'}")
+        raise LocalKafkaError(
+            f"produced {delivered}/{sent} messages to {topic!r}: "
+            f"{errors[0] if errors else f'{remaining} still in flight after {timeout:.0f}s'}"
+        )
     return delivered

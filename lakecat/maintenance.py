@@ -345,7 +345,9 @@ def validate_policy(properties: dict[str, str]) -> dict[str, str]:
     for k, v in props.items():
         kind = POLICY_KEYS.get(k)
         if kind is None:
-            if k.startswith(("lakecat.compact.", "lakecat.expire.", "lakecat.orphans.", "lakecat.maintain.", "lakecat.health.")):
+            if k.startswith(
+                ("lakecat.compact.", "lakecat.expire.", "lakecat.orphans.", "lakecat.maintain.", "lakecat.health.")
+            ):
                 raise InvalidArgumentError(f"unknown maintenance property {k!r}: use one of {', '.join(POLICY_KEYS)}")
             continue
         try:
@@ -379,7 +381,9 @@ def _policy_size(table: Table, explicit: int | str | None) -> int:
     return parse_size(value) if value else DEFAULT_TARGET_FILE_SIZE
 
 
-def set_properties(table: Table, properties: dict[str, str] | None = None, *, unset: list[str] | tuple[str, ...] = ()) -> PropertiesResult:
+def set_properties(
+    table: Table, properties: dict[str, str] | None = None, *, unset: list[str] | tuple[str, ...] = ()
+) -> PropertiesResult:
     """Set (and unset) table properties — maintenance policies included — in the table's own metadata."""
     table.adapter.require("alter_properties", "alter")
     props = validate_policy(properties or {})
@@ -407,12 +411,14 @@ def load_plan(path: str | Path | dict[str, Any] | None) -> dict[str, Any]:
     plan: dict[str, Any] = {"defaults": _flat_policy(raw.get("defaults", {}), "[defaults]"), "tables": []}
     for i, item in enumerate(raw.get("tables", [])):
         if not isinstance(item, dict) or not isinstance(item.get("match"), str):
-            raise InvalidArgumentError(f"plan file: [[tables]] entry {i + 1} needs match = \"namespace.pattern\"")
+            raise InvalidArgumentError(f'plan file: [[tables]] entry {i + 1} needs match = "namespace.pattern"')
         body = {k: v for k, v in item.items() if k != "match"}
         plan["tables"].append((item["match"], _flat_policy(body, f"[[tables]] {item['match']}")))
     unknown = set(raw) - {"defaults", "tables"}
     if unknown:
-        raise InvalidArgumentError(f"plan file: unknown section(s) {', '.join(sorted(unknown))}: use [defaults] and [[tables]]")
+        raise InvalidArgumentError(
+            f"plan file: unknown section(s) {', '.join(sorted(unknown))}: use [defaults] and [[tables]]"
+        )
     return plan
 
 
@@ -512,7 +518,9 @@ def _maintain_one(table: Table, plan: dict[str, Any], dry_run: bool, decide: Dec
             wanted = tuple(a for a in MAINTAIN_ACTIONS if a in chosen)
             policy.setdefault("lakecat.compact.min-input-files", str(AUTO_MIN_INPUT_FILES))
             for skipped in (a for a in MAINTAIN_ACTIONS if a not in chosen):
-                report.actions.append(MaintainAction(skipped, "skipped", f"health does not call for it ({report.health['verdict']})"))
+                report.actions.append(
+                    MaintainAction(skipped, "skipped", f"health does not call for it ({report.health['verdict']})")
+                )
         for current in wanted:
             action = _maintain_action(table, current, policy, dry_run, force)
             report.actions.append(action)
@@ -528,8 +536,12 @@ def _maintain_one(table: Table, plan: dict[str, Any], dry_run: bool, decide: Dec
     return report
 
 
-_ACTION_CAPABILITY = {"compact": "compact", "expire": "expire", "clean-orphans": "clean_orphans",
-                      "rewrite-metadata": "rewrite_metadata"}
+_ACTION_CAPABILITY = {
+    "compact": "compact",
+    "expire": "expire",
+    "clean-orphans": "clean_orphans",
+    "rewrite-metadata": "rewrite_metadata",
+}
 
 
 def _maintain_action(table: Table, action: str, policy: dict[str, str], dry_run: bool, force: bool) -> MaintainAction:
@@ -547,9 +559,16 @@ def _maintain_action(table: Table, action: str, policy: dict[str, str], dry_run:
                 return MaintainAction("compact", "would-run", "rewrite the files deletes hide rows of", plan.to_dict())
             return MaintainAction("compact", "done", "", compact(table, apply_deletes=True, **kw).to_dict())  # type: ignore[arg-type]
         if not any(p.files >= min_files for p in plan.partitions):
-            return MaintainAction("compact", "skipped", f"no partition has {min_files} or more small files", plan.to_dict())
+            return MaintainAction(
+                "compact", "skipped", f"no partition has {min_files} or more small files", plan.to_dict()
+            )
         if dry_run:
-            return MaintainAction("compact", "would-run", f"{plan.files_rewritten} files in {len(plan.partitions)} partition(s)", plan.to_dict())
+            return MaintainAction(
+                "compact",
+                "would-run",
+                f"{plan.files_rewritten} files in {len(plan.partitions)} partition(s)",
+                plan.to_dict(),
+            )
         return MaintainAction("compact", "done", "", compact(table, **kw).to_dict())  # type: ignore[arg-type]
     if action == "expire":
         older = policy.get("lakecat.expire.older-than")
@@ -558,8 +577,15 @@ def _maintain_action(table: Table, action: str, policy: dict[str, str], dry_run:
         if not planned.expired_versions and not planned.deleted_files:
             return MaintainAction("expire", "skipped", "no version is old enough to expire", planned.to_dict())
         if dry_run:
-            return MaintainAction("expire", "would-run", f"{len(planned.expired_versions)} versions, {planned.deleted_files} files", planned.to_dict())
-        return MaintainAction("expire", "done", "", expire(table, older_than=older, retain_last=keep, force=force).to_dict())
+            return MaintainAction(
+                "expire",
+                "would-run",
+                f"{len(planned.expired_versions)} versions, {planned.deleted_files} files",
+                planned.to_dict(),
+            )
+        return MaintainAction(
+            "expire", "done", "", expire(table, older_than=older, retain_last=keep, force=force).to_dict()
+        )
     if action == "clean-orphans":
         older = policy.get("lakecat.orphans.older-than")
         res = clean_orphans(table, older_than=older, dry_run=True, force=force)
@@ -567,7 +593,9 @@ def _maintain_action(table: Table, action: str, policy: dict[str, str], dry_run:
             return MaintainAction("clean-orphans", "skipped", "no orphan files older than the window", res.to_dict())
         if dry_run:
             return MaintainAction("clean-orphans", "would-run", f"{len(res.orphan_files)} files", res.to_dict())
-        return MaintainAction("clean-orphans", "done", "", clean_orphans(table, older_than=older, force=force).to_dict())
+        return MaintainAction(
+            "clean-orphans", "done", "", clean_orphans(table, older_than=older, force=force).to_dict()
+        )
     threshold = table.adapter.metadata_upkeep_threshold
     res_m = rewrite_metadata(table, dry_run=True, min_count=threshold)
     if not res_m.needed:

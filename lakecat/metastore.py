@@ -42,7 +42,7 @@ class TableEntry:
 def normalize_location(location: str) -> str:
     """Spell local locations one way (``file:///x``), whichever engine wrote them (Hadoop writes ``file:/x``)."""
     if location.startswith("file:/") and not location.startswith("file://"):
-        return "file://" + location[len("file:"):]
+        return "file://" + location[len("file:") :]
     if location.startswith("/"):
         return "file://" + location
     return location
@@ -70,7 +70,9 @@ class Metastore:
                 with sqlite3.connect(self.sqlite_path, timeout=30) as con:  # WAL is a property of the file
                     con.execute("PRAGMA journal_mode=WAL")
             except (OSError, sqlite3.Error) as e:
-                raise ConfigError(f"cannot open the metastore {self.sqlite_path}: {e} (is LAKECAT_HOME writable?)") from None
+                raise ConfigError(
+                    f"cannot open the metastore {self.sqlite_path}: {e} (is LAKECAT_HOME writable?)"
+                ) from None
         else:
             self.ready()  # a server that cannot be reached is exit 2 at once
 
@@ -123,7 +125,9 @@ class Metastore:
                 try:
                     t.create(self._engine, checkfirst=True)
                 except sa.exc.SQLAlchemyError as e:
-                    raise ConfigError(f"cannot create {name} in the metastore: {e.__class__.__name__}: {str(e).splitlines()[0]}") from None
+                    raise ConfigError(
+                        f"cannot create {name} in the metastore: {e.__class__.__name__}: {str(e).splitlines()[0]}"
+                    ) from None
                 self._ready.add(name)
         return t
 
@@ -211,7 +215,9 @@ class Registry:
                           properties=json.loads(row["properties"] or "{}"))  # fmt: skip
 
     def list(self, namespace: str | None = None) -> list[TableEntry]:
-        return [self._entry(row) for row in self.metastore.find(self.table_name, catalog_filter(self.metastore, namespace))]
+        return [
+            self._entry(row) for row in self.metastore.find(self.table_name, catalog_filter(self.metastore, namespace))
+        ]
 
     def get(self, ident: TableIdent) -> TableEntry | None:
         rows = self.metastore.find(self.table_name, key_of(self.metastore, ident))
@@ -235,7 +241,11 @@ class Registry:
     def update_properties(self, ident: TableIdent, properties: dict[str, Any]) -> None:
         t = self.t
         with self.metastore.engine.begin() as con:
-            con.execute(t.update().where(*where_table(self.metastore, t, ident)).values(properties=json.dumps(properties, sort_keys=True)))
+            con.execute(
+                t.update()
+                .where(*where_table(self.metastore, t, ident))
+                .values(properties=json.dumps(properties, sort_keys=True))
+            )
 
     def unregister(self, ident: TableIdent) -> bool:
         t = self.t

@@ -102,15 +102,24 @@ def health_registry(result: HealthResult) -> Any:
         "versions": ("lakecat_table_versions", "Versions (snapshots, log versions) retained."),
         "oldest_version_age_s": ("lakecat_table_oldest_version_age_seconds", "Age of the oldest retained version."),
         "expirable_versions": ("lakecat_table_expirable_versions", "Versions older than the expiry policy."),
-        "old_version_bytes": ("lakecat_table_old_version_bytes", "Bytes only old versions reference (what expiry frees)."),
+        "old_version_bytes": (
+            "lakecat_table_old_version_bytes",
+            "Bytes only old versions reference (what expiry frees).",
+        ),
         "partitions": ("lakecat_table_partitions", "Partitions with live data."),
         "partition_skew": ("lakecat_table_partition_skew_ratio", "Largest partition's bytes over the median's."),
     }
     stamps = {
         "last_compaction": ("lakecat_table_last_compaction_timestamp_seconds", "Last compaction (Unix time)."),
         "last_expiry": ("lakecat_table_last_expiry_timestamp_seconds", "Last expiry by lakecat (Unix time)."),
-        "last_orphan_cleanup": ("lakecat_table_last_orphan_cleanup_timestamp_seconds", "Last orphan cleanup (Unix time)."),
-        "stream_last_commit": ("lakecat_table_stream_last_commit_timestamp_seconds", "Last commit of lakecat's ingest (Unix time)."),
+        "last_orphan_cleanup": (
+            "lakecat_table_last_orphan_cleanup_timestamp_seconds",
+            "Last orphan cleanup (Unix time).",
+        ),
+        "stream_last_commit": (
+            "lakecat_table_stream_last_commit_timestamp_seconds",
+            "Last commit of lakecat's ingest (Unix time).",
+        ),
     }
 
     class _Collector:
@@ -120,7 +129,9 @@ def health_registry(result: HealthResult) -> Any:
             families = {k: GaugeMetricFamily(n, d, labels=labels) for k, (n, d) in {**gauges, **stamps}.items()}
             verdict = GaugeMetricFamily("lakecat_table_health_verdict", "1 for the table's verdict, 0 for the others.",
                                         labels=[*labels, "verdict"])  # fmt: skip
-            sizes = HistogramMetricFamily("lakecat_table_file_size_bytes", "Sizes of the live data files.", labels=labels)
+            sizes = HistogramMetricFamily(
+                "lakecat_table_file_size_bytes", "Sizes of the live data files.", labels=labels
+            )
             for h in result.tables:
                 lv = [h.name, h.format]
                 for v in VERDICTS:

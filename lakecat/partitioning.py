@@ -81,14 +81,26 @@ def parse_partition_spec(spec: str | list[str] | tuple[str, ...] | None, columns
         validate_part(field.column, what="partition column")
         col = by_name.get(field.column.lower())
         if col is None:
-            raise InvalidArgumentError(f"invalid partition transform {item.strip()!r}: no column {field.column!r} in the schema")
+            raise InvalidArgumentError(
+                f"invalid partition transform {item.strip()!r}: no column {field.column!r} in the schema"
+            )
         field = PartitionField(field.transform, col.name, field.param)
         if field.transform in ("years", "months", "days", "hours") and col.type not in _TIME_TYPES:
-            raise InvalidArgumentError(f"invalid partition transform {item.strip()!r}: {col.name} is {col.type}, not a date or timestamp")
+            raise InvalidArgumentError(
+                f"invalid partition transform {item.strip()!r}: {col.name} is {col.type}, not a date or timestamp"
+            )
         if field.transform == "hours" and col.type == "DATE":
-            raise InvalidArgumentError(f"invalid partition transform {item.strip()!r}: hours() needs a timestamp, {col.name} is a DATE")
-        if field.transform == "truncate" and col.type not in ("STRING", "INT", "BIGINT", "SMALLINT", "TINYINT") and not col.type.startswith("DECIMAL"):
-            raise InvalidArgumentError(f"invalid partition transform {item.strip()!r}: truncate needs a string, integer or decimal column")
+            raise InvalidArgumentError(
+                f"invalid partition transform {item.strip()!r}: hours() needs a timestamp, {col.name} is a DATE"
+            )
+        if (
+            field.transform == "truncate"
+            and col.type not in ("STRING", "INT", "BIGINT", "SMALLINT", "TINYINT")
+            and not col.type.startswith("DECIMAL")
+        ):
+            raise InvalidArgumentError(
+                f"invalid partition transform {item.strip()!r}: truncate needs a string, integer or decimal column"
+            )
         if field in fields:
             raise InvalidArgumentError(f"invalid partition spec: {field} appears twice")
         fields.append(field)

@@ -69,7 +69,9 @@ def _tokens(text: str) -> list[_Tok]:
     while pos < len(text):
         m = _TOKEN.match(text, pos)
         if not m or m.end() == pos:
-            raise NotExactError(f"the predicate has text the light path does not read at {text[pos:pos + 12].strip()!r}")
+            raise NotExactError(
+                f"the predicate has text the light path does not read at {text[pos : pos + 12].strip()!r}"
+            )
         kind = m.lastgroup or ""
         value = m.group(kind)
         if kind == "id" and value.upper() in _KEYWORDS:
@@ -187,7 +189,12 @@ class _Parser:
             self.expect("kw", "NULL")
             return f"({left} IS {'NOT ' if negate else ''}NULL)", "boolean"
         negate = False
-        if tok.kind == "kw" and tok.text == "NOT" and self.peek(1).kind == "kw" and self.peek(1).text in ("IN", "LIKE", "BETWEEN"):
+        if (
+            tok.kind == "kw"
+            and tok.text == "NOT"
+            and self.peek(1).kind == "kw"
+            and self.peek(1).text in ("IN", "LIKE", "BETWEEN")
+        ):
             self.take()
             negate = True
         neg = "NOT " if negate else ""
@@ -242,7 +249,9 @@ class _Parser:
                 )
             col_kind = _kind_of(field.type)
             if col_kind is None:
-                raise NotExactError(f"column {field.name!r} is of type {field.type}, which the light path does not compare")
+                raise NotExactError(
+                    f"column {field.name!r} is of type {field.type}, which the light path does not compare"
+                )
             return quote_ident(field.name), col_kind
         return self.literal()
 
@@ -292,7 +301,9 @@ class _Parser:
         if tok.kind == "str":
             text = tok.text[1:-1]
             if "\\" in text or "''" in text:  # Spark: '' joins two literals, \ escapes; DuckDB: '' is a quote
-                raise NotExactError("a string literal with a backslash or a doubled quote (the dialects read them differently)")
+                raise NotExactError(
+                    "a string literal with a backslash or a doubled quote (the dialects read them differently)"
+                )
             return sql_literal(text), "string"
         if tok.kind == "kw" and tok.text in ("TRUE", "FALSE"):
             return tok.text, "boolean"

@@ -72,7 +72,10 @@ def run_quickstart(
     if not was_running and port is None and not port_free(9092):
         # 9092 is someone else's: take a free port instead of failing
         broker = LocalKafka(data_dir=lakecat_home() / "kafka", port=free_port())
-    say("1/7 starting the local Kafka broker" + (" (already running)" if was_running else " (first start resolves its jars)"))
+    say(
+        "1/7 starting the local Kafka broker"
+        + (" (already running)" if was_running else " (first start resolves its jars)")
+    )
     bootstrap = broker.start(timeout=120)
     try:
         create_topic(bootstrap, TOPIC, partitions=3)
@@ -86,11 +89,16 @@ def run_quickstart(
         report = QuickstartResult(run, bootstrap, TOPIC, events, malformed)
         for fmt, name in names.items():
             partitioning = PARTITIONING[get_format(fmt).supports("bucket_partitioning")]
-            say(f"3/7 {'using' if run > 1 else 'creating'} the {fmt} table {name} partitioned by {', '.join(partitioning)}")
+            say(
+                f"3/7 {'using' if run > 1 else 'creating'} the {fmt} table {name} partitioned by {', '.join(partitioning)}"
+            )
             table = catalog.create_table(name, schema=SCHEMA, format=fmt, partition_by=partitioning, if_not_exists=True)
             say(f"4/7 ingesting Kafka -> {name} (available-now, exactly once, bad records to {name}_dlq)")
             ingest = catalog.ingest(
-                name, KafkaSource(bootstrap, TOPIC), trigger="available-now", max_records_per_batch=max(1, (events + malformed) // 3)
+                name,
+                KafkaSource(bootstrap, TOPIC),
+                trigger="available-now",
+                max_records_per_batch=max(1, (events + malformed) // 3),
             )
             history = table.history()
             entries = list(history)
@@ -113,7 +121,11 @@ def run_quickstart(
                 "first_version": first,
                 "rows_at_first_version": first_count,
                 "changes_since_first_version": change_count,
-                "compaction": {"would_rewrite": plan.files_rewritten, "files_before": compacted.files_before, "files_after": compacted.files_after},
+                "compaction": {
+                    "would_rewrite": plan.files_rewritten,
+                    "files_before": compacted.files_before,
+                    "files_after": compacted.files_after,
+                },
                 "expire_dry_run": {"would_expire": len(expire.expired_versions), "older_than": expire.older_than},
                 "rows_now": d.records,
                 "files_now": d.files,

@@ -26,7 +26,9 @@ _PRIMITIVES = {
     "timestamp": "TIMESTAMP",
     "timestamp_ntz": "TIMESTAMP_NTZ",
 }  # fmt: skip
-_TOKEN = re.compile(r"\s*(?:(?P<word>[A-Za-z_][A-Za-z0-9_]*)|(?P<num>\d+)|(?P<str>'(?:[^'\\]|\\.|'')*')|(?P<sym>[<>(),:]))")
+_TOKEN = re.compile(
+    r"\s*(?:(?P<word>[A-Za-z_][A-Za-z0-9_]*)|(?P<num>\d+)|(?P<str>'(?:[^'\\]|\\.|'')*')|(?P<sym>[<>(),:]))"
+)
 
 
 @dataclass(frozen=True)

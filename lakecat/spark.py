@@ -274,7 +274,11 @@ JVM_ENVIRONMENT = {"MALLOC_ARENA_MAX": "2"}
 #: generation next to a --dedupe-key run's keys: in the bench's ingest section ~250 retained executions held a plan
 #: description of 16 KB or more (23 MB in those strings), and with 50 kept 31 MB less was live (docs/performance.md,
 #: 2026-11-29, twenty-first). The running ones are kept whatever the limit.
-STATUS_RETENTION = {"spark.ui.retainedJobs": "50", "spark.ui.retainedStages": "50", "spark.sql.ui.retainedExecutions": "50"}
+STATUS_RETENTION = {
+    "spark.ui.retainedJobs": "50",
+    "spark.ui.retainedStages": "50",
+    "spark.sql.ui.retainedExecutions": "50",
+}
 
 
 def jvm_environment(base: Mapping[str, str]) -> dict[str, str]:
@@ -319,8 +323,11 @@ def java_memory_options(*, server: bool = False) -> list[str]:
     """lakecat's JVM memory options: ``JAVA_MEMORY_OPTIONS``, with ``ENGINE_GC_OPTIONS``' collector for a server."""
     import shlex
 
-    return shlex.split(merge_java_options(JAVA_MEMORY_OPTIONS, shlex.join(ENGINE_GC_OPTIONS))) if server \
+    return (
+        shlex.split(merge_java_options(JAVA_MEMORY_OPTIONS, shlex.join(ENGINE_GC_OPTIONS)))
+        if server
         else list(JAVA_MEMORY_OPTIONS)
+    )
 
 
 def engine_spark_conf(config: CatalogConfig, *, server: bool = False) -> dict[str, str]:
@@ -342,7 +349,10 @@ def engine_spark_conf(config: CatalogConfig, *, server: bool = False) -> dict[st
         "spark.sql.shuffle.partitions": "2",
         "spark.default.parallelism": "2",
         "spark.sql.streaming.stopGracefullyOnShutdown": "true",
-        **session_spark_conf(config), **storage_spark_conf(config), **user, **catalog_spark_conf(config),
+        **session_spark_conf(config),
+        **storage_spark_conf(config),
+        **user,
+        **catalog_spark_conf(config),
     }
 
 

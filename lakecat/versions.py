@@ -190,7 +190,9 @@ class _Answer:
         except Exception as e:  # noqa: BLE001 - a light library failing: Spark answers (or, asked for light, we say why)
             if self.wanted == "light":
                 if isinstance(e, FileNotFoundError) or "not found" in str(e).lower():
-                    raise VersionNotFoundError(f"{what} {table.name}: a file of the version is gone: {first_line(str(e))}") from e
+                    raise VersionNotFoundError(
+                        f"{what} {table.name}: a file of the version is gone: {first_line(str(e))}"
+                    ) from e
                 raise LakecatError(f"{what} {table.name} without a JVM failed: {first_line(str(e))}") from e
             self.reason = f"the light path failed ({type(e).__name__}: {first_line(str(e))})"
             return None
@@ -423,7 +425,9 @@ class TableChanges(Result):
     def _light(self, answer: _Answer, **query: Any) -> Any:
         def run() -> Any:
             source = self.table.adapter.changes_light(self.table, self.since_version, self.until_version, self._commits)
-            return _light_select(source, where=None, order=None if query["count"] else _commit_order(self._commits), **query)
+            return _light_select(
+                source, where=None, order=None if query["count"] else _commit_order(self._commits), **query
+            )
 
         return answer.light(self.table, "changes", run)
 

@@ -132,6 +132,7 @@ def cli():
 
     return invoke
 
+
 # Benchmarks print figures; they are scripts, not tests.
 collect_ignore = ["bench"]
 

@@ -38,7 +38,11 @@ def _docstrings(tree: ast.AST) -> set[int]:
     for node in ast.walk(tree):
         if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
             first = node.body[0]
-            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+            if (
+                isinstance(first, ast.Expr)
+                and isinstance(first.value, ast.Constant)
+                and isinstance(first.value.value, str)
+            ):
                 ids.add(id(first.value))
     return ids
 
@@ -149,7 +153,9 @@ def test_core_is_mypy_clean():
     import subprocess
     import sys
 
-    proc = subprocess.run([sys.executable, "-m", "mypy", "lakecat"], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-m", "mypy", "lakecat"], cwd=ROOT, capture_output=True, text=True, timeout=600
+    )
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
 
 
@@ -278,7 +284,8 @@ def test_doctor_asks_each_format_what_it_keeps_in_the_metastore(catalog, jsonlog
     check = _metastore(catalog.config)  # the metastore is reachable: the format's failure is its own line
     assert not check.ok and "not reachable" not in check.detail, check.detail
     assert check.detail.startswith(detail + "; ") and check.detail.endswith(
-        f"{JsonLogFormat.name}: could not read what it keeps there: permission denied for table jsonlog_things"), check.detail
+        f"{JsonLogFormat.name}: could not read what it keeps there: permission denied for table jsonlog_things"
+    ), check.detail
     assert check.fix
 
     def silent(self, config, tables, columns):
@@ -286,7 +293,9 @@ def test_doctor_asks_each_format_what_it_keeps_in_the_metastore(catalog, jsonlog
 
     monkeypatch.setattr(JsonLogFormat, "metastore_status", silent, raising=False)
     check = _metastore(catalog.config)  # an error without a message is named by its type
-    assert not check.ok and check.detail.endswith(f"{JsonLogFormat.name}: could not read what it keeps there: PermissionError")
+    assert not check.ok and check.detail.endswith(
+        f"{JsonLogFormat.name}: could not read what it keeps there: PermissionError"
+    )
 
 
 def test_an_external_iceberg_catalog_is_named_in_the_metastore_line(tmp_path):
@@ -297,5 +306,7 @@ def test_an_external_iceberg_catalog_is_named_in_the_metastore_line(tmp_path):
     path.write_text(f'name = "lake"\nwarehouse = "{tmp_path}/wh"\nmetastore = "sqlite:///{tmp_path}/c.db"\n'
                     '[iceberg]\ntype = "rest"\nuri = "http://127.0.0.1:1/api/catalog"\n')  # fmt: skip
     config = load_config_file(path)
-    assert get_format("iceberg").metastore_status(config, set(), lambda t: set()) == "Iceberg tables in the rest catalog"
+    assert (
+        get_format("iceberg").metastore_status(config, set(), lambda t: set()) == "Iceberg tables in the rest catalog"
+    )
     assert get_format("delta").metastore_status(config, set(), lambda t: set()) == "no Delta registry yet"

@@ -17,38 +17,131 @@ from lakecat.bench import suite as bench
 SAMPLE = {
     "suite": "lakecat.bench",
     "quick": False,
-    "machine": {"cpu_count": 2, "cpu_model": "Test CPU @ 2.0GHz", "memory_gib": 23.4, "os": "Linux-6.1-x86_64",
-                "python": "3.11.9", "java": "17.0.15 (OpenJDK Runtime Environment)", "pyspark": "4.1.1",
-                "delta_spark": "4.4.0", "iceberg_spark_runtime": "1.11.0", "date": "2026-01-02T03:04:05Z",
-                "load_average_start": [1.5, 1.2, 1.0], "load_average_end": [2.0, 1.5, 1.1]},  # fmt: skip
-    "ingest": {"events": 200000, "batch": 50000, "repeat": 2, "topic_partitions": 3, "input_bytes": 16_000_000, "results": {
-        "iceberg": {"lakecat_s": 13.4, "plain_rows_per_s": 15730, "lakecat_rows_per_s": 14900, "ratio": 0.947, "plain_cpu_s": 30.1,
-                    "lakecat_cpu_s": 31.5, "cpu_ratio": 1.047, "lakecat_setup_s": 1.2},
-        "delta": {"plain_rows_per_s": 15603, "lakecat_rows_per_s": 15000, "ratio": 0.961, "plain_cpu_s": 29.0,
-                  "lakecat_cpu_s": 30.0, "cpu_ratio": 1.034, "lakecat_setup_s": 0.9}}},  # fmt: skip
-    "freshness": {"trigger": "every 1s", "rate_per_s": 50, "seconds": 60, "results": {
-        "iceberg": {"plain": {"p50_s": 1.4, "p95_s": 2.2}, "lakecat": {"p50_s": 1.5, "p95_s": 2.4}, "ratio_p50": 1.071},
-        "delta": {"plain": {"p50_s": 1.3, "p95_s": 2.0}, "lakecat": {"p50_s": 1.35, "p95_s": 2.1}, "ratio_p50": 1.038}}},  # fmt: skip
-    "cdc": {"events": 55000, "change_events": 50000, "keys": 5000, "batch": 10000,
-            "iceberg": {"plain_s": 20.0, "lakecat_s": 18.0, "plain_events_s": 2750, "lakecat_events_s": 3056, "ratio": 1.111},
-            "delta": {"plain_s": 19.0, "lakecat_s": 18.5, "plain_events_s": 2895, "lakecat_events_s": 2973, "ratio": 1.027}},  # fmt: skip
-    "compact": {"files": 2000, "rows": 200000, "target_file_size": 67108864, "results": {
-        "iceberg": {"files_before": 2000, "files_after": 4, "dry_run_s": 0.5, "lakecat_compact_s": 7.84,
-                    "engine_compact_s": 5.93, "lakecat_over_engine": 1.32, "before": {"filtered_query_s": 3.38,
-                    "full_query_s": 9.57}, "after": {"filtered_query_s": 0.42, "full_query_s": 0.68},
-                    "filtered_query_speedup": 8.05, "full_query_speedup": 14.07},
-        "delta": {"files_before": 2000, "files_after": 4, "dry_run_s": 0.03, "lakecat_compact_s": 8.37,
-                  "engine_compact_s": 11.01, "lakecat_over_engine": 0.76, "before": {"filtered_query_s": 3.51,
-                  "full_query_s": 5.01}, "after": {"filtered_query_s": 1.18, "full_query_s": 0.71},
-                  "filtered_query_speedup": 2.97, "full_query_speedup": 7.06}}},  # fmt: skip
-    "metadata": {"repeat": 5, "commits": 20, "results": {
-        "list": {"s": 0.6, "peak_mb": 95}, "describe_iceberg": {"s": 0.7, "peak_mb": 140},
-        "history_delta": {"s": 0.75, "peak_mb": 120},
-        "spark_session_start": {"s": 15.2, "peak_mb": 900, "jvm_peak_mb": 820}},
-        "ratios": {"list_vs_spark_start": 0.039, "describe_iceberg_vs_spark_start": 0.046,
-                   "history_delta_vs_spark_start": 0.049}},  # fmt: skip
-    "memory": {"spark_driver": {"overall": {"python_mb": 300, "jvm_mb": 1500, "total_mb": 1800},
-                                "ingest_lakecat_iceberg": {"python_mb": 290, "jvm_mb": 1400, "total_mb": 1690}}},  # fmt: skip
+    "machine": {
+        "cpu_count": 2,
+        "cpu_model": "Test CPU @ 2.0GHz",
+        "memory_gib": 23.4,
+        "os": "Linux-6.1-x86_64",
+        "python": "3.11.9",
+        "java": "17.0.15 (OpenJDK Runtime Environment)",
+        "pyspark": "4.1.1",
+        "delta_spark": "4.4.0",
+        "iceberg_spark_runtime": "1.11.0",
+        "date": "2026-01-02T03:04:05Z",
+        "load_average_start": [1.5, 1.2, 1.0],
+        "load_average_end": [2.0, 1.5, 1.1],
+    },  # fmt: skip
+    "ingest": {
+        "events": 200000,
+        "batch": 50000,
+        "repeat": 2,
+        "topic_partitions": 3,
+        "input_bytes": 16_000_000,
+        "results": {
+            "iceberg": {
+                "lakecat_s": 13.4,
+                "plain_rows_per_s": 15730,
+                "lakecat_rows_per_s": 14900,
+                "ratio": 0.947,
+                "plain_cpu_s": 30.1,
+                "lakecat_cpu_s": 31.5,
+                "cpu_ratio": 1.047,
+                "lakecat_setup_s": 1.2,
+            },
+            "delta": {
+                "plain_rows_per_s": 15603,
+                "lakecat_rows_per_s": 15000,
+                "ratio": 0.961,
+                "plain_cpu_s": 29.0,
+                "lakecat_cpu_s": 30.0,
+                "cpu_ratio": 1.034,
+                "lakecat_setup_s": 0.9,
+            },
+        },
+    },  # fmt: skip
+    "freshness": {
+        "trigger": "every 1s",
+        "rate_per_s": 50,
+        "seconds": 60,
+        "results": {
+            "iceberg": {
+                "plain": {"p50_s": 1.4, "p95_s": 2.2},
+                "lakecat": {"p50_s": 1.5, "p95_s": 2.4},
+                "ratio_p50": 1.071,
+            },
+            "delta": {
+                "plain": {"p50_s": 1.3, "p95_s": 2.0},
+                "lakecat": {"p50_s": 1.35, "p95_s": 2.1},
+                "ratio_p50": 1.038,
+            },
+        },
+    },  # fmt: skip
+    "cdc": {
+        "events": 55000,
+        "change_events": 50000,
+        "keys": 5000,
+        "batch": 10000,
+        "iceberg": {
+            "plain_s": 20.0,
+            "lakecat_s": 18.0,
+            "plain_events_s": 2750,
+            "lakecat_events_s": 3056,
+            "ratio": 1.111,
+        },
+        "delta": {"plain_s": 19.0, "lakecat_s": 18.5, "plain_events_s": 2895, "lakecat_events_s": 2973, "ratio": 1.027},
+    },  # fmt: skip
+    "compact": {
+        "files": 2000,
+        "rows": 200000,
+        "target_file_size": 67108864,
+        "results": {
+            "iceberg": {
+                "files_before": 2000,
+                "files_after": 4,
+                "dry_run_s": 0.5,
+                "lakecat_compact_s": 7.84,
+                "engine_compact_s": 5.93,
+                "lakecat_over_engine": 1.32,
+                "before": {"filtered_query_s": 3.38, "full_query_s": 9.57},
+                "after": {"filtered_query_s": 0.42, "full_query_s": 0.68},
+                "filtered_query_speedup": 8.05,
+                "full_query_speedup": 14.07,
+            },
+            "delta": {
+                "files_before": 2000,
+                "files_after": 4,
+                "dry_run_s": 0.03,
+                "lakecat_compact_s": 8.37,
+                "engine_compact_s": 11.01,
+                "lakecat_over_engine": 0.76,
+                "before": {"filtered_query_s": 3.51, "full_query_s": 5.01},
+                "after": {"filtered_query_s": 1.18, "full_query_s": 0.71},
+                "filtered_query_speedup": 2.97,
+                "full_query_speedup": 7.06,
+            },
+        },
+    },  # fmt: skip
+    "metadata": {
+        "repeat": 5,
+        "commits": 20,
+        "results": {
+            "list": {"s": 0.6, "peak_mb": 95},
+            "describe_iceberg": {"s": 0.7, "peak_mb": 140},
+            "history_delta": {"s": 0.75, "peak_mb": 120},
+            "spark_session_start": {"s": 15.2, "peak_mb": 900, "jvm_peak_mb": 820},
+        },
+        "ratios": {
+            "list_vs_spark_start": 0.039,
+            "describe_iceberg_vs_spark_start": 0.046,
+            "history_delta_vs_spark_start": 0.049,
+        },
+    },  # fmt: skip
+    "memory": {
+        "spark_driver": {
+            "overall": {"python_mb": 300, "jvm_mb": 1500, "total_mb": 1800},
+            "ingest_lakecat_iceberg": {"python_mb": 290, "jvm_mb": 1400, "total_mb": 1690},
+        }
+    },  # fmt: skip
 }
 
 README = """# lakecat
@@ -166,7 +259,9 @@ def test_from_json_rewrites_the_docs_page(tmp_path, capsys, monkeypatch) -> None
     assert json.loads(capsys.readouterr().out)["ingest"]["events"] == 200000
     text = page.read_text()
     assert "old generated block" not in text and "| Iceberg | 15,730 | 14,900 | 1.2 | 0.95× |" in text
-    assert text.startswith("# Performance\n\n" + bench.START_MARK) and text.endswith("## What profiling found\n\n- keep me\n")
+    assert text.startswith("# Performance\n\n" + bench.START_MARK) and text.endswith(
+        "## What profiling found\n\n- keep me\n"
+    )
     assert "--from-json bench.json --docs" in text
 
 
@@ -174,15 +269,24 @@ def test_the_docs_performance_page_is_generated_from_the_checked_in_json() -> No
     root = Path(__file__).resolve().parent.parent
     doc = json.loads((root / "docs" / "bench-full.json").read_text())
     page = (root / bench.DOCS_PAGE).read_text()
-    assert bench.render_markdown(doc) in page, "regenerate: python -m lakecat.bench --from-json docs/bench-full.json --docs"
+    assert bench.render_markdown(doc) in page, (
+        "regenerate: python -m lakecat.bench --from-json docs/bench-full.json --docs"
+    )
 
 
 def test_ratios_are_flat_with_a_direction() -> None:
     r = bench.ratios(SAMPLE)
-    assert r["ingest.iceberg.throughput"] == {"value": 0.947, "better": "higher", "what": "lakecat rows/s / plain rows/s"}
+    assert r["ingest.iceberg.throughput"] == {
+        "value": 0.947,
+        "better": "higher",
+        "what": "lakecat rows/s / plain rows/s",
+    }
     assert r["freshness.delta.p50"]["better"] == "lower"
-    assert r["cdc.delta.throughput"] == {"value": 1.027, "better": "higher",
-                                         "what": "lakecat events/s / plain events/s (lakecat.bench.cdc)"}
+    assert r["cdc.delta.throughput"] == {
+        "value": 1.027,
+        "better": "higher",
+        "what": "lakecat events/s / plain events/s (lakecat.bench.cdc)",
+    }
     assert r["compact.iceberg.time_vs_engine"]["value"] == 1.32
     assert r["metadata.list_vs_spark_start"]["value"] == 0.039
 
@@ -191,7 +295,9 @@ def test_failed_sections_and_quantiles() -> None:
     assert bench.failed_sections(SAMPLE) == []
     assert bench.failed_sections({"compact": {"error": "x"}, "cdc": {"skipped": "y"}}) == ["compact"]
     assert bench.failed_sections({"compact": {"results": {}, "big": {"error": "MemoryError"}}}) == ["compact.big"]
-    assert bench.failed_sections({"ingest": {"results": {}, "big": {"error": "ConnectionRefusedError"}}}) == ["ingest.big"]
+    assert bench.failed_sections({"ingest": {"results": {}, "big": {"error": "ConnectionRefusedError"}}}) == [
+        "ingest.big"
+    ]
     assert bench._pct([3.0, 1.0, 2.0, 4.0], 0.5) == 2.5
     assert bench._pct([], 0.5) is None
 
@@ -203,8 +309,10 @@ def test_a_failed_section_keeps_the_spark_logs(tmp_path) -> None:
     (home / "logs" / "spark.log").write_text("java.lang.OutOfMemoryError: Java heap space\n")
     ok = {"ingest": {"results": {"iceberg": {"ratio": 1.0}}}, "compact": {"results": {}}}
     assert bench.failed_sections(ok) == [] and bench.keep_logs(home, ok) is None
-    failed = {"ingest": {"results": {}, "big": {"events": 2_000_000, "error": "ConnectionRefusedError(111)"}},
-              "freshness": {"error": "ConnectionRefusedError(111)"}}
+    failed = {
+        "ingest": {"results": {}, "big": {"events": 2_000_000, "error": "ConnectionRefusedError(111)"}},
+        "freshness": {"error": "ConnectionRefusedError(111)"},
+    }
     assert bench.failed_sections(failed) == ["freshness", "ingest.big"]
     kept = bench.keep_logs(home, failed)
     assert kept is not None and kept.parent != home and not kept.is_relative_to(home)
@@ -216,8 +324,16 @@ def test_a_failed_section_keeps_the_spark_logs(tmp_path) -> None:
 
 def test_the_ingest_at_scale_renders_and_has_its_ratios() -> None:
     doc = json.loads(json.dumps(SAMPLE))
-    row = {"plain_rows_per_s": 34913, "lakecat_rows_per_s": 33415, "ratio": 0.957, "plain_cpu_s": 91.6,
-           "lakecat_cpu_s": 97.8, "cpu_ratio": 1.068, "lakecat_setup_s": 0.21, "lakecat_s": 59.85}
+    row = {
+        "plain_rows_per_s": 34913,
+        "lakecat_rows_per_s": 33415,
+        "ratio": 0.957,
+        "plain_cpu_s": 91.6,
+        "lakecat_cpu_s": 97.8,
+        "cpu_ratio": 1.068,
+        "lakecat_setup_s": 0.21,
+        "lakecat_s": 59.85,
+    }
     doc["ingest"].update({"state_released": True, "big": {
         "events": 2_000_000, "batch": 50000, "repeat": 3, "statistic": "median", "topic_partitions": 3,
         "input_bytes": 161_377_780, "topic_disk_bytes": 181_465_054, "results": {"delta": dict(row, ratio=0.96)},
@@ -227,7 +343,10 @@ def test_the_ingest_at_scale_renders_and_has_its_ratios() -> None:
     assert "| Iceberg, `--dedupe-key` | 34,913 | 33,415 | 2.7 | 0.96× | 91.6 / 97.8 | 0.21 s |" in md
     assert "unloads Spark's state stores" in md
     r = bench.ratios(doc)
-    assert r["ingest_big.iceberg.dedupe_throughput"]["value"] == 0.957 and r["ingest_big.delta.throughput"]["value"] == 0.96
+    assert (
+        r["ingest_big.iceberg.dedupe_throughput"]["value"] == 0.957
+        and r["ingest_big.delta.throughput"]["value"] == 0.96
+    )
     assert r["ingest.iceberg.throughput"]["value"] == doc["ingest"]["results"]["iceberg"]["ratio"]  # the 200k keys stay
     doc["ingest"]["big"] = {"events": 2_000_000, "error": "RuntimeError: boom"}
     assert "**Ingest at scale**: failed in this run (RuntimeError: boom)." in bench.render_markdown(doc)
@@ -333,7 +452,10 @@ def test_the_ingest_section_runs_both_sizes_apart_and_releases_state(catalog, ka
             row = doc["dedupe"]["results"][fmt]
             assert row["ratio"] > 0 and row["plain_spark"]["triggers_with_data"] >= n // 200
     for fmt in ("iceberg", "delta"):  # each size wrote its own tables, every event once (the independent readers)
-        for name, n in ((f"bench.i_lakecat_dedupe_{fmt}_0", 400), (f"bench.ibig_plain_dedupe_{fmt}_0", 600),
-                        (f"bench.i_lead_dedupe_{fmt}", 400)):  # each row's untimed first run, of the full size
+        for name, n in (
+            (f"bench.i_lakecat_dedupe_{fmt}_0", 400),
+            (f"bench.ibig_plain_dedupe_{fmt}_0", 600),
+            (f"bench.i_lead_dedupe_{fmt}", 400),
+        ):  # each row's untimed first run, of the full size
             assert sorted(r["id"] for r in read_rows(catalog, name)) == list(range(n))
     assert "each row's runs together after one untimed run of it" in bench.render_markdown({"ingest": out})

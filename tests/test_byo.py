@@ -115,10 +115,16 @@ def test_register_delta_rs_table_and_run_every_command(cli, light_cli, catalog, 
 
     landing = tmp_path / "landing"
     landing.mkdir()
-    (landing / "0.json").write_text("\n".join(json.dumps({"id": 100 + i, "region": "eu", "amount": 1.5}) for i in range(3)) + "\n")
+    (landing / "0.json").write_text(
+        "\n".join(json.dumps({"id": 100 + i, "region": "eu", "amount": 1.5}) for i in range(3)) + "\n"
+    )
     assert _ok(cli, "ingest", name, "--files", landing, "--file-format", "json", "--no-dlq")["rows_written"] == 3
     changes = _ok(cli, "changes", name, "--since", since)
-    assert sorted((r["id"], r["_change_type"]) for r in changes["rows"]) == [(100, "insert"), (101, "insert"), (102, "insert")]
+    assert sorted((r["id"], r["_change_type"]) for r in changes["rows"]) == [
+        (100, "insert"),
+        (101, "insert"),
+        (102, "insert"),
+    ]
 
     fixes = tmp_path / "fixes.json"
     fixes.write_text(json.dumps({"id": 1, "region": "us", "amount": 99.0}) + "\n")
@@ -232,7 +238,9 @@ def test_register_refuses_bad_input(cli, catalog, ns, tmp_path):
     assert "convert" in _error(cli, ["register", f"{ns}.a", "--location", parquet_only], 2)
     assert "not a readable Iceberg metadata file" in _error(
         cli, ["register", f"{ns}.a", "--location", corrupt / "v1.metadata.json"], 2)  # fmt: skip
-    assert "not a readable Iceberg metadata file" in _error(cli, ["register", f"{ns}.a", "--location", corrupt.parent], 2)
+    assert "not a readable Iceberg metadata file" in _error(
+        cli, ["register", f"{ns}.a", "--location", corrupt.parent], 2
+    )
     message = _error(cli, ["register", f"{ns}.a", "--location", ambiguous.parent], 2)
     assert "ambiguous" in message and "00003-a.metadata.json" in message and "00003-b.metadata.json" in message
     assert "00002" not in message
@@ -267,10 +275,16 @@ def test_convert_parquet_directory(cli, light_cli, catalog, spark, ns, table_for
     name = f"{ns}.events"
     files_before = _files_under(source)
 
-    plan = light_cli("convert", name, "--from", source, "--format", table_format, "--partition-by", "region", "--dry-run")
+    plan = light_cli(
+        "convert", name, "--from", source, "--format", table_format, "--partition-by", "region", "--dry-run"
+    )
     assert plan["dry_run"] is True and plan["rows"] == 15 and plan["partitions"] == ["region=eu", "region=us"]
     assert sorted(plan["files"]) == ["region=eu/part-0.parquet", "region=us/part-0.parquet", "region=us/part-1.parquet"]
-    assert [(c["name"], c["type"]) for c in plan["schema"]] == [("id", "BIGINT"), ("amount", "DOUBLE"), ("region", "STRING")]
+    assert [(c["name"], c["type"]) for c in plan["schema"]] == [
+        ("id", "BIGINT"),
+        ("amount", "DOUBLE"),
+        ("region", "STRING"),
+    ]
     assert _files_under(source) == files_before and not catalog.table_exists(name)
 
     code, out, err = cli("convert", name, "--from", source, "--format", table_format, "--json")
@@ -282,7 +296,10 @@ def test_convert_parquet_directory(cli, light_cli, catalog, spark, ns, table_for
     assert pc.sum(after["amount"]).as_py() == pc.sum(before["amount"]).as_py()
     assert pc.sum(after["id"]).as_py() == pc.sum(before["id"]).as_py()
     assert sorted(pc.unique(after["region"]).to_pylist()) == ["eu", "us"]
-    data_files = {Path(f.path.removeprefix("file://")).name for f in catalog.load_table(name).adapter.data_files(catalog.load_table(name))}
+    data_files = {
+        Path(f.path.removeprefix("file://")).name
+        for f in catalog.load_table(name).adapter.data_files(catalog.load_table(name))
+    }
     assert data_files == {"part-0.parquet", "part-1.parquet"}  # the files themselves, not copies
     assert all(files_before[f] == mtime for f, mtime in _files_under(source).items() if f in files_before)
 

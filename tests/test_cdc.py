@@ -40,7 +40,9 @@ def _event(op: str, before: dict | None, after: dict | None, ts_ms: int, *, wrap
     payload = {"before": _wire(before, micros) if before else None, "after": _wire(after, micros) if after else None,
                "op": op, "ts_ms": ts_ms, "source": {"connector": "postgresql", "table": "accounts"}}  # fmt: skip
     if wrapped:
-        return json.dumps({"schema": {"type": "struct", "name": "dbserver1.public.accounts.Envelope"}, "payload": payload}).encode()
+        return json.dumps(
+            {"schema": {"type": "struct", "name": "dbserver1.public.accounts.Envelope"}, "payload": payload}
+        ).encode()
     return json.dumps(payload).encode()
 
 
@@ -62,7 +64,12 @@ def change_stream(n_events: int, n_keys: int, seed: int = 7, *, tombstones: bool
         ts_ms = 1_767_225_600_000 + n
         if i not in state:
             after = _row(i, versions[i])
-            out.append((_key(i, wrapped), _event("r" if n < n_keys // 4 else "c", None, after, ts_ms, wrapped=wrapped, micros=micros)))
+            out.append(
+                (
+                    _key(i, wrapped),
+                    _event("r" if n < n_keys // 4 else "c", None, after, ts_ms, wrapped=wrapped, micros=micros),
+                )
+            )
             state[i] = after
         elif rnd.random() < 0.7:
             after = _row(i, versions[i])
@@ -191,7 +198,9 @@ def assert_topic_holds(bootstrap: str, topic: str, messages: list) -> None:
                          "auto.offset.reset": "earliest"})  # fmt: skip
     try:
         parts = consumer.list_topics(topic, timeout=30).topics[topic].partitions
-        total = sum(hi - lo for lo, hi in (consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30) for p in parts))
+        total = sum(
+            hi - lo for lo, hi in (consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30) for p in parts)
+        )
         assert total == len(messages), f"topic holds {total} messages, {len(messages)} were produced"
         consumer.assign([TopicPartition(topic, p, 0) for p in parts])
         got: dict[bytes, list] = {}
@@ -312,7 +321,9 @@ def test_upsert_files_insert_update_delete(cli, catalog, ns, table_format, tmp_p
                                 + json.dumps(_wire(_row(3, 6), False)) + "\n")  # fmt: skip
     no_key = tmp_path / "no_key"
     no_key.mkdir()
-    (no_key / "a.json").write_text(json.dumps(_wire(_row(4, 5), False)) + "\n" + json.dumps({**_wire(_row(5, 5), False), "id": None}) + "\n")
+    (no_key / "a.json").write_text(
+        json.dumps(_wire(_row(4, 5), False)) + "\n" + json.dumps({**_wire(_row(5, 5), False), "id": None}) + "\n"
+    )
     for extra, message in [(("--from", str(dup), "--key", "id"), "2 key(s) appear more than once"),
                            (("--from", str(no_key), "--key", "id"), "1 source row(s) have a null key"),
                            (("--from", str(second), "--key", "id", "--delete-when", "no_such_col = 1"), "invalid --delete-when"),

@@ -40,7 +40,17 @@ COVERED_ELSEWHERE = {
 
 # The keys DESIGN.md promises (more are fine).
 LIST_KEYS = {"name", "format", "location"}
-DESCRIBE_KEYS = {"name", "format", "location", "schema", "partitioning", "properties", "current_version", "files", "size_bytes"}
+DESCRIBE_KEYS = {
+    "name",
+    "format",
+    "location",
+    "schema",
+    "partitioning",
+    "properties",
+    "current_version",
+    "files",
+    "size_bytes",
+}
 COLUMN_KEYS = {"name", "type", "nullable"}
 HISTORY_KEYS = {"version", "timestamp", "operation", "summary"}
 INGEST_KEYS = {"rows_written", "rows_dead_lettered", "batches", "duration_s"}
@@ -146,7 +156,9 @@ def test_the_command_table_matches_the_modules():
         root = typer.Typer()
         importlib.import_module(f"lakecat.commands.{module}").register(root)
         registered = [c.name for c in root.registered_commands] + [g.name for g in root.registered_groups]
-        assert sorted(registered) == sorted(names), f"commands/{module}.py registers {registered}, COMMANDS says {names}"
+        assert sorted(registered) == sorted(names), (
+            f"commands/{module}.py registers {registered}, COMMANDS says {names}"
+        )
     probe = ("import sys; from lakecat.commands.main import run_cli; run_cli(['history', '-h']); "
              "print(sorted(m for m in sys.modules if m.startswith('lakecat.commands.') and not m.split('.')[-1].startswith('_')))")  # fmt: skip
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
@@ -355,7 +367,9 @@ def test_every_command_reports_errors_as_json(lakecat, tmp_path):
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         port = busy.getsockname()[1]
-        check_error(lakecat, ["local", "kafka", "start", "--port", port, "--data-dir", tmp_path / "k"], 1, "LocalKafkaError")
+        check_error(
+            lakecat, ["local", "kafka", "start", "--port", port, "--data-dir", tmp_path / "k"], 1, "LocalKafkaError"
+        )
 
 
 def test_every_command_reports_usage_errors_as_json(lakecat):
@@ -426,7 +440,13 @@ def test_human_units():
 
     from lakecat.commands._common import exact_size, human_age, human_duration, human_time
 
-    assert [human_duration(s) for s in (0.04, 12.34, 125, 3725, 2 * 86400 + 3600)] == ["0.0s", "12.3s", "2m 05s", "1h 02m", "2d 01h"]
+    assert [human_duration(s) for s in (0.04, 12.34, 125, 3725, 2 * 86400 + 3600)] == [
+        "0.0s",
+        "12.3s",
+        "2m 05s",
+        "1h 02m",
+        "2d 01h",
+    ]
     assert human_time("2026-01-31T12:00:03.120Z") == "2026-01-31 12:00:03.120"
     assert human_time("2026-01-31T12:00:03") == "2026-01-31 12:00:03" and human_time(None) == "-"
     now = datetime(2026, 1, 31, 12, 0, 0).astimezone()

@@ -91,7 +91,11 @@ def test_create_ingest_compact_timetravel_on_standalone_cluster(standalone_maste
     files.mkdir()
     for f in range(4):  # four landed files -> four batches -> several small files to compact
         (files / f"part-{f}.json").write_text(
-            "\n".join(json.dumps({"id": f * 100 + i, "ts": f"2026-02-0{1 + i % 3}T10:00:00", "page": f"/p{i}"}) for i in range(25)) + "\n"
+            "\n".join(
+                json.dumps({"id": f * 100 + i, "ts": f"2026-02-0{1 + i % 3}T10:00:00", "page": f"/p{i}"})
+                for i in range(25)
+            )
+            + "\n"
         )
     home = tmp_path / "home"
     conf = tmp_path / "cluster.toml"
@@ -101,7 +105,9 @@ def test_create_ingest_compact_timetravel_on_standalone_cluster(standalone_maste
         '[spark.conf]\n"spark.executor.memory" = "512m"\n"spark.cores.max" = "1"\n"spark.driver.host" = "127.0.0.1"\n'
     )
     env = {**os.environ, "LAKECAT_HOME": str(home), "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"}
-    proc = subprocess.run([sys.executable, "-c", DRIVER, str(conf), str(files)], env=env, capture_output=True, text=True, timeout=900)
+    proc = subprocess.run(
+        [sys.executable, "-c", DRIVER, str(conf), str(files)], env=env, capture_output=True, text=True, timeout=900
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out["master"] == standalone_master

@@ -53,7 +53,13 @@ def _row_fields() -> list[dict]:
 
 
 def _envelope_schema() -> dict:
-    value = {"type": "struct", "fields": _row_fields(), "optional": True, "name": f"{SERVER}.{DB_TABLE}.Value", "field": None}
+    value = {
+        "type": "struct",
+        "fields": _row_fields(),
+        "optional": True,
+        "name": f"{SERVER}.{DB_TABLE}.Value",
+        "field": None,
+    }
     source = {"type": "struct", "fields": [
         {"type": "string", "optional": False, "field": "version"}, {"type": "string", "optional": False, "field": "connector"},
         {"type": "string", "optional": False, "field": "name"}, {"type": "int64", "optional": False, "field": "ts_ms"},
@@ -200,4 +206,7 @@ def test_after_with_columns_the_table_lacks(cli, catalog, ns, kafka_bootstrap, t
     assert report["rows_dead_lettered"] == 0 and sorted(report["added_columns"]) == ["day", "price"], report
     rows = read_rows(catalog, evolving)  # the independent reader
     assert sorted(_normal(r) for r in rows) == sorted(_normal(r) for r in state.values())
-    assert {k: type(v).__name__ for k, v in rows[0].items() if k in ("day", "price")} == {"day": "date", "price": "Decimal"}
+    assert {k: type(v).__name__ for k, v in rows[0].items() if k in ("day", "price")} == {
+        "day": "date",
+        "price": "Decimal",
+    }

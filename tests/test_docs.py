@@ -138,9 +138,24 @@ def test_concepts_page_covers_every_concept():
         assert f"](#{anchor})" in text, f"docs/concepts.md's contents do not link to '{heading}' (#{anchor})"
     exit_codes = text.split("## Exit codes", 1)[1].split("\n## ", 1)[0]
     for code in range(5):
-        assert re.search(rf"^\| {code} \| \S.* \| .*`", exit_codes, re.M), f"exit code {code} lacks a row with an example"
-    for term in ("exclusive", "inclusive", "--since -1", "until_version", "7 days", "24 hours", "--force",
-                 "LAKECAT_CATALOG", "${VAR:-default}", "txnAppId", "lakecat.batch-id", "_dlq", "GENERATED ALWAYS AS"):
+        assert re.search(rf"^\| {code} \| \S.* \| .*`", exit_codes, re.M), (
+            f"exit code {code} lacks a row with an example"
+        )
+    for term in (
+        "exclusive",
+        "inclusive",
+        "--since -1",
+        "until_version",
+        "7 days",
+        "24 hours",
+        "--force",
+        "LAKECAT_CATALOG",
+        "${VAR:-default}",
+        "txnAppId",
+        "lakecat.batch-id",
+        "_dlq",
+        "GENERATED ALWAYS AS",
+    ):
         assert term in text, f"docs/concepts.md does not mention {term}"
 
 
@@ -276,7 +291,9 @@ def _console_errors(events: list[dict[str, Any]], session: str) -> list[str]:
             details = params.get("exceptionDetails", {})
             errors.append(f"exception: {details.get('exception', {}).get('description') or details.get('text')}")
         elif e.get("method") == "Runtime.consoleAPICalled" and params.get("type") in ("error", "assert"):
-            errors.append("console.error: " + " ".join(str(a.get("value", a.get("description"))) for a in params.get("args", [])))
+            errors.append(
+                "console.error: " + " ".join(str(a.get("value", a.get("description"))) for a in params.get("args", []))
+            )
         elif e.get("method") == "Log.entryAdded" and params.get("entry", {}).get("level") == "error":
             entry = params["entry"]
             errors.append(f"{entry.get('source')}: {entry.get('text')} {entry.get('url', '')}")
@@ -339,7 +356,9 @@ def test_two_pages_render_in_headless_chromium(site, tmp_path):
             assert dom["header"] and dom["search"] and dom["text"] > 500, (name, dom)
             for entry in ("Getting started", "Concepts", "Commands", "Python API", "Cookbook", "Performance",
                           "Reliability", "Changelog"):  # fmt: skip
-                assert any(entry in link for link in dom["nav"]), f"{name}: no '{entry}' in the navigation: {dom['nav']}"
+                assert any(entry in link for link in dom["nav"]), (
+                    f"{name}: no '{entry}' in the navigation: {dom['nav']}"
+                )
             assert "lakecat" in dom["title"], dom["title"]
             errors = _console_errors(browser.events, session)
             assert not errors, f"{name}: console errors: {errors}"

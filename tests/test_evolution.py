@@ -61,7 +61,9 @@ def make(catalog, spark, ns, table_format, name="e"):
 
 
 # --- schema evolution ----------------------------------------------------------------------------
-def test_schema_evolution_one_commit_each_ingest_and_upsert_around_a_rename(cli, catalog, spark, ns, table_format, tmp_path):
+def test_schema_evolution_one_commit_each_ingest_and_upsert_around_a_rename(
+    cli, catalog, spark, ns, table_format, tmp_path
+):
     t = make(catalog, spark, ns, table_format)
     code, doc, err = run_json(cli, "ingest", t.name, "--files", land(tmp_path, "before", [
         {"id": 3, "n": 30, "f": 3.5, "amount": 3.75, "region": "eu", "v": "c"}]), "--file-format", "json", "--no-dlq")  # fmt: skip
@@ -107,7 +109,9 @@ def test_schema_evolution_one_commit_each_ingest_and_upsert_around_a_rename(cli,
         {"id": 4, "note": "x", "n": 40, "f": 4.5, "amount": 4.5, "region": "us", "label": "d"}]), "--file-format", "json", "--no-dlq")  # fmt: skip
     assert code == 0 and doc["rows_written"] == 1, err
     fix = tmp_path / "fix.json"
-    fix.write_text(json.dumps({"id": 1, "note": "fixed", "n": 11, "f": 1.5, "amount": 1.25, "region": "eu", "label": "A"}) + "\n")
+    fix.write_text(
+        json.dumps({"id": 1, "note": "fixed", "n": 11, "f": 1.5, "amount": 1.25, "region": "eu", "label": "A"}) + "\n"
+    )
     code, doc, err = run_json(cli, "upsert", t.name, "--from", fix, "--key", "id", "--file-format", "json")
     assert code == 0 and doc["updated"] == 1, err
     rows = sorted((r["id"], r["label"], r["note"]) for r in read_rows(catalog, t))
@@ -125,7 +129,9 @@ def test_widen_types(catalog, spark, ns, table_format):
     assert (types["n"], types["f"], types["amount"]) == ("BIGINT", "DOUBLE", "DECIMAL(10,2)")
     schema = independent_schema(catalog, t)
     assert (schema["n"], schema["f"], schema["amount"]) == ("long", "double", "decimal(10, 2)")
-    spark.sql(f"INSERT INTO {t.spark_name} (id, n, f, amount, region, v) VALUES (3, 30000000000, 3.5, 12345678.5, 'eu', 'c')")
+    spark.sql(
+        f"INSERT INTO {t.spark_name} (id, n, f, amount, region, v) VALUES (3, 30000000000, 3.5, 12345678.5, 'eu', 'c')"
+    )
     rows = {r["id"]: r for r in read_rows(catalog, t)}
     assert rows[3]["n"] == 30000000000 and rows[1]["n"] == 10
 
@@ -189,7 +195,10 @@ def test_tags_timetravel_changes_rollback(cli, catalog, spark, ns, table_format)
     assert code == 0, err
     code, doc, err = run_json(cli, "tags", t.name)
     assert code == 0, err
-    assert [(r["name"], r["version"], r["retain"]) for r in doc["tags"]] == [("first", versions[0], "30d"), ("second", versions[1], None)]
+    assert [(r["name"], r["version"], r["retain"]) for r in doc["tags"]] == [
+        ("first", versions[0], "30d"),
+        ("second", versions[1], None),
+    ]
     if table_format == "iceberg":  # the tag is Iceberg's own ref, as pyiceberg (an independent reader) sees it
         refs = pyiceberg_catalog(catalog).load_table((t.entry.ident.namespace, t.entry.ident.name)).metadata.refs
         assert refs["first"].snapshot_id == versions[0] and refs["first"].max_ref_age_ms == 30 * 86400 * 1000

@@ -25,11 +25,24 @@ FUZZ = settings(max_examples=EXAMPLES, deadline=None, print_blob=True,
 # text a user (or an attacker) might type: SQL punctuation, quotes, comments, unicode, control characters
 NASTY = st.sampled_from(["'", '"', "`", ";", "--", "/*", "*/", "\\", "%", "_", "\n", "\t", "\x00", "é", "表", "🦆",
                          " OR 1=1", "DROP TABLE x", "${HOME}", "$(id)", "..", "/", "=", ",", "(", ")"])  # fmt: skip
-TEXT = st.lists(st.one_of(NASTY, st.text(alphabet=string.printable, max_size=6), st.text(max_size=4)), max_size=6).map("".join)
+TEXT = st.lists(st.one_of(NASTY, st.text(alphabet=string.printable, max_size=6), st.text(max_size=4)), max_size=6).map(
+    "".join
+)
 
 
-COMMAND_WORDS = {"describe", "history", "compact", "expire", "drop", "timetravel", "upsert", "clean-orphans", "alter",
-                 "create", "list"}
+COMMAND_WORDS = {
+    "describe",
+    "history",
+    "compact",
+    "expire",
+    "drop",
+    "timetravel",
+    "upsert",
+    "clean-orphans",
+    "alter",
+    "create",
+    "list",
+}
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +58,9 @@ def victim(request, tmp_path_factory):
         t = cat.create_table(f"{ns}.v_{fmt}", schema="id BIGINT NOT NULL, ts TIMESTAMP, v STRING", format=fmt,
                              partition_by="days(ts)")  # fmt: skip
         for i in range(3):
-            spark.sql(f"INSERT INTO {t.spark_name} (id, ts, v) VALUES ({i}, TIMESTAMP'2026-01-0{i + 1} 10:00:00', 'x{i}')")
+            spark.sql(
+                f"INSERT INTO {t.spark_name} (id, ts, v) VALUES ({i}, TIMESTAMP'2026-01-0{i + 1} 10:00:00', 'x{i}')"
+            )
         tables[fmt] = t
         tables[f"scratch_{fmt}"] = cat.create_table(f"{ns}.s_{fmt}", schema="id BIGINT", format=fmt)
     return tables
@@ -72,10 +87,13 @@ def _run(argv: list[str]) -> tuple[int, str, str]:
 def _check(cli, args: list[str]) -> int:
     """Run ``lakecat WORDS --json REST`` (``--json`` before the fuzzed text, which may hold ``--`` or ``-x``)."""
     words = [a for a in args[:2] if a in COMMAND_WORDS]
-    code, out, err = _run([*words, "--json", *args[len(words):]])
+    code, out, err = _run([*words, "--json", *args[len(words) :]])
     assert code in (0, 1, 2, 3), (args, code, out, err)
     text = out + err
-    assert "Traceback" not in text and "\tat org." not in text and "java.lang." not in text.split("error", 1)[0], (args, text)
+    assert "Traceback" not in text and "\tat org." not in text and "java.lang." not in text.split("error", 1)[0], (
+        args,
+        text,
+    )
     if code:
         assert len(err.strip().splitlines()) <= 1, (args, err)
         doc = json.loads(out)
@@ -105,7 +123,11 @@ def test_fuzzed_predicates(cli, victim, fmt):
     before = _state(t)
 
     @FUZZ
-    @given(pred=st.one_of(TEXT, st.builds(lambda a, b: f"v = '{a}'{b}", TEXT, TEXT), st.builds(lambda a: f"id > 0 {a}", TEXT)))
+    @given(
+        pred=st.one_of(
+            TEXT, st.builds(lambda a, b: f"v = '{a}'{b}", TEXT, TEXT), st.builds(lambda a: f"id > 0 {a}", TEXT)
+        )
+    )
     def run(pred: str) -> None:
         _check(cli, ["timetravel", t.name, "--version", str(t.describe().current_version), "--where", pred, "--count"])
         _check(cli, ["compact", t.name, "--where", pred, "--dry-run"])
@@ -119,7 +141,14 @@ def test_fuzzed_predicates(cli, victim, fmt):
 def test_fuzzed_durations_sizes_timestamps_properties(cli, victim, fmt):
     t = victim[fmt]
     before = _state(t)
-    unit = st.one_of(TEXT, st.builds(lambda n, u: f"{n}{u}", st.integers(-10**12, 10**12), st.sampled_from(["", "s", "m", "h", "d", "w", "x", "MB", "GiB", "KB", "TB", "µs"])))
+    unit = st.one_of(
+        TEXT,
+        st.builds(
+            lambda n, u: f"{n}{u}",
+            st.integers(-(10**12), 10**12),
+            st.sampled_from(["", "s", "m", "h", "d", "w", "x", "MB", "GiB", "KB", "TB", "µs"]),
+        ),
+    )
 
     @FUZZ
     @given(value=unit, key=TEXT)
@@ -147,8 +176,17 @@ def test_fuzzed_create_arguments(cli, spec, schema):
 
 
 @FUZZ
-@given(body=st.one_of(TEXT, st.builds(lambda k, v: f'name = "x"\nwarehouse = "/tmp/w"\nmetastore = "sqlite:///tmp/m.db"\n{k} = "{v}"\n', TEXT, TEXT),
-                      st.builds(lambda v: f'name = "x"\nwarehouse = "${{{v}}}"\nmetastore = "sqlite:///tmp/m.db"\n', TEXT)))
+@given(
+    body=st.one_of(
+        TEXT,
+        st.builds(
+            lambda k, v: f'name = "x"\nwarehouse = "/tmp/w"\nmetastore = "sqlite:///tmp/m.db"\n{k} = "{v}"\n',
+            TEXT,
+            TEXT,
+        ),
+        st.builds(lambda v: f'name = "x"\nwarehouse = "${{{v}}}"\nmetastore = "sqlite:///tmp/m.db"\n', TEXT),
+    )
+)
 def test_fuzzed_catalog_config_files(cli, tmp_path_factory, body):
     path = tmp_path_factory.mktemp("conf") / "fuzz.toml"
     path.write_text(body)

@@ -48,7 +48,12 @@ def test_health_judges_compact_and_expire_then_maintain_auto_makes_it_healthy(cl
     h = by[t.name]
     assert h["verdict"] == "compact" and h["needs"] == ["compact", "expire"], h
     assert "small files" in h["reason"] and h["reason"].endswith(".")
-    assert (h["data_files"], h["small_files"], h["compactable_small_files"], h["rows"]) == (2 * COMMITS, 2 * COMMITS, 2 * COMMITS, 2 * COMMITS)
+    assert (h["data_files"], h["small_files"], h["compactable_small_files"], h["rows"]) == (
+        2 * COMMITS,
+        2 * COMMITS,
+        2 * COMMITS,
+        2 * COMMITS,
+    )
     assert h["small_file_bytes"] == 250_000 and h["target_file_size"] == 1_000_000
     assert sum(b["files"] for b in h["file_sizes"]) == 2 * COMMITS
     assert h["versions"] >= COMMITS and h["expirable_versions"] == h["versions"] - 1
@@ -83,7 +88,10 @@ def test_health_judges_compact_and_expire_then_maintain_auto_makes_it_healthy(cl
     acts = {a["action"]: a for a in by[t.name]["actions"]}
     assert by[t.name]["health"]["verdict"] == "compact" and by[t.name]["status"] == "planned"
     assert acts["compact"]["status"] == "would-run" and acts["expire"]["status"] == "would-run"
-    assert acts["clean-orphans"]["status"] == "skipped" and "health does not call for it" in acts["clean-orphans"]["reason"]
+    assert (
+        acts["clean-orphans"]["status"] == "skipped"
+        and "health does not call for it" in acts["clean-orphans"]["reason"]
+    )
     assert by[tidy.name]["status"] == "skipped" and by[tidy.name]["health"]["verdict"] == "healthy"
     assert run_json(cli, "health", t.name)[1]["tables"][0]["data_files"] == files_before
 
@@ -92,7 +100,10 @@ def test_health_judges_compact_and_expire_then_maintain_auto_makes_it_healthy(cl
     code, doc, err = run_json(cli, "maintain", f"{ns}.*", "--auto", "--plan", plan, "--prometheus", prom)
     assert code == 0, err
     after = _samples(prom.read_text())
-    assert after[("lakecat_table_health_verdict", (("format", table_format), ("table", t.name), ("verdict", "healthy")))] == 1
+    assert (
+        after[("lakecat_table_health_verdict", (("format", table_format), ("table", t.name), ("verdict", "healthy")))]
+        == 1
+    )
     acts = {a["action"]: a for a in {tm["name"]: tm for tm in doc["tables"]}[t.name]["actions"]}
     assert acts["compact"]["status"] == "done" and acts["compact"]["result"]["files_after"] == 2
     assert acts["expire"]["status"] == "done"
@@ -142,7 +153,11 @@ def test_health_counts_rows_deletes_hide(cli, catalog, spark, ns, table_format, 
     assert code == 0, err
     tm = doc["tables"][0]
     assert tm["health"]["verdict"] == "compact" and "hide 25%" in tm["health"]["reason"]
-    assert [a["action"] for a in tm["actions"] if a["reason"].startswith("health does not")] == ["expire", "clean-orphans", "rewrite-metadata"]
+    assert [a["action"] for a in tm["actions"] if a["reason"].startswith("health does not")] == [
+        "expire",
+        "clean-orphans",
+        "rewrite-metadata",
+    ]
     assert [a["status"] for a in tm["actions"] if a["action"] == "compact"] == ["would-run"]
 
     # one file per partition, nothing small to merge: --auto still rewrites the files deletes hide rows of
@@ -310,11 +325,17 @@ def test_judge_clean_and_expire_from_facts():
     now = 1_800_000_000_000
     day = 86_400_000
     table = SimpleNamespace(name="ns.t", format="x", adapter=SimpleNamespace(default_orphan_window=timedelta(days=3)))
-    commits = [Commit(1, now - 10 * day, "append", {}), Commit(2, now - 9 * day, "compact", {}), Commit(3, now - day, "append", {})]
+    commits = [
+        Commit(1, now - 10 * day, "append", {}),
+        Commit(2, now - 9 * day, "compact", {}),
+        Commit(3, now - day, "append", {}),
+    ]
     facts = HealthFacts(files=[FileFact(200_000_000, "", 10)], commits=commits, current_version=3)
     h = judge(table, facts, {}, {}, now_ms=now)  # type: ignore[arg-type]
     assert h.needs == ["expire", "clean"] and h.verdict == "expire" and h.expirable_versions == 2
     assert "rewritten or expired 1w 2d ago" in h.reason or "ago and no orphan cleanup" in h.reason, h.reason
     assert h.last_compaction is not None and h.oldest_version_age_s == 10 * 86_400
-    cleaned = judge(table, facts, {"lakecat.expire.older-than": "30d"}, {("ns.t", "clean-orphans"): now - day}, now_ms=now)  # type: ignore[arg-type]
+    cleaned = judge(
+        table, facts, {"lakecat.expire.older-than": "30d"}, {("ns.t", "clean-orphans"): now - day}, now_ms=now
+    )  # type: ignore[arg-type]
     assert cleaned.verdict == "healthy" and cleaned.last_orphan_cleanup is not None, cleaned.reason

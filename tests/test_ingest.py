@@ -45,8 +45,6 @@ def events(n_good: int, n_bad_each: int) -> list[bytes]:
     return out
 
 
-
-
 # --- bad input: clear errors before anything starts ------------------------------------------
 def test_unknown_table_exits_1(cli, ns):
     code, out, err = cli("ingest", f"{ns}.missing", "--kafka", "127.0.0.1:1", "--topic", "x", "--json")
@@ -71,7 +69,9 @@ def test_event_time_must_be_a_timestamp_column(cli, catalog, ns, table_format, t
     code, out, err = cli("ingest", f"{ns}.evt", "--files", tmp_path / "landing", "--dedupe-key", "id",
                          "--watermark", "1h", "--event-time", "name", "--json")  # fmt: skip
     assert code == 2 and "Traceback" not in err, err
-    assert json.loads(out)["error"]["message"] == f"--event-time: column name of table {ns}.evt is STRING, not a timestamp"
+    assert (
+        json.loads(out)["error"]["message"] == f"--event-time: column name of table {ns}.evt is STRING, not a timestamp"
+    )
 
 
 def test_unreachable_broker_and_missing_topic(cli, catalog, ns, kafka_bootstrap):
@@ -114,13 +114,19 @@ def test_kafka_available_now_with_dead_letters(cli, catalog, ns, kafka_bootstrap
                and r["raw_value"] and r["ingest_time"] and r["kafka_timestamp"] for r in dead)  # fmt: skip
     assert len({(r["kafka_partition"], r["kafka_offset"]) for r in dead}) == len(dead)
     # the detail is computed from the raw value in the dead-letter write (the stream's batches do not carry it)
-    details = {"invalid_json": "value is not a JSON object", "not_utf8": "value is not valid UTF-8",
-               "type_mismatch": "wrong type: id (expected BIGINT)", "missing_required": "missing required field: id"}
+    details = {
+        "invalid_json": "value is not a JSON object",
+        "not_utf8": "value is not valid UTF-8",
+        "type_mismatch": "wrong type: id (expected BIGINT)",
+        "missing_required": "missing required field: id",
+    }
     assert all(r["error_detail"] == details[r["error"]] for r in dead), {(r["error"], r["error_detail"]) for r in dead}
     assert all(r["raw_text"] is None for r in dead if r["error"] == "not_utf8")
     lines = [json.loads(line) for line in metrics.read_text().splitlines()]
     assert sum(line["rows_written"] for line in lines) == n_good and all("lag" in line for line in lines)
-    assert sum((Counter(line["dead_lettered_by_reason"]) for line in lines), Counter()) == {k: n_bad_each for k in BAD_KINDS}
+    assert sum((Counter(line["dead_lettered_by_reason"]) for line in lines), Counter()) == {
+        k: n_bad_each for k in BAD_KINDS
+    }
     # every record read once: a batch with dead letters is scanned twice (table, DLQ) and Spark counts both scans
     assert all(line["input_rows"] == line["rows_written"] + line["rows_dead_lettered"] for line in lines), lines
     assert sum(line["input_rows"] for line in lines) == n_good + n_bad_each * len(BAD_KINDS)
@@ -249,7 +255,11 @@ def test_unknown_fields_counted_then_merged(catalog, ns, kafka_bootstrap, table_
                                      for i in range(20)])  # fmt: skip
     name = f"{ns}.evolve"
     catalog.create_table(name, schema="id BIGINT NOT NULL, name STRING", format=table_format)
-    report = catalog.ingest(name, lakecat.KafkaSource(kafka_bootstrap, topic), checkpoint=str(catalog.config.warehouse_path / "ck" / ns / "a"))
+    report = catalog.ingest(
+        name,
+        lakecat.KafkaSource(kafka_bootstrap, topic),
+        checkpoint=str(catalog.config.warehouse_path / "ck" / ns / "a"),
+    )
     # the default checks one record in 16 (offsets 0 and 16 here)
     assert report.rows_written == 20 and report.unknown_fields == 2 and report.unknown_fields_checked == 2
     assert report.unknown_field_names == ["color", "size"]
@@ -258,7 +268,11 @@ def test_unknown_fields_counted_then_merged(catalog, ns, kafka_bootstrap, table_
     # admin client, which refused such names before)
     report = catalog.ingest(name, lakecat.KafkaSource(kafka_bootstrap, topic, options={"fetch.max.wait.ms": "200"}),
                             count_unknown_fields="all", dlq=False, checkpoint=str(catalog.config.warehouse_path / "ck" / ns / "c"))  # fmt: skip
-    assert report.unknown_fields == 20 and report.unknown_fields_checked == 20 and report.unknown_field_names == ["color", "size"]
+    assert (
+        report.unknown_fields == 20
+        and report.unknown_fields_checked == 20
+        and report.unknown_field_names == ["color", "size"]
+    )
     assert len(read_rows(catalog, name)) == 40
 
     report = catalog.ingest(name, lakecat.KafkaSource(kafka_bootstrap, topic, with_metadata=True), merge_schema=True,
@@ -278,7 +292,9 @@ def test_merge_schema_in_a_later_batch_writes_the_new_columns(catalog, ns, kafka
     from lakecat.kafka_local import produce
 
     topic = new_topic(kafka_bootstrap, partitions=1)
-    events = [{"id": i, "name": f"n{i}"} for i in range(20)] + [{"id": i, "name": f"n{i}", "color": f"c{i}"} for i in range(20, 30)]
+    events = [{"id": i, "name": f"n{i}"} for i in range(20)] + [
+        {"id": i, "name": f"n{i}", "color": f"c{i}"} for i in range(20, 30)
+    ]
     produce(kafka_bootstrap, topic, [json.dumps(e).encode() for e in events] + [b"{not json"])
     name = f"{ns}.later_cols"
     catalog.create_table(name, schema="id BIGINT NOT NULL, name STRING", format=table_format)
@@ -346,7 +362,9 @@ def test_dedupe_within_watermark(catalog, ns, kafka_bootstrap, table_format):
     dead = read_rows(catalog, f"{name}_dlq")  # the source's metadata and the raw value come through the dedupe intact
     assert sorted(r["raw_text"] for r in dead) == ["oops", "oops", "{"]
     assert {r["kafka_topic"] for r in dead} == {topic} and {r["source"] for r in dead} == {topic}
-    assert len({(r["kafka_partition"], r["kafka_offset"]) for r in dead}) == 3 and all(r["kafka_timestamp"] for r in dead)
+    assert len({(r["kafka_partition"], r["kafka_offset"]) for r in dead}) == 3 and all(
+        r["kafka_timestamp"] for r in dead
+    )
     assert {r["error"] for r in dead} == {"invalid_json"} and all(r["error_detail"] for r in dead)
 
 
@@ -372,7 +390,12 @@ def test_dedupe_keeps_kafka_metadata_and_wrong_types_exact(catalog, ns, kafka_bo
     assert {(r["_kafka_key"], r["_kafka_topic"], r["_kafka_partition"]) for r in rows} == {("k", topic, 0)}
     assert all(r["_kafka_timestamp"] for r in rows)
     (dead,) = read_rows(catalog, f"{name}_dlq")
-    assert (dead["error"], dead["kafka_offset"], dead["kafka_topic"], dead["source"]) == ("type_mismatch", 20, topic, topic)
+    assert (dead["error"], dead["kafka_offset"], dead["kafka_topic"], dead["source"]) == (
+        "type_mismatch",
+        20,
+        topic,
+        topic,
+    )
     assert dead["error_detail"] == "wrong type: amt (expected DECIMAL(10,2))" and dead["raw_text"] == wrong.decode()
     assert dead["kafka_key"] == b"k" and dead["kafka_timestamp"]
 
@@ -389,7 +412,9 @@ def test_dedupe_shuffles_a_bad_records_columns_packed(catalog, ns, table_format,
     landing.mkdir()
     name = f"{ns}.dedupe_shape"
     catalog.create_table(name, schema=SCHEMA, format=table_format)
-    handle = start_ingest(catalog, name, lakecat.FileSource(str(landing), format="json"), dedupe_key="id", watermark="1h")
+    handle = start_ingest(
+        catalog, name, lakecat.FileSource(str(landing), format="json"), dedupe_key="id", watermark="1h"
+    )
     try:
         plan = handle._pipeline.plan()  # built as start() built the running query's (a plan of its own, not started)
     finally:
@@ -508,7 +533,9 @@ def test_column_names_with_dots_are_columns_not_paths(catalog, ns, table_format,
     assert (report.rows_written, report.rows_dead_lettered) == (20, 1)
     got = sorted(read_rows(catalog, name), key=lambda r: r["id"])
     assert [(r["id"], r["geo.region"], r["unit.price"]) for r in got] == [
-        *[(i, f"r{i % 3}", i * 1.5) for i in range(20)], (1000, "r0", 0.5)]
+        *[(i, f"r{i % 3}", i * 1.5) for i in range(20)],
+        (1000, "r0", 0.5),
+    ]
     assert all(r["event.ts"] is not None for r in got)
     dead = read_rows(catalog, f"{name}_dlq")
     assert len(dead) == 1 and dead[0]["error"] == "type_mismatch"
@@ -543,7 +570,9 @@ def test_csv_and_parquet_files(cli, catalog, ns, tmp_path):
 
     pq_dir = tmp_path / "pq"
     pq_dir.mkdir()
-    pq.write_table(pa.table({"id": pa.array([1, 2], pa.int64()), "name": ["x", "y"], "amt": [1.0, 2.0]}), pq_dir / "a.parquet")
+    pq.write_table(
+        pa.table({"id": pa.array([1, 2], pa.int64()), "name": ["x", "y"], "amt": [1.0, 2.0]}), pq_dir / "a.parquet"
+    )
     pname = f"{ns}.pqt"
     catalog.create_table(pname, schema="id BIGINT NOT NULL, name STRING, amt DOUBLE", format="iceberg")
     code, out, err = cli("ingest", pname, "--files", str(pq_dir), "--file-format", "parquet", "--json")
@@ -565,7 +594,9 @@ def test_human_output_and_metrics_lines(cli, catalog, ns, tmp_path):
     name = f"{ns}.human"
     catalog.create_table(name, schema=SCHEMA, format="delta")
     metrics = tmp_path / "m.jsonl"
-    code, out, err = cli("ingest", name, "--files", str(landing), "--max-files-per-batch", "1", "--metrics-file", str(metrics))
+    code, out, err = cli(
+        "ingest", name, "--files", str(landing), "--max-files-per-batch", "1", "--metrics-file", str(metrics)
+    )
     assert code == 0, err
     assert f"30 rows written to {name} (delta), 3 dead-lettered to {name}_dlq, 3 batches" in out
     assert err.count(f"{name}: ") == 3  # one progress line per batch on stderr (not a terminal)
@@ -646,7 +677,10 @@ def test_batches_carry_a_bad_records_columns_packed_in_one_struct(spark):
     assert [r[BAD] is None for r in rows] == [True, True, False, False]  # the good ones first (offsets 0 and 3)
     wanted = [DETAIL, RAW, *META]
     before = {r["_lakecat_offset"]: [r[c] for c in wanted] for r in parsed.where(parsed[ERROR].isNotNull()).collect()}
-    after = {r["_lakecat_offset"]: [r[c] for c in wanted] for r in _unpacked(packed).where(packed[ERROR].isNotNull()).collect()}
+    after = {
+        r["_lakecat_offset"]: [r[c] for c in wanted]
+        for r in _unpacked(packed).where(packed[ERROR].isNotNull()).collect()
+    }
     assert before == after and sorted(before) == [1, 2] and all(v[1] for v in after.values())  # the raw value is there
     assert _unpacked(parsed) is parsed  # a batch without the struct (CDC, schema evolution) is read as it is
     with_meta = _pack_bad(parsed, _batch_columns(fields, with_metadata=True))
@@ -657,14 +691,48 @@ def test_batches_carry_a_bad_records_columns_packed_in_one_struct(spark):
 # records for the parse comparison: every JSON shape and type edge the table's types meet, plus byte-level damage
 _PARSE_EDGES = [
     b'{"id":1,"ts":"2024-01-01T00:00:00","name":"a","amount":"1.25","d":"2024-02-03","tags":["x"],"ok":true,"x":1.5}',
-    b'{"id":"x"}', b"not json", b"", b"{}", b"[1,2]", b"[{\"id\":1}]", b"null", b'{"id":1}{"id":2}', b'{"id":6',
-    b'\xef\xbb\xbf{"id":3}', b"\x00\x00\x00{", b"\xfe\xff\x00{\x00}", b'\xff\xfe{\x00"\x00', b'{"name":"caf\xc3\xa9"}',
-    b'{"name":"bad\xff\xfe"}', b'{"id":12345678901234567890}', b'{"x":NaN}', b'{"id":1, "ts": 1700000000}',
-    b'  {"id":5}  ', b'\t{"id":8}', b'{"ok":"true"}', b'{"d":"2024-13-01"}', b'{"tags":"x"}', b'{"ID":7}',
-    b'{"name":"\\ud83d\\ude00"}', "{\"name\":\"\u00e9\u4e2d\U0001f600\"}".encode(), b'{"id":1,"id":2}',
-    b'{"amount":1.255}', b'{"amount":123456789012}', b'{"x":1e400}', b'{"name":null}', b'{"a":{"b":[1,{"c":3}]},"id":9}',
-    b'{"id":1,"name":"x\\u0000y"}', b'{"name":"tab\there"}', b'{"ts":"2024-01-01 00:00:00+02:00"}', b"{'id':1}",
-    b'{"id":1,}', b"1", b'"s"', b"true", b"{\"id\":-0}", b'{"x":-1.5e-3}',
+    b'{"id":"x"}',
+    b"not json",
+    b"",
+    b"{}",
+    b"[1,2]",
+    b'[{"id":1}]',
+    b"null",
+    b'{"id":1}{"id":2}',
+    b'{"id":6',
+    b'\xef\xbb\xbf{"id":3}',
+    b"\x00\x00\x00{",
+    b"\xfe\xff\x00{\x00}",
+    b'\xff\xfe{\x00"\x00',
+    b'{"name":"caf\xc3\xa9"}',
+    b'{"name":"bad\xff\xfe"}',
+    b'{"id":12345678901234567890}',
+    b'{"x":NaN}',
+    b'{"id":1, "ts": 1700000000}',
+    b'  {"id":5}  ',
+    b'\t{"id":8}',
+    b'{"ok":"true"}',
+    b'{"d":"2024-13-01"}',
+    b'{"tags":"x"}',
+    b'{"ID":7}',
+    b'{"name":"\\ud83d\\ude00"}',
+    '{"name":"\u00e9\u4e2d\U0001f600"}'.encode(),
+    b'{"id":1,"id":2}',
+    b'{"amount":1.255}',
+    b'{"amount":123456789012}',
+    b'{"x":1e400}',
+    b'{"name":null}',
+    b'{"a":{"b":[1,{"c":3}]},"id":9}',
+    b'{"id":1,"name":"x\\u0000y"}',
+    b'{"name":"tab\there"}',
+    b'{"ts":"2024-01-01 00:00:00+02:00"}',
+    b"{'id':1}",
+    b'{"id":1,}',
+    b"1",
+    b'"s"',
+    b"true",
+    b'{"id":-0}',
+    b'{"x":-1.5e-3}',
 ]
 
 
@@ -711,15 +779,23 @@ def test_lakecat_from_json_parses_every_record_as_spark_from_json(spark):
 
     def same(a, b) -> bool:  # NaN is NaN
         nan = lambda v: "NaN" if isinstance(v, float) and math.isnan(v) else v  # noqa: E731
-        return (a is None and b is None) or (a is not None and b is not None and [nan(v) for v in a] == [nan(v) for v in b])
+        return (a is None and b is None) or (
+            a is not None and b is not None and [nan(v) for v in a] == [nan(v) for v in b]
+        )
 
-    differing = [(values[r.i] if r.i < len(values) else None, r.spark, r.ours) for r in rows if r.utf8 is not False and not same(r.spark, r.ours)]
+    differing = [
+        (values[r.i] if r.i < len(values) else None, r.spark, r.ours)
+        for r in rows
+        if r.utf8 is not False and not same(r.spark, r.ours)
+    ]
     assert not differing, differing[:5]
     keys_differing = [(values[r.i] if r.i < len(values) else None, r.spark_keys, r.our_keys) for r in rows
                       if r.utf8 is not False and r.spark_keys != r.our_keys]  # fmt: skip
     assert not keys_differing, keys_differing[:5]
     assert sum(1 for r in rows if r.spark_keys) > 300 and sum(1 for r in rows if r.spark_keys is None) > 1000
-    assert sum(1 for r in rows if r.spark is not None and r.spark._c is not None) > 1000  # the damage made corrupt records
+    assert (
+        sum(1 for r in rows if r.spark is not None and r.spark._c is not None) > 1000
+    )  # the damage made corrupt records
     assert sum(1 for r in rows if r.utf8 is False) > 50  # and invalid UTF-8
 
     # and ingest's classification is the same whichever parse it runs
@@ -734,8 +810,14 @@ def test_lakecat_from_json_parses_every_record_as_spark_from_json(spark):
     finally:
         jvm._available[spark] = True
     plan = {name: d._jdf.queryExecution().analyzed().toJSON() for name, d in (("ours", ours), ("theirs", theirs))}
-    assert "JsonEvaluator" in plan["ours"] and "JsonToStructs" not in plan["ours"] and "JsonObjectKeys" not in plan["ours"]
-    assert "JsonEvaluator" not in plan["theirs"] and "JsonToStructs" in plan["theirs"] and "JsonObjectKeys" in plan["theirs"]
+    assert (
+        "JsonEvaluator" in plan["ours"] and "JsonToStructs" not in plan["ours"] and "JsonObjectKeys" not in plan["ours"]
+    )
+    assert (
+        "JsonEvaluator" not in plan["theirs"]
+        and "JsonToStructs" in plan["theirs"]
+        and "JsonObjectKeys" in plan["theirs"]
+    )
     names = [f.name for f in fields] + [ERROR, UNKNOWN]
     a = ours.select("_lakecat_offset", *names).orderBy("_lakecat_offset").collect()
     b = theirs.select("_lakecat_offset", *names).orderBy("_lakecat_offset").collect()

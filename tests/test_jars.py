@@ -41,17 +41,28 @@ def test_repository_setting_and_credentials(tmp_path, monkeypatch):
                     '[spark]\nmaven-repository = "https://${CORP_USER}:${CORP_TOKEN}@artifactory.corp/maven-remote"\n')  # fmt: skip
     config = load_config_file(conf)  # the credentials need not be set to read the config (light commands)
     repo = jars.repository(config)
-    assert repo.url == "https://artifactory.corp/maven-remote/" and (repo.user_env, repo.password_env) == ("CORP_USER", "CORP_TOKEN")
+    assert repo.url == "https://artifactory.corp/maven-remote/" and (repo.user_env, repo.password_env) == (
+        "CORP_USER",
+        "CORP_TOKEN",
+    )
     with pytest.raises(ConfigError, match="CORP_USER is not set"):
         repo.credentials()
     monkeypatch.setenv("CORP_USER", "u")
     monkeypatch.setenv("CORP_TOKEN", "s3cret")
     assert repo.credentials() == ("u", "s3cret")
     settings = jars.ivy_settings_xml(repo, tmp_path / "ivy")
-    assert "s3cret" not in settings and "${env.CORP_TOKEN}" in settings and 'root="https://artifactory.corp/maven-remote/"' in settings
+    assert (
+        "s3cret" not in settings
+        and "${env.CORP_TOKEN}" in settings
+        and 'root="https://artifactory.corp/maven-remote/"' in settings
+    )
     monkeypatch.setenv(jars.REPOSITORY_ENV, "http://127.0.0.1:1/m2")  # the environment wins over the file
     assert jars.repository(config).url == "http://127.0.0.1:1/m2/"
-    for literal in ("https://user:s3cret@repo.corp/m2", "https://user@repo.corp/m2", "https://${U}:s3cret@repo.corp/m2"):
+    for literal in (
+        "https://user:s3cret@repo.corp/m2",
+        "https://user@repo.corp/m2",
+        "https://${U}:s3cret@repo.corp/m2",
+    ):
         with pytest.raises(ConfigError, match=r"must be \$\{ENV\} references"):
             jars.parse_repository(literal, source="test")
     with pytest.raises(ConfigError, match="not a repository URL"):
@@ -64,7 +75,9 @@ def test_sets_and_their_pins():
     coords = spark.coordinates
     assert jars.delta_coordinate() == "io.delta:delta-spark_4.1_2.13:4.4.0"  # one source: delta's helper
     # every format's jars come from its adapter (TableFormat.spark_packages), the Delta one among them
-    assert jars.delta_coordinate() in coords and any(c.startswith("org.apache.iceberg:iceberg-spark-runtime") for c in coords)
+    assert jars.delta_coordinate() in coords and any(
+        c.startswith("org.apache.iceberg:iceberg-spark-runtime") for c in coords
+    )
     assert "org.apache.spark:spark-token-provider-kafka-0-10_2.13:4.0.0" in coords
     kafka_sql = next(a for a in spark.artifacts if a.name.startswith("spark-sql-kafka"))
     assert kafka_sql.excludes == ("org.apache.spark:spark-token-provider-kafka-0-10_2.13",)
@@ -79,7 +92,10 @@ def test_sets_and_their_pins():
     assert 'm:classifier="test-fixtures"' in xml and '<exclude org="org.eclipse.jetty" module="*"/>' in xml
     # iceberg-core and its tests jar: one dependency naming both jars (two would be merged by Ivy, the last one winning)
     assert xml.count('name="iceberg-core" rev=') == 1
-    assert '<artifact name="iceberg-core" type="jar" ext="jar"/><artifact name="iceberg-core" type="jar" ext="jar" m:classifier="tests"/>' in xml
+    assert (
+        '<artifact name="iceberg-core" type="jar" ext="jar"/><artifact name="iceberg-core" type="jar" ext="jar" m:classifier="tests"/>'
+        in xml
+    )
     from lakecat.errors import InvalidArgumentError
 
     with pytest.raises(InvalidArgumentError, match="unknown jar set nope"):
@@ -137,7 +153,9 @@ def run_blocked(commands: list[list[str]], env: dict[str, str], *, mirror: Path 
         wrapper, isolation = [], "proxy to nowhere"
         env["JAVA_TOOL_OPTIONS"] = (env.get("JAVA_TOOL_OPTIONS", "") + " " + NO_ROUTE).strip()
     spec = {"mirror": str(mirror) if mirror else None, "port": port, "auth": auth, "commands": commands, "env": env}
-    proc = subprocess.run([*wrapper, sys.executable, "-c", SANDBOX, json.dumps(spec)], capture_output=True, text=True, timeout=3600)
+    proc = subprocess.run(
+        [*wrapper, sys.executable, "-c", SANDBOX, json.dumps(spec)], capture_output=True, text=True, timeout=3600
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     doc = json.loads(proc.stdout)
     doc["isolation"] = isolation
@@ -221,7 +239,9 @@ def test_mirror_replaces_maven_central(tmp_path):
     home, conf = tmp_path / "home", tmp_path / "corp.toml"
     conf.write_text(f'name = "corp"\nwarehouse = "{home}/warehouse"\nmetastore = "sqlite:///{home}/catalog.db"\n'
                     f'[spark]\nmaven-repository = "http://${{MIRROR_USER}}:${{MIRROR_TOKEN}}@127.0.0.1:{port}/"\n')  # fmt: skip
-    env = _env(LAKECAT_HOME=str(home), LAKECAT_JARS_CACHE=str(tmp_path / "cache"), MIRROR_USER="ci", MIRROR_TOKEN="t0ken")
+    env = _env(
+        LAKECAT_HOME=str(home), LAKECAT_JARS_CACHE=str(tmp_path / "cache"), MIRROR_USER="ci", MIRROR_TOKEN="t0ken"
+    )
     bad = {**env, "MIRROR_TOKEN": "wrong", "LAKECAT_JARS_CACHE": str(tmp_path / "bad-cache")}
     c = ["--catalog", str(conf)]
     doc = run_blocked([
@@ -245,7 +265,9 @@ def test_mirror_replaces_maven_central(tmp_path):
     assert listing["ok"] and all(j["sha1_ok"] for j in listing["jars"]) and len(listing["jars"]) > 50
     assert doc["served"] > 50, doc["served"]
 
-    denied = run_blocked([[*LAKECAT, "jars", "fetch", *c, "--json"]], bad, mirror=mirror, port=port, auth="ci:t0ken")["results"][0]
+    denied = run_blocked([[*LAKECAT, "jars", "fetch", *c, "--json"]], bad, mirror=mirror, port=port, auth="ci:t0ken")[
+        "results"
+    ][0]
     assert denied["rc"] == 1
     lines = _lines(denied["stderr"])
     assert len(lines) == 1 and lines[0].startswith("error: could not fetch "), denied["stderr"]
@@ -303,7 +325,9 @@ def test_used_maven_home_changes_nothing(tmp_path):
     for args in (["jars", "fetch", "--json"], ["create", "h.t", "--format", "iceberg", "--schema", "id INT", "--json"]):
         proc = subprocess.run([*LAKECAT, *args], env=env, capture_output=True, text=True, timeout=900)
         assert proc.returncode == 0, proc.stderr[-2000:]
-    fetched = json.loads(subprocess.run([*LAKECAT, "jars", "list", "--json"], env=env, capture_output=True, text=True).stdout)
+    fetched = json.loads(
+        subprocess.run([*LAKECAT, "jars", "list", "--json"], env=env, capture_output=True, text=True).stdout
+    )
     assert any(j["coordinate"] == "commons-logging:commons-logging:1.3.0" and j["sha1_ok"] for j in fetched["jars"])
     assert _tree(home) == before, "lakecat wrote into ~/.m2 or ~/.ivy2*"
     assert not list(home.glob(".ivy2*/jars")) and not (home / ".cache").exists()
@@ -322,7 +346,9 @@ def test_offline_after_fetch(tmp_path):
     landing = tmp_path / "landing"
     landing.mkdir()
     for f in range(3):
-        (landing / f"{f}.json").write_text("\n".join(json.dumps({"id": f * 10 + i, "v": f"x{i}"}) for i in range(10)) + "\n")
+        (landing / f"{f}.json").write_text(
+            "\n".join(json.dumps({"id": f * 10 + i, "v": f"x{i}"}) for i in range(10)) + "\n"
+        )
     port = free_port()
     kafka = ["--port", str(port), "--data-dir", str(tmp_path / "kafka"), "--json"]
     env = _env(LAKECAT_JARS_CACHE=cache, LAKECAT_HOME=str(home), LAKECAT_OFFLINE="1")
@@ -351,7 +377,9 @@ def test_offline_after_fetch(tmp_path):
     for res in doc["results"][:2]:
         assert res["rc"] == 1, res
         lines = _lines(res["stderr"])
-        assert len(lines) == 1 and "LAKECAT_OFFLINE is set" in lines[0] and "lakecat jars fetch" in lines[0], res["stderr"]
+        assert len(lines) == 1 and "LAKECAT_OFFLINE is set" in lines[0] and "lakecat jars fetch" in lines[0], res[
+            "stderr"
+        ]
     assert "jar set 'spark'" in doc["results"][0]["stderr"] and "jar set 'kafka'" in doc["results"][1]["stderr"]
     doctor = doc["results"][2]
     assert doctor["rc"] == 1
@@ -368,7 +396,9 @@ def test_offline_after_fetch(tmp_path):
                           env={**env, "LAKECAT_JARS_CACHE": str(partial_cache)})  # fmt: skip
     assert proc.returncode == 1
     line = _lines(proc.stderr)
-    assert len(line) == 1 and manifest.jars[0]["coordinate"] in line[0] and "is missing from the jar cache" in line[0], proc.stderr
+    assert (
+        len(line) == 1 and manifest.jars[0]["coordinate"] in line[0] and "is missing from the jar cache" in line[0]
+    ), proc.stderr
 
 
 # --- doctor ---------------------------------------------------------------------------------------------
@@ -378,7 +408,9 @@ def test_doctor(tmp_path):
     report = json.loads(proc.stdout)
     names = [c["name"] for c in report["checks"]]
     assert names[:5] == ["python", "lakecat", "java", "jars", "metastore"]
-    assert {"warehouse", "kafka", "local kafka", "local rest", "disk (cache)"} <= set(names) and names[-1] == "extension"
+    assert {"warehouse", "kafka", "local kafka", "local rest", "disk (cache)"} <= set(names) and names[
+        -1
+    ] == "extension"
     assert proc.returncode == (0 if report["ok"] else 1)
     assert all(c["fix"] for c in report["checks"] if not c["ok"])
 
@@ -387,12 +419,16 @@ def test_doctor(tmp_path):
     conf.write_text(f'name = "broken"\nwarehouse = "{tmp_path}/wh"\nmetastore = "postgresql://u:pw@127.0.0.1:{free_port()}/db"\n'
                     f'[kafka]\nbootstrap = "127.0.0.1:{free_port()}"\n')  # fmt: skip
     env = _env(LAKECAT_HOME=str(tmp_path / "home"), LAKECAT_JARS_CACHE=str(jars.cache_dir()))
-    proc = subprocess.run([*LAKECAT, "doctor", "--catalog", str(conf), "--json"], capture_output=True, text=True, timeout=300, env=env)
+    proc = subprocess.run(
+        [*LAKECAT, "doctor", "--catalog", str(conf), "--json"], capture_output=True, text=True, timeout=300, env=env
+    )
     assert proc.returncode == 1
     checks = {c["name"]: c for c in json.loads(proc.stdout)["checks"]}
     assert not checks["metastore"]["ok"] and "pw" not in checks["metastore"]["detail"] and checks["metastore"]["fix"]
     assert not checks["kafka"]["ok"] and "lakecat local kafka start" in checks["kafka"]["fix"]
-    human = subprocess.run([*LAKECAT, "doctor", "--catalog", str(conf)], capture_output=True, text=True, timeout=300, env=env)
+    human = subprocess.run(
+        [*LAKECAT, "doctor", "--catalog", str(conf)], capture_output=True, text=True, timeout=300, env=env
+    )
     assert human.returncode == 1
     lines = human.stdout.strip().splitlines()
     assert any(ln.startswith("✘ metastore: ") and " — fix: " in ln for ln in lines)

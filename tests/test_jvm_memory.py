@@ -51,7 +51,9 @@ def test_the_local_engine_runs_g1_and_the_rest_alike():
     parallel = ("-XX:+UseParallelGC", "-XX:MaxNewSize=96m", "-XX:+UseAdaptiveSizePolicyWithSystemGC")
     assert not set(parallel[1:]) & set(options)  # the parallel collector's tuning goes with it
     assert options[:-2] == [o for o in shlex.split(ours[JAVA_OPTIONS_KEY]) if o not in parallel]
-    assert {k: v for k, v in server.items() if k != JAVA_OPTIONS_KEY} == {k: v for k, v in ours.items() if k != JAVA_OPTIONS_KEY}
+    assert {k: v for k, v in server.items() if k != JAVA_OPTIONS_KEY} == {
+        k: v for k, v in ours.items() if k != JAVA_OPTIONS_KEY
+    }
 
 
 def test_a_users_collector_wins_on_the_engine_too(tmp_path):
@@ -76,7 +78,10 @@ def test_a_flag_named_use_gc_is_not_a_collector(tmp_path):
     path = _config(tmp_path, '"spark.driver.extraJavaOptions" = "-XX:-UseAdaptiveSizePolicyWithSystemGC"\n')
     options = shlex.split(engine_spark_conf(load_config_file(path))[JAVA_OPTIONS_KEY])
     assert "-XX:+UseParallelGC" in options and "-XX:MaxNewSize=96m" in options
-    assert options[-1] == "-XX:-UseAdaptiveSizePolicyWithSystemGC" and "-XX:+UseAdaptiveSizePolicyWithSystemGC" not in options
+    assert (
+        options[-1] == "-XX:-UseAdaptiveSizePolicyWithSystemGC"
+        and "-XX:+UseAdaptiveSizePolicyWithSystemGC" not in options
+    )
 
 
 def test_spark_conf_overrides_one_default_at_a_time(tmp_path):
@@ -87,7 +92,9 @@ def test_spark_conf_overrides_one_default_at_a_time(tmp_path):
     options = shlex.split(conf[JAVA_OPTIONS_KEY])
     assert options[0].startswith("-Dlog4j2.configurationFile=")  # lakecat's logging stays
     assert options[-3:] == ["-XX:+UseSerialGC", "-XX:MaxDirectMemorySize=64m", "-Dx.y=1"]
-    assert "-XX:+UseParallelGC" not in options and "-XX:MaxDirectMemorySize=512m" not in options  # replaced, not doubled
+    assert (
+        "-XX:+UseParallelGC" not in options and "-XX:MaxDirectMemorySize=512m" not in options
+    )  # replaced, not doubled
     assert "-XX:ReservedCodeCacheSize=240m" in options  # the defaults the user did not touch stay
 
 
@@ -120,7 +127,8 @@ def test_the_sessions_jvm_runs_with_the_defaults(spark):
         assert option in args
     assert jvm.java.lang.Runtime.getRuntime().maxMemory() <= 960 * 1024**2
     hotspot = jvm.java.lang.management.ManagementFactory.getPlatformMXBean(
-        jvm.java.lang.Class.forName("com.sun.management.HotSpotDiagnosticMXBean"))
+        jvm.java.lang.Class.forName("com.sun.management.HotSpotDiagnosticMXBean")
+    )
     assert hotspot.getVMOption("ReservedCodeCacheSize").getValue() == str(240 * 1024**2)  # the JIT's code cache
     collectors = {b.getName() for b in jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()}
     assert collectors == {"PS Scavenge", "PS MarkSweep"}, collectors  # the parallel (throughput) collector
@@ -197,7 +205,9 @@ def test_delta_rs_allocator_gives_freed_memory_back_and_a_users_own_setting_wins
     from lakecat.formats.delta import ALLOCATOR_ENVIRONMENT
 
     assert ALLOCATOR_ENVIRONMENT == {"_RJEM_MALLOC_CONF": "dirty_decay_ms:0,muzzy_decay_ms:0"}
-    env = {k: v for k, v in os.environ.items() if k != "_RJEM_MALLOC_CONF"} | ({"_RJEM_MALLOC_CONF": own} if own else {})
+    env = {k: v for k, v in os.environ.items() if k != "_RJEM_MALLOC_CONF"} | (
+        {"_RJEM_MALLOC_CONF": own} if own else {}
+    )
     out = subprocess.run([sys.executable, "-c", DELTA_RS_ALLOCATOR, str(tmp_path / "t")], env=env,
                          capture_output=True, text=True, timeout=120, check=True)  # fmt: skip
     assert out.stdout.split() == [own or "dirty_decay_ms:0,muzzy_decay_ms:0", "0"]

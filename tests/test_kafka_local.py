@@ -35,8 +35,14 @@ def test_produce_and_consume_roundtrip(broker: tuple[LocalKafka, str]) -> None:
     # sticky-partitioning window, and 1000 small ones can all be sent inside it
     assert produce(bootstrap, "events", [(f"key-{i}", f"msg-{i}") for i in range(1000)]) == 1000
 
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "test-roundtrip",
-                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "test-roundtrip",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
     seen: list[str] = []
     partitions: set[int] = set()
     try:
@@ -93,8 +99,13 @@ def test_stop_frees_port(broker: tuple[LocalKafka, str]) -> None:
     kafka, _ = broker
     pid = kafka.status()["pid"]
     assert kafka.stop() is True
-    assert kafka.status() == {"running": False, "pid": None, "bootstrap": None,
-                              "data_dir": str(kafka.data_dir), "version": KAFKA_VERSION}
+    assert kafka.status() == {
+        "running": False,
+        "pid": None,
+        "bootstrap": None,
+        "data_dir": str(kafka.data_dir),
+        "version": KAFKA_VERSION,
+    }
     assert _gone(pid)
     assert port_free(kafka.port)
     assert kafka.stop() is False
@@ -128,7 +139,9 @@ def test_cli_local_kafka_start_status_stop(tmp_path):
         assert code == 0 and doc["running"] is True and doc["bootstrap"] == f"127.0.0.1:{port}"
         code, doc = run("status")
         assert code == 0 and doc["running"] is True
-        other = runner.invoke(app, ["local", "kafka", "start", "--port", str(port), "--data-dir", str(tmp_path / "other"), "--json"])
+        other = runner.invoke(
+            app, ["local", "kafka", "start", "--port", str(port), "--data-dir", str(tmp_path / "other"), "--json"]
+        )
         assert other.exit_code == 1 and "already in use" in json.loads(other.stdout)["error"]["message"]
     finally:
         code, doc = run("stop")

@@ -46,7 +46,7 @@ SPARK_PREDICATES = [
     "id + 1 > 3",
     "cast(amount AS INT) = 10",
     "region RLIKE '^e'",
-    "region = \"eu\"",
+    'region = "eu"',
     "amount > '10'",
 ]
 
@@ -136,7 +136,7 @@ def test_light_answers_as_spark_does(catalog, spark, ns, table_format):
 
     # every change range (since exclusive, until inclusive): Spark reads them all in one job, the light path one by one
     starts = [-1, *versions]
-    ranges = [(since, until) for i, since in enumerate(starts) for until in versions[max(i - 1, 0):]]
+    ranges = [(since, until) for i, since in enumerate(starts) for until in versions[max(i - 1, 0) :]]
     changes = [t.changes(since=s, until=u, engine="spark") for s, u in ranges]
     frames = [c.to_spark() for c in changes]
     light_ranges = []
@@ -210,7 +210,9 @@ def test_engine_choice_and_no_jvm_in_the_process(catalog, spark, ns, lakecat_hom
     assert code == 0, err
     assert doc["returned"] == 1 and doc["truncated"] is True and doc["rows"][0]["_commit_version"] == versions[0]
     # the light path asked for where it cannot be exact: exit 3 and why, before any JVM
-    code, doc, err = fresh("timetravel", name, "--version", str(versions[2]), "--where", "id % 2 = 0", "--engine", "light")
+    code, doc, err = fresh(
+        "timetravel", name, "--version", str(versions[2]), "--where", "id % 2 = 0", "--engine", "light"
+    )
     assert code == 3 and doc["error"]["type"] == "NotExactError" and "--engine spark" in doc["error"]["message"]
     # a column that does not exist is the caller's mistake, on either path
     code, doc, _ = fresh("timetravel", name, "--version", str(versions[2]), "--where", "nope = 1")
@@ -242,7 +244,9 @@ def test_delta_deletion_vectors_go_to_spark(catalog, spark, ns):
 def test_predicate_allow_list():
     import pyarrow as pa
 
-    schema = pa.schema([("id", pa.int64()), ("Region", pa.string()), ("d", pa.date32()), ("m", pa.map_(pa.string(), pa.int32()))])
+    schema = pa.schema(
+        [("id", pa.int64()), ("Region", pa.string()), ("d", pa.date32()), ("m", pa.map_(pa.string(), pa.int32()))]
+    )
     # identifiers resolve case-insensitively (as Spark does) and are quoted; literals are re-rendered
     assert to_duckdb("region = 'eu' AND ID IN (1, -2)", schema) == """(("Region" = 'eu') AND ("id" IN (1, -2)))"""
     assert to_duckdb("d >= DATE '2024-02-29'", schema) == """("d" >= DATE '2024-02-29')"""

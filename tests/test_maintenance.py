@@ -51,7 +51,9 @@ def versions(t):
 
 
 def expected_rows(commits=COMMITS):
-    return sorted([(2 * i, "eu", f"a{i}") for i in range(commits)] + [(2 * i + 1, "us", f"b{i}") for i in range(commits)])
+    return sorted(
+        [(2 * i, "eu", f"a{i}") for i in range(commits)] + [(2 * i + 1, "us", f"b{i}") for i in range(commits)]
+    )
 
 
 def run_json(cli, *args):
@@ -76,7 +78,15 @@ def test_compact_dry_run_changes_nothing_then_compacts(cli, catalog, spark, ns, 
 
     code, doc, err = run_json(cli, "compact", t.name, "--target-file-size", "1MB")
     assert code == 0, err
-    for key in ("files_before", "files_after", "bytes_before", "bytes_after", "dry_run", "files_rewritten", "duration_s"):
+    for key in (
+        "files_before",
+        "files_after",
+        "bytes_before",
+        "bytes_after",
+        "dry_run",
+        "files_rewritten",
+        "duration_s",
+    ):
         assert key in doc
     assert doc["dry_run"] is False and doc["files_before"] == 2 * COMMITS and doc["files_after"] == 2
     assert doc["files_rewritten"] == 2 * COMMITS and len(live_files(t)) == 2
@@ -153,7 +163,11 @@ def test_expire_retain_last(cli, catalog, spark, ns, table_format):
     t = build(catalog, spark, f"{ns}.e", table_format)
     t.compact(target_file_size="1MB")
     live = {f.replace("file://", "").replace("file:", "") for f in live_files(t)}
-    small = [p for p in disk(t) if p.endswith(".parquet") and "/metadata/" not in p and "_delta_log" not in p and p not in live]
+    small = [
+        p
+        for p in disk(t)
+        if p.endswith(".parquet") and "/metadata/" not in p and "_delta_log" not in p and p not in live
+    ]
     assert len(small) == 2 * COMMITS and len(live) == 2
     before_vers, on_disk, rows = versions(t), disk(t), contents(catalog, t)
 
@@ -333,8 +347,10 @@ def test_compaction_during_a_live_stream_loses_no_row(catalog, spark, ns, table_
               .selectExpr("CAST(value AS BIGINT) AS id", "timestamp AS ts"))  # fmt: skip
     writer = (stream.writeStream.outputMode("append").trigger(processingTime="1 second")
               .option("checkpointLocation", str(tmp_path / "cp")))  # fmt: skip
-    query = writer.format(table_format).toTable(t.spark_name) if table_format == "iceberg" else (
-        writer.format("delta").start(t.location)
+    query = (
+        writer.format(table_format).toTable(t.spark_name)
+        if table_format == "iceberg"
+        else (writer.format("delta").start(t.location))
     )
     try:
         deadline = time.time() + 120

@@ -54,7 +54,11 @@ def test_no_network_to_maven_central(tmp_path):
     first = jars.config_spark_set(resolve_config()).coordinates[0]  # the first jar of the set is the first to fail
     _one_line_error(proc, f"could not fetch {first}")
     line = [ln for ln in proc.stderr.splitlines() if ln.startswith("error:")][0]
-    assert "from https://repo1.maven.org/maven2/" in line and "LAKECAT_MAVEN_REPOSITORY" in line and "lakecat jars fetch" in line
+    assert (
+        "from https://repo1.maven.org/maven2/" in line
+        and "LAKECAT_MAVEN_REPOSITORY" in line
+        and "lakecat jars fetch" in line
+    )
     assert "JAVA_GATEWAY_EXITED" not in proc.stderr + proc.stdout
     assert json.loads(proc.stdout)["error"]["type"] == "JarResolutionError"
 
@@ -94,7 +98,11 @@ def test_jvm_without_its_memory(tmp_path):
     conf = tmp_path / "big.toml"
     conf.write_text(f'name = "big"\nwarehouse = "{tmp_path}/wh"\nmetastore = "sqlite:///{tmp_path}/c.db"\n'
                     '[spark.conf]\n"spark.driver.memory" = "100t"\n')  # fmt: skip
-    proc = _run(["create", "a.b", "--format", "delta", "--schema", "id INT", "--catalog", str(conf), "--json"], _cached_jars(), tmp_path)
+    proc = _run(
+        ["create", "a.b", "--format", "delta", "--schema", "id INT", "--catalog", str(conf), "--json"],
+        _cached_jars(),
+        tmp_path,
+    )
     assert proc.returncode == 1
     _one_line_error(proc, "the Spark JVM could not get its memory")
     assert "spark.driver.memory" in proc.stderr and "spark.log" in proc.stderr

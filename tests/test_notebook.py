@@ -23,7 +23,9 @@ def executed(tmp_path_factory):
     tmp_path = tmp_path_factory.mktemp("tour")
     os.environ["LAKECAT_HOME"] = str(tmp_path / "home")  # the kernel inherits it: a private catalog
     try:
-        NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+        NotebookClient(
+            nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+        ).execute()
     finally:
         os.environ["LAKECAT_HOME"] = env_before or ""
     return nb
@@ -32,7 +34,11 @@ def executed(tmp_path_factory):
 def test_tour_notebook_executes(executed):
     outputs = [o for cell in executed.cells if cell.cell_type == "code" for o in cell.outputs]
     assert not [o for o in outputs if o.output_type == "error"]
-    html = [o["data"]["text/html"] for o in outputs if o.output_type == "execute_result" and "text/html" in o.get("data", {})]
+    html = [
+        o["data"]["text/html"]
+        for o in outputs
+        if o.output_type == "execute_result" and "text/html" in o.get("data", {})
+    ]
     assert html, "results render as HTML tables in Jupyter"
 
 

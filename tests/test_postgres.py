@@ -40,14 +40,20 @@ def postgres_url():
     as_pg = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
     if as_pg:
         shutil.chown(root, "postgres")
-    subprocess.run([*as_pg, str(pg_bin / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres"], check=True, capture_output=True)
+    subprocess.run(
+        [*as_pg, str(pg_bin / "initdb"), "-D", str(data), "-A", "trust", "-U", "postgres"],
+        check=True,
+        capture_output=True,
+    )
     subprocess.run(
         [*as_pg, str(pg_bin / "pg_ctl"), "-D", str(data), "-l", str(root / "log"), "-w", "-o",
          f"-p {port} -k {root} -c listen_addresses=127.0.0.1", "start"],
         check=True, capture_output=True,
     )  # fmt: skip
     try:
-        subprocess.run([str(pg_bin / "createdb"), "-h", "127.0.0.1", "-p", str(port), "-U", "postgres", "lakecat"], check=True)
+        subprocess.run(
+            [str(pg_bin / "createdb"), "-h", "127.0.0.1", "-p", str(port), "-U", "postgres", "lakecat"], check=True
+        )
         yield f"postgresql://postgres:unused@127.0.0.1:{port}/lakecat"
     finally:
         subprocess.run([*as_pg, str(pg_bin / "pg_ctl"), "-D", str(data), "-m", "fast", "stop"], capture_output=True)
@@ -71,7 +77,9 @@ def test_postgres_metastore(pg_config, cli, spark, table_format):
     assert cat.config.metastore.kind == "postgresql"
     ns = "pg_" + uuid.uuid4().hex[:8]
     t = cat.create_table(f"{ns}.t", schema="id BIGINT, ts TIMESTAMP", format=table_format, partition_by="days(ts)")
-    cat.session().sql(f"INSERT INTO {t.spark_name} (id, ts) VALUES (1, TIMESTAMP'2026-01-01 00:00:00'), (2, TIMESTAMP'2026-01-02 00:00:00')")
+    cat.session().sql(
+        f"INSERT INTO {t.spark_name} (id, ts) VALUES (1, TIMESTAMP'2026-01-01 00:00:00'), (2, TIMESTAMP'2026-01-02 00:00:00')"
+    )
     code, out, err = cli("list", ns, "--catalog", str(pg_config), "--json")
     assert code == 0, err
     assert [(t["name"], t["format"]) for t in json.loads(out)] == [(f"{ns}.t", table_format)]
@@ -105,9 +113,19 @@ def test_two_processes_commit_concurrently(pg_config, lakecat_home):
     cat = lakecat.connect(str(pg_config))
     ns = "pgc_" + uuid.uuid4().hex[:8]
     cat.create_table(f"{ns}.shared", schema="id BIGINT", format="iceberg")
-    env = {**os.environ, "LAKECAT_HOME": str(lakecat_home), "LAKECAT_SPARK_LOG": str(lakecat_home / "logs" / "worker.log")}
+    env = {
+        **os.environ,
+        "LAKECAT_HOME": str(lakecat_home),
+        "LAKECAT_SPARK_LOG": str(lakecat_home / "logs" / "worker.log"),
+    }
     procs = [
-        subprocess.Popen([sys.executable, "-c", WORKER, str(pg_config), ns, str(w)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            [sys.executable, "-c", WORKER, str(pg_config), ns, str(w)],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         for w in (1, 2)
     ]
     for p in procs:

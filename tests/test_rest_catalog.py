@@ -135,7 +135,9 @@ def _one_line(err: str) -> str:
 def test_pyiceberg_rest_catalog_reads_a_table_lakecat_wrote(served, rest_server, spark, ns):
     from pyiceberg.catalog.rest import RestCatalog
 
-    t = served.create_table(f"{ns}.orders", schema="id BIGINT, region STRING", format="iceberg", partition_by=["region"])
+    t = served.create_table(
+        f"{ns}.orders", schema="id BIGINT, region STRING", format="iceberg", partition_by=["region"]
+    )
     spark.sql(f"INSERT INTO {t.spark_name} VALUES (1, 'eu'), (2, 'us'), (3, 'eu')")
     remote = RestCatalog("any-engine", uri=rest_server).load_table((ns, "orders"))
     assert sorted(remote.scan().to_arrow().column("id").to_pylist()) == [1, 2, 3]
@@ -161,7 +163,9 @@ def test_list_describe_history_through_rest(cli, served, rc_conf, rest_server, n
     history = light_cli("history", f"{ns}.events", "--catalog", rc_conf)
     assert [h["operation"] for h in history] == ["append", "append"]
     # the same table, seen by the embedded catalog the server serves (JDBC)
-    assert [e["name"] for e in json.loads(cli("list", ns, "--catalog", served.config.source, "--json")[1])] == [f"{ns}.events"]
+    assert [e["name"] for e in json.loads(cli("list", ns, "--catalog", served.config.source, "--json")[1])] == [
+        f"{ns}.events"
+    ]
 
 
 def test_catalogs_shows_the_kind_of_each_catalog(cli, rc_conf, monkeypatch):
@@ -222,7 +226,9 @@ def test_spark_path_through_rest(cli, rc, rc_conf, served, spark, ns, tmp_path):
 
 # --- errors: 401, unreachable, bad config ---------------------------------------------------------------
 def test_token_from_the_environment_401_and_403(cli, rest_home, guarded_uri, monkeypatch):
-    conf = _rest_conf(rest_home / "guarded.toml", guarded_uri, name="guarded", extra='token = "${LAKECAT_TEST_REST_TOKEN}"\n')
+    conf = _rest_conf(
+        rest_home / "guarded.toml", guarded_uri, name="guarded", extra='token = "${LAKECAT_TEST_REST_TOKEN}"\n'
+    )
     monkeypatch.setenv("LAKECAT_TEST_REST_TOKEN", TOKEN)
     code, _, err = cli("list", "--catalog", conf, "--json")
     assert code == 0, err
@@ -272,11 +278,15 @@ def test_local_rest_commands(cli, served, rest_server, rest_home, tmp_path):
     status = json.loads(out)
     assert status["running"] and status["uri"] == rest_server and status["catalog"] == "served"
     # a second start finds the running server
-    code, out, err = cli("local", "rest", "start", "--port", port, "--data-dir", data_dir, "--catalog", served.config.source, "--json")
+    code, out, err = cli(
+        "local", "rest", "start", "--port", port, "--data-dir", data_dir, "--catalog", served.config.source, "--json"
+    )
     assert code == 0, err
     assert json.loads(out)["pid"] == status["pid"]
     # another server on the same port is refused, one line
-    code, _, err = cli("local", "rest", "start", "--port", port, "--data-dir", tmp_path / "other", "--catalog", served.config.source)
+    code, _, err = cli(
+        "local", "rest", "start", "--port", port, "--data-dir", tmp_path / "other", "--catalog", served.config.source
+    )
     assert code == 1 and "already in use" in _one_line(err)
     # a catalog whose Iceberg tables are behind REST already cannot be served
     conf = _rest_conf(tmp_path / "r.toml", rest_server, name="r")

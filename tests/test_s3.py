@@ -24,7 +24,9 @@ from lakecat.kafka_local import free_port
 pytestmark = [pytest.mark.s3]
 
 BUCKET = "lakecat-test"
-ROWS = [{"id": f * 100 + i, "ts": f"2026-02-0{1 + i % 3}T10:00:00", "page": f"/p{i}"} for f in range(3) for i in range(20)]
+ROWS = [
+    {"id": f * 100 + i, "ts": f"2026-02-0{1 + i % 3}T10:00:00", "page": f"/p{i}"} for f in range(3) for i in range(20)
+]
 
 
 @pytest.fixture(scope="module")
@@ -111,7 +113,9 @@ def test_iceberg_and_delta_on_s3(s3_env, tmp_path):
     proc = subprocess.run([sys.executable, "-c", DRIVER, str(conf), str(landing)], env=env, capture_output=True, text=True, timeout=900)  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:] + "\n--- spark.log ---\n" + _tail(home / "logs" / "spark.log")
     out = json.loads(proc.stdout.strip().splitlines()[-1])
-    print(f"spark start {out['spark_start_s']} s, iceberg {out['iceberg']['duration_s']} s, delta {out['delta']['duration_s']} s")
+    print(
+        f"spark start {out['spark_start_s']} s, iceberg {out['iceberg']['duration_s']} s, delta {out['delta']['duration_s']} s"
+    )
     expected_ids = sorted(r["id"] for r in ROWS)
     for fmt in ("iceberg", "delta"):
         res = out[fmt]
@@ -122,7 +126,9 @@ def test_iceberg_and_delta_on_s3(s3_env, tmp_path):
         # The oldest version: Delta's empty table as created; Iceberg's first snapshot, the first landed file.
         assert res["count_first_version"] == {"delta": 0, "iceberg": 20}[fmt]
         assert res["ids_now"] == expected_ids
-        assert res["expired_versions"] >= 3 and res["expire_deleted_files"] >= 3 and res["count_after_expire"] == len(ROWS)
+        assert (
+            res["expired_versions"] >= 3 and res["expire_deleted_files"] >= 3 and res["count_after_expire"] == len(ROWS)
+        )
         assert res["orphans"] == 0
 
     # The light path (no JVM) reaches the same bucket with the same environment only.
@@ -156,10 +162,16 @@ def test_iceberg_and_delta_on_s3(s3_env, tmp_path):
     assert delta.metadata().configuration.get("delta.enableChangeDataFeed") == "true"
     s3 = boto3.client("s3", region_name=s3_env["AWS_REGION"], endpoint_url=s3_env["AWS_ENDPOINT_URL"],
                       aws_access_key_id=s3_env["AWS_ACCESS_KEY_ID"], aws_secret_access_key=s3_env["AWS_SECRET_ACCESS_KEY"])  # fmt: skip
-    keys = [o["Key"] for page in s3.get_paginator("list_objects_v2").paginate(Bucket=BUCKET) for o in page.get("Contents", [])]
+    keys = [
+        o["Key"]
+        for page in s3.get_paginator("list_objects_v2").paginate(Bucket=BUCKET)
+        for o in page.get("Contents", [])
+    ]
     for fmt in ("iceberg", "delta"):
         assert any(k.startswith(f"warehouse/s3/events_{fmt}/") and k.endswith(".parquet") for k in keys), fmt
-    assert any(k.startswith("warehouse/_lakecat/checkpoints/") for k in keys)  # ingest checkpoints live in the bucket too
+    assert any(
+        k.startswith("warehouse/_lakecat/checkpoints/") for k in keys
+    )  # ingest checkpoints live in the bucket too
     assert not any(k.startswith("warehouse/s3/scratch_") for k in keys)  # drop --purge emptied the table directories
     assert not (home / "warehouse").exists()  # nothing fell back to a local directory
 
@@ -174,7 +186,9 @@ def test_object_storage_config_resolution(monkeypatch, tmp_path):
     for var in ("AWS_ENDPOINT_URL", "AWS_REGION", "AWS_DEFAULT_REGION"):
         monkeypatch.delenv(var, raising=False)
     conf = tmp_path / "lake.toml"
-    conf.write_text('name = "lake"\nwarehouse = "s3a://b/wh"\nmetastore = "sqlite:////tmp/x.db"\n[storage]\nendpoint = "http://minio:9000"\n')
+    conf.write_text(
+        'name = "lake"\nwarehouse = "s3a://b/wh"\nmetastore = "sqlite:////tmp/x.db"\n[storage]\nendpoint = "http://minio:9000"\n'
+    )
     cfg = load_config_file(conf)
     assert cfg.object_storage and cfg.s3().path_style and cfg.s3().region == "us-east-1"
     spark_conf = storage_spark_conf(cfg)
@@ -185,7 +199,9 @@ def test_object_storage_config_resolution(monkeypatch, tmp_path):
     assert ice["spark.sql.catalog.lake.s3.endpoint"] == "http://minio:9000"
     assert cfg.pyiceberg_properties() == {"s3.region": "us-east-1", "s3.endpoint": "http://minio:9000"}
     assert cfg.delta_storage_options()["AWS_ALLOW_HTTP"] == "true"
-    assert not any(k.lower().endswith(("key", "secret", "token")) for k in {**spark_conf, **ice, **cfg.delta_storage_options()})
+    assert not any(
+        k.lower().endswith(("key", "secret", "token")) for k in {**spark_conf, **ice, **cfg.delta_storage_options()}
+    )
     assert {p.split(":")[1] for p in _packages(cfg)} >= {"hadoop-aws", "iceberg-aws-bundle"}
     assert set(S3_EXCLUDES) <= set(_excludes(cfg))
     # The environment wins over the file; a local warehouse pays for nothing.
@@ -199,7 +215,9 @@ def test_object_storage_config_resolution(monkeypatch, tmp_path):
     assert lcfg.s3() is None and storage_spark_conf(lcfg) == {} and lcfg.pyiceberg_properties() == {}
     assert not any("aws" in p for p in _packages(lcfg)) and not set(S3_EXCLUDES) & set(_excludes(lcfg))
     # Secrets never come from the file.
-    conf.write_text('name = "lake"\nwarehouse = "s3a://b/wh"\nmetastore = "sqlite:////tmp/x.db"\n[storage]\nsecret-access-key = "x"\n')
+    conf.write_text(
+        'name = "lake"\nwarehouse = "s3a://b/wh"\nmetastore = "sqlite:////tmp/x.db"\n[storage]\nsecret-access-key = "x"\n'
+    )
     with pytest.raises(ConfigError, match="AWS_SECRET_ACCESS_KEY"):
         load_config_file(conf)
 

@@ -88,7 +88,9 @@ def test_describe_counts_files_and_rows(catalog, spark, ns, table_format):
 def test_delta_generated_partition_prunes_on_source_column(catalog, spark, ns):
     t = catalog.create_table(f"{ns}.p", schema=SCHEMA, format="delta", partition_by="days(ts)")
     for day in (1, 2, 3):
-        spark.sql(f"INSERT INTO {t.spark_name} (id, ts, region, amount) VALUES ({day}, TIMESTAMP'2026-03-0{day} 12:00:00', 'eu', 1)")
+        spark.sql(
+            f"INSERT INTO {t.spark_name} (id, ts, region, amount) VALUES ({day}, TIMESTAMP'2026-03-0{day} 12:00:00', 'eu', 1)"
+        )
     assert t.describe().files == 3
     df = t.to_spark().where("ts >= TIMESTAMP'2026-03-03 00:00:00'")
     plan = df._jdf.queryExecution().executedPlan().toString()
@@ -99,11 +101,23 @@ def test_delta_generated_partition_prunes_on_source_column(catalog, spark, ns):
 def test_create_errors(cli, catalog, ns, table_format):
     name = f"{ns}.e"
     cases = [
-        (["create", "shop.x; DROP TABLE y", "--format", table_format, "--schema", "id BIGINT"], 2, "invalid table name"),
+        (
+            ["create", "shop.x; DROP TABLE y", "--format", table_format, "--schema", "id BIGINT"],
+            2,
+            "invalid table name",
+        ),
         (["create", name, "--format", "parquet", "--schema", "id BIGINT"], 2, "unknown format"),
         (["create", name, "--format", table_format, "--schema", "id BIGINTY"], 2, "unknown type"),
-        (["create", name, "--format", table_format, "--schema", "id BIGINT", "--partition-by", "days(id)"], 2, "not a date"),
-        (["create", name, "--format", table_format, "--schema", "id BIGINT", "--partition-by", "weeks(id)"], 2, "invalid partition transform"),
+        (
+            ["create", name, "--format", table_format, "--schema", "id BIGINT", "--partition-by", "days(id)"],
+            2,
+            "not a date",
+        ),
+        (
+            ["create", name, "--format", table_format, "--schema", "id BIGINT", "--partition-by", "weeks(id)"],
+            2,
+            "invalid partition transform",
+        ),
         (["create", name, "--format", table_format, "--schema", "id BIGINT", "--property", "novalue"], 2, "key=value"),
     ]
     for args, code, msg in cases:
@@ -194,7 +208,9 @@ def test_iceberg_describe_from_the_metadata_file_equals_pyicebergs_view(catalog,
     assert light.partitioning == ["days(ts)", *(["void(id)"] if version == "1" else []), "truncate(2, info.region)"]
     assert [s.current for s in light.partition_specs].count(True) == 1 and len(light.partition_specs) >= 2
     assert light.records == 2 and light.files >= 2 and light.current_version == t.describe().current_version
-    assert [(r.name, r.retain) for r in light.tags] == [("before", "1w")] and [b.name for b in light.branches] == ["audit"]
+    assert [(r.name, r.retain) for r in light.tags] == [("before", "1w")] and [b.name for b in light.branches] == [
+        "audit"
+    ]
     assert {c.name: c.comment for c in light.schema}["note"] == "free text"
     assert not {c.name: c.nullable for c in light.schema}["id"]
     spark_types = {f.name: f.dataType.simpleString() for f in spark.table(name).schema.fields}

@@ -29,8 +29,10 @@ def test_identifier_quoting():
 
 
 def test_schema_parsing():
-    cols = parse_schema("id long not null, ts TIMESTAMP, price decimal(10, 2), tags ARRAY<string>, "
-                        "m MAP<STRING, INT>, s STRUCT<a: INT, b STRING> COMMENT 'it''s'")
+    cols = parse_schema(
+        "id long not null, ts TIMESTAMP, price decimal(10, 2), tags ARRAY<string>, "
+        "m MAP<STRING, INT>, s STRUCT<a: INT, b STRING> COMMENT 'it''s'"
+    )
     assert [(c.name, c.type, c.nullable) for c in cols] == [
         ("id", "BIGINT", False), ("ts", "TIMESTAMP", True), ("price", "DECIMAL(10,2)", True),
         ("tags", "ARRAY<STRING>", True), ("m", "MAP<STRING, INT>", True), ("s", "STRUCT<`a`: INT, `b`: STRING>", True),
@@ -61,12 +63,23 @@ def test_partition_specs():
 
 def test_delta_mapping_and_back():
     cols = parse_schema("id BIGINT, ts TIMESTAMP, region STRING, n INT")
-    fields = parse_partition_spec("years(ts), months(ts), days(ts), hours(ts), region, truncate(3, region), truncate(10, n)", cols)
+    fields = parse_partition_spec(
+        "years(ts), months(ts), days(ts), hours(ts), region, truncate(3, region), truncate(10, n)", cols
+    )
     extra, names = delta_generated_columns(fields, cols)
     assert names == ["ts_year", "ts_month", "ts_day", "ts_hour", "region", "region_trunc", "n_trunc"]
-    generation = {n: e.split("GENERATED ALWAYS AS (", 1)[1][:-1] for n, e in zip([x for x in names if x != "region"], extra, strict=True)}
+    generation = {
+        n: e.split("GENERATED ALWAYS AS (", 1)[1][:-1]
+        for n, e in zip([x for x in names if x != "region"], extra, strict=True)
+    }
     assert describe_delta_partitioning(names, generation) == [
-        "years(ts)", "months(ts)", "days(ts)", "hours(ts)", "region", "truncate(3, region)", "truncate(10, n)"
+        "years(ts)",
+        "months(ts)",
+        "days(ts)",
+        "hours(ts)",
+        "region",
+        "truncate(3, region)",
+        "truncate(10, n)",
     ]
     with pytest.raises(UnsupportedOperationError, match="not supported for delta"):
         delta_generated_columns(parse_partition_spec("bucket(4, id)", cols), cols)
@@ -81,7 +94,12 @@ def test_durations_sizes_timestamps():
     assert parse_size("1GiB") == 2**30
     assert parse_timestamp("2026-01-31T12:00:00") == datetime(2026, 1, 31, 12, tzinfo=UTC)
     assert parse_timestamp("2026-01-31T13:00:00+01:00") == datetime(2026, 1, 31, 12, tzinfo=UTC)
-    for fn, bad in [(parse_duration, "7 days"), (parse_duration, "-1d"), (parse_size, "12XB"), (parse_timestamp, "yesterday")]:
+    for fn, bad in [
+        (parse_duration, "7 days"),
+        (parse_duration, "-1d"),
+        (parse_size, "12XB"),
+        (parse_timestamp, "yesterday"),
+    ]:
         with pytest.raises(InvalidArgumentError):
             fn(bad)
 
@@ -137,7 +155,12 @@ def test_bundled_example_configs_parse(monkeypatch):
         for adapter in all_formats():
             adapter.check_config(load_config_file(path))
     kinds = {p.stem: catalog_kinds(load_config_file(p))["iceberg"] for p in files}
-    assert kinds["rest"] == "rest" and kinds["hive"] == "hive" and kinds["glue"] == "glue" and kinds["local"] == "metastore"
+    assert (
+        kinds["rest"] == "rest"
+        and kinds["hive"] == "hive"
+        and kinds["glue"] == "glue"
+        and kinds["local"] == "metastore"
+    )
     hive = iceberg_catalog_conf(load_config_file(bundled_conf_dir() / "hive.toml"))
     assert hive["spark.sql.catalog.hive.type"] == "hive" and hive["spark.sql.catalog.hive.uri"].startswith("thrift://")
 

@@ -43,7 +43,13 @@ def three_appends_and_a_delete(catalog, spark, name, table_format):
 def independent_count(catalog, t) -> int:
     """Rows in the table's current version, read by pyiceberg or delta-rs (not by Spark)."""
     if t.format == "iceberg":
-        return pyiceberg_catalog(catalog).load_table((t.entry.ident.namespace, t.entry.ident.name)).scan().to_arrow().num_rows
+        return (
+            pyiceberg_catalog(catalog)
+            .load_table((t.entry.ident.namespace, t.entry.ident.name))
+            .scan()
+            .to_arrow()
+            .num_rows
+        )
     from deltalake import DeltaTable
 
     return DeltaTable(t.location).to_pyarrow_table().num_rows

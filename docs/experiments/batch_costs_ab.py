@@ -48,7 +48,11 @@ N, ROUNDS, FORMAT = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 JOBS = tuple(sys.argv[4].split(","))
 BATCH = int(os.environ.get("BATCH", "50000"))
 mode = {"job": "lakecat"}
-real_exprs, real_plan, real_counted = ingest._Pipeline._batch_exprs, ingest._Pipeline.plan, ingest._Pipeline._counted_by_stream
+real_exprs, real_plan, real_counted = (
+    ingest._Pipeline._batch_exprs,
+    ingest._Pipeline.plan,
+    ingest._Pipeline._counted_by_stream,
+)
 real_load, real_observe, real_utf8 = readwriter.DataStreamReader.load, DataFrame.observe, F.is_valid_utf8
 
 
@@ -101,7 +105,9 @@ def foreach_batch_job(spark, table, bootstrap: str, topic: str, checkpoint: str)
             df.writeTo(table.spark_name).append()
 
     df = plain_frame(spark, bootstrap, topic, batch=BATCH)
-    query = df.writeStream.foreachBatch(write).option("checkpointLocation", checkpoint).trigger(availableNow=True).start()
+    query = (
+        df.writeStream.foreachBatch(write).option("checkpointLocation", checkpoint).trigger(availableNow=True).start()
+    )
     query.awaitTermination()
 
 
@@ -109,7 +115,11 @@ def main() -> None:
     with topic_of_events(home, N, "bc_") as (cat, spark, pid, bootstrap, topic):
         codegen = spark._jvm.org.apache.spark.metrics.source.CodegenMetrics
         management = spark._jvm.java.lang.management.ManagementFactory
-        beans, jit, pools = management.getGarbageCollectorMXBeans(), management.getCompilationMXBean(), management.getMemoryPoolMXBeans()
+        beans, jit, pools = (
+            management.getGarbageCollectorMXBeans(),
+            management.getCompilationMXBean(),
+            management.getMemoryPoolMXBeans(),
+        )
         memory = management.getMemoryMXBean()
 
         def code_cache() -> str:  # used / max of the JIT's code heaps, MB
@@ -137,7 +147,9 @@ def main() -> None:
                 if job.startswith("fb"):
                     foreach_batch_job(spark, table, bootstrap, topic, checkpoint)
                 elif job.startswith("plain"):
-                    plain_query(spark, cat, table, bootstrap, topic, checkpoint=checkpoint, batch=BATCH).awaitTermination()
+                    plain_query(
+                        spark, cat, table, bootstrap, topic, checkpoint=checkpoint, batch=BATCH
+                    ).awaitTermination()
                 else:
                     report = cat.ingest(table.name, lakecat.KafkaSource(bootstrap, topic), max_records_per_batch=BATCH,
                                         checkpoint=checkpoint, count_unknown_fields="off" if "off" in job else "sample")  # fmt: skip

@@ -81,11 +81,15 @@ def main() -> None:
             wall, cpu = time.perf_counter() - t0, jvm_cpu_s(pid) - c0
             time.sleep(1.0)  # the last progress event arrives asynchronously
             new = [s for k, s in stages().items() if k not in before and s.completionTime().isDefined()]
-            jobs = sorted((s.submissionTime().get().getTime() / 1000, s.completionTime().get().getTime() / 1000) for s in new)
+            jobs = sorted(
+                (s.submissionTime().get().getTime() / 1000, s.completionTime().get().getTime() / 1000) for s in new
+            )
             run_s = sum(s.executorRunTime() for s in new) / 1000
             exec_cpu = sum(s.executorCpuTime() for s in new) / 1e9
             span = sum(b - a for a, b in jobs)
-            parts = progress.summary("plain_" + name if job == "plain" else "lakecat_ingest_bench_" + name)["duration_ms"]
+            parts = progress.summary("plain_" + name if job == "plain" else "lakecat_ingest_bench_" + name)[
+                "duration_ms"
+            ]
             print(f"{name}: wall {wall:.2f} s, JVM CPU {cpu:.2f} s, executors {run_s:.2f} s ({exec_cpu:.2f} s CPU) "
                   f"in {len(new)} stages spanning {span:.2f} s; durationMs {parts}", flush=True)  # fmt: skip
             writes, calls = SPANS.get("append_batch", []), SPANS.get("_batch", [])

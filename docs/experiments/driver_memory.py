@@ -29,8 +29,11 @@ import time
 
 from rounds import lakecat_home  # docs/experiments/rounds.py
 
-home = lakecat_home("lakecat-driver-memory-", ("-XX:NativeMemoryTracking=summary " + os.environ.get("JAVA_OPTIONS", "")).strip(),
-                    os.environ.get("SPARK_CONF", ""))
+home = lakecat_home(
+    "lakecat-driver-memory-",
+    ("-XX:NativeMemoryTracking=summary " + os.environ.get("JAVA_OPTIONS", "")).strip(),
+    os.environ.get("SPARK_CONF", ""),
+)
 
 import lakecat.spark  # noqa: E402
 from lakecat.bench import suite  # noqa: E402
@@ -62,7 +65,9 @@ def rss_mb(pid: int) -> float:
 
 def nmt(pid: int) -> dict[str, float]:
     """Committed MB per NMT category (NMT's own total line has another shape and is left out)."""
-    out = subprocess.run(["jcmd", str(pid), "VM.native_memory", "summary", "scale=MB"], capture_output=True, text=True).stdout
+    out = subprocess.run(
+        ["jcmd", str(pid), "VM.native_memory", "summary", "scale=MB"], capture_output=True, text=True
+    ).stdout
     cats = {}
     for m in re.finditer(r"^-?\s*(Total|[A-Z][\w ]+?) \(reserved=\d+MB, committed=(\d+)MB\)", out, re.M):
         cats[m.group(1).strip()] = float(m.group(2))
@@ -115,8 +120,12 @@ if os.environ.get("HISTO"):  # what the heap holds when compaction starts: cache
     def compaction_with_histogram(cat, **kw):  # type: ignore[no-untyped-def]
         sc = cat.session().sparkContext
         cached = sc._jsc.sc().getRDDStorageInfo()  # type: ignore[union-attr]
-        print("cached", json.dumps([{"name": str(r.name()), "mem_mb": r.memSize() / 2**20} for r in cached]),
-              file=sys.stderr, flush=True)
+        print(
+            "cached",
+            json.dumps([{"name": str(r.name()), "mem_mb": r.memSize() / 2**20} for r in cached]),
+            file=sys.stderr,
+            flush=True,
+        )
         histo = subprocess.run(["jcmd", str(jvm_pid()), "GC.class_histogram"], capture_output=True, text=True).stdout
         print("histogram", "\n".join(histo.splitlines()[:30]), file=sys.stderr, flush=True)
         return real_compaction(cat, **kw)
@@ -139,4 +148,8 @@ finally:
 if os.environ.get("OUT"):
     pathlib.Path(os.environ["OUT"]).write_text(json.dumps(result, indent=1))
 peak = max(samples, key=lambda r: r["python_mb"] + r["jvm_mb"]) if samples else {}
-print(json.dumps({"memory": result.get("memory"), "peak_sample": peak, "pandas_imported": "pandas" in sys.modules}, indent=1))
+print(
+    json.dumps(
+        {"memory": result.get("memory"), "peak_sample": peak, "pandas_imported": "pandas" in sys.modules}, indent=1
+    )
+)

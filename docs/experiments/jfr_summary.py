@@ -80,7 +80,9 @@ def summary(path: str) -> tuple[dict[str, float], dict[str, float]]:
         thread = e.get("thread", "")
         if thread.startswith("Executor task"):
             out["executor allocation, GB"] += e["weight"] / 1e9
-            sites[next((f for f in e["frames"] if not f.startswith(("java.", "jdk.", "sun."))), "?")] += e["weight"] / 1e9
+            sites[next((f for f in e["frames"] if not f.startswith(("java.", "jdk.", "sun."))), "?")] += (
+                e["weight"] / 1e9
+            )
         elif thread.startswith("stream execution thread"):
             out["stream thread allocation, GB"] += e["weight"] / 1e9
     return out, sites

@@ -28,5 +28,7 @@ else:
 seconds = time.perf_counter() - t0
 with open("/proc/self/status") as fh:
     peak_mb = next(int(line.split()[1]) // 1024 for line in fh if line.startswith("VmHWM"))
-print(f"{what} {lakecat.__file__} {seconds:.2f} s, peak {peak_mb} MB, pandas imported: {'pandas' in sys.modules}, "
-      f"pyspark imported: {'pyspark' in sys.modules}")
+print(
+    f"{what} {lakecat.__file__} {seconds:.2f} s, peak {peak_mb} MB, pandas imported: {'pandas' in sys.modules}, "
+    f"pyspark imported: {'pyspark' in sys.modules}"
+)

@@ -55,8 +55,10 @@ def plain_cdc(spark, table, bootstrap: str, topic: str, batch: int, checkpoint: 
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    schema = ("before STRUCT<id: BIGINT>, after STRUCT<id: BIGINT, name: STRING, amt: DECIMAL(10,2), ts: TIMESTAMP, "
-              "region: STRING>, op STRING")
+    schema = (
+        "before STRUCT<id: BIGINT>, after STRUCT<id: BIGINT, name: STRING, amt: DECIMAL(10,2), ts: TIMESTAMP, "
+        "region: STRING>, op STRING"
+    )
     target = table.spark_name
     cols = ["id", "name", "amt", "ts", "region"]
 

@@ -40,7 +40,11 @@ def make_tables(cat: Any, *, rows: int, big_rows: int, big_files: int, formats: 
             .repartition(big_files).writeTo(big.spark_name).append()  # fmt: skip
         out[fmt] = {"name": t.name, "location": t.location, "versions": versions, "big": big.name,
                     "big_version": big.history(limit=1)[0].version, "ident": f"{t.entry.ident.namespace}.{t.entry.ident.name}"}  # fmt: skip
-    out["catalog"] = {"name": cat.name, "uri": cat.config.metastore.sqlalchemy_url, "warehouse": cat.config.warehouse_uri}
+    out["catalog"] = {
+        "name": cat.name,
+        "uri": cat.config.metastore.sqlalchemy_url,
+        "warehouse": cat.config.warehouse_uri,
+    }
     return out
 
 
@@ -118,5 +122,7 @@ def render(section: dict[str, Any], sizes: dict[str, Any]) -> list[str]:
                   "files, one `lakecat timetravel` process each:", "", "| format | read | time | peak RSS |", "|---|---|---|---|"]  # fmt: skip
         for fmt, name, r in big:
             label = "`--limit 10`" if name == "big_limit" else "`--count`"
-            lines.append(f"| {_fmt_name(fmt)} | {label} | {_s(r.get('lakecat_s'))} | {_n(r.get('lakecat_peak_mb'))} MB |")
+            lines.append(
+                f"| {_fmt_name(fmt)} | {label} | {_s(r.get('lakecat_s'))} | {_n(r.get('lakecat_peak_mb'))} MB |"
+            )
     return lines

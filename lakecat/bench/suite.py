@@ -186,7 +186,9 @@ def machine_info() -> dict[str, Any]:
         "java": _java_version(),
         "pyspark": _version("pyspark"),
         "delta_spark": _version("delta-spark"),
-        "iceberg_spark_runtime": __import__("lakecat.formats.iceberg.spark", fromlist=["RUNTIME"]).RUNTIME.rsplit(":", 1)[1],
+        "iceberg_spark_runtime": __import__("lakecat.formats.iceberg.spark", fromlist=["RUNTIME"]).RUNTIME.rsplit(
+            ":", 1
+        )[1],
         "pyiceberg": _version("pyiceberg"),
         "deltalake": _version("deltalake"),
         "lakecat": _version("lakecat"),
@@ -220,8 +222,8 @@ def _proc_table() -> dict[int, tuple[int, str, int, float]]:
             stat = Path(f"/proc/{d}/stat").read_text()
         except OSError:
             continue
-        name = stat[stat.find("(") + 1: stat.rfind(")")]
-        f = stat[stat.rfind(")") + 2:].split()
+        name = stat[stat.find("(") + 1 : stat.rfind(")")]
+        f = stat[stat.rfind(")") + 2 :].split()
         table[int(d)] = (int(f[1]), name, int(f[21]) * page, (int(f[11]) + int(f[12])) / tick)
     return table
 
@@ -337,7 +339,13 @@ def run_measured(cmd: list[str], *, env: dict[str, str] | None = None, timeout: 
     stdout, stderr = out_f.read().decode(errors="replace"), err_f.read().decode(errors="replace")
     out_f.close()
     err_f.close()
-    return {"seconds": seconds, "rc": rc, "stdout": stdout, "stderr": stderr, "peak_mb": {k: round(v) for k, v in peak.items()}}
+    return {
+        "seconds": seconds,
+        "rc": rc,
+        "stdout": stdout,
+        "stderr": stderr,
+        "peak_mb": {k: round(v) for k, v in peak.items()},
+    }
 
 
 # --- Spark side: the plain baseline jobs -------------------------------------------------------
@@ -368,8 +376,10 @@ def _produce_events(bootstrap: str, topic: str, n: int, *, timeout: float) -> in
     harness's producer is not the driver: in this process librdkafka's buffers for 2M events stayed in glibc's arenas
     after the producer was gone (+38 MB of the driver's RSS until the process ended, 32 MB of it given back by a
     ``malloc_trim``), and so counted in every later phase's peak (docs/performance.md, 2026-11-29, twentieth)."""
-    code = ("import sys; from lakecat.bench.suite import _produce_counted as p; "
-            "print(p(sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])))")
+    code = (
+        "import sys; from lakecat.bench.suite import _produce_counted as p; "
+        "print(p(sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])))"
+    )
     out = subprocess.run([sys.executable, "-c", code, bootstrap, topic, str(n), str(timeout)], capture_output=True,
                          text=True, check=False)  # fmt: skip
     if out.returncode:
@@ -564,7 +574,9 @@ def ingest_throughput(cat: Any, bootstrap: str, *, events: int, batch: int, form
     tuned_options = lakecat.KafkaSource(bootstrap, topic).consumer_options()  # what lakecat's own reader gets
     topic_disk_bytes = _topic_disk_bytes(home, topic)
 
-    def run(kind: str, mode: str, fmt: str, label: str, src: str, n: int, per_batch: int, *, named: bool) -> float | None:
+    def run(
+        kind: str, mode: str, fmt: str, label: str, src: str, n: int, per_batch: int, *, named: bool
+    ) -> float | None:
         """One job, to completion; lakecat's setup time (None for the plain job)."""
         table = cat.create_table(f"bench.{label}", schema=SCHEMA, format=fmt)
         ck = str(home / "ck" / label)
@@ -590,7 +602,16 @@ def ingest_throughput(cat: Any, bootstrap: str, *, events: int, batch: int, form
     for mode in modes:
         for fmt in formats:
             for kind in kinds:
-                run(kind, mode, fmt, f"warm{tag}_{kind}_{mode}_{fmt}", warm_topic, warm_n, max(1000, warm_n // 2), named=False)
+                run(
+                    kind,
+                    mode,
+                    fmt,
+                    f"warm{tag}_{kind}_{mode}_{fmt}",
+                    warm_topic,
+                    warm_n,
+                    max(1000, warm_n // 2),
+                    named=False,
+                )
     released = release_state(spark)
     progress = _Progress(spark)
     runs: dict[str, dict[str, dict[str, list[dict[str, Any]]]]] = {
@@ -657,7 +678,11 @@ def ingest_throughput(cat: Any, bootstrap: str, *, events: int, batch: int, form
 def _topic_disk_bytes(home: Path, topic: str) -> int | None:
     """Bytes of ``topic``'s log segments when the suite's own broker (under ``home``) holds it; else None."""
     logs = home / "kafka" / "kraft-logs"
-    dirs = [d for d in logs.glob(f"{topic}-*") if d.is_dir() and d.name.rpartition("-")[0] == topic] if logs.is_dir() else []
+    dirs = (
+        [d for d in logs.glob(f"{topic}-*") if d.is_dir() and d.name.rpartition("-")[0] == topic]
+        if logs.is_dir()
+        else []
+    )
     if not dirs:
         return None
     return sum(f.stat().st_size for d in dirs for f in d.iterdir() if f.is_file() and f.suffix == ".log")
@@ -858,8 +883,11 @@ def _compact_pair(cat: Any, spark: Any, lt: Any, et: Any, target_bytes: int, row
     of_medians = _r(row["lakecat_compact_s"] / max(row["engine_compact_s"], 1e-9), 2)
     # Paired: each round's two runs share the machine's state of the moment (the rollback before, the load, the heap),
     # and the rounds alone differed by up to 1.4x on one pair; the median of the rounds' ratios compares like with like
-    row["lakecat_over_engine"] = _r(statistics.median(
-        r["lakecat_compact_s"] / max(r["engine_compact_s"], 1e-9) for r in rounds), 2) if len(rounds) > 1 else of_medians
+    row["lakecat_over_engine"] = (
+        _r(statistics.median(r["lakecat_compact_s"] / max(r["engine_compact_s"], 1e-9) for r in rounds), 2)
+        if len(rounds) > 1
+        else of_medians
+    )
     row["lakecat_over_engine_of_medians"] = of_medians
     row["repeat"] = len(rounds)
     if len(rounds) > 1:
@@ -892,8 +920,11 @@ def compaction_big(cat: Any, *, files: int, rows_per_file: int, target: str, for
         tables = {}
         row: dict[str, Any] = {"build_s": 0.0}
         for which in ("lakecat", "engine"):
-            s, tables[which] = _timed(lambda which=which, fmt=fmt: _small_files_table(
-                cat, spark, f"bench.cb_{fmt}_{which}", fmt, files=files, rows_per_file=rows_per_file))
+            s, tables[which] = _timed(
+                lambda which=which, fmt=fmt: _small_files_table(
+                    cat, spark, f"bench.cb_{fmt}_{which}", fmt, files=files, rows_per_file=rows_per_file
+                )
+            )
             row["build_s"] = _r(row["build_s"] + s)
         lt, et = tables["lakecat"], tables["engine"]
         row["files_before"] = lt.describe().files
@@ -903,8 +934,10 @@ def compaction_big(cat: Any, *, files: int, rows_per_file: int, target: str, for
             _compact_pair(cat, spark, lt, et, target_bytes, row, repeat=repeat)
         row["cpu_s"] = usage["cpu_s"]
         row["peak_mb"] = {k: usage.get(k) for k in ("python_mb", "jvm_mb", "total_mb")}
-        _say(f"compact {row['files_before']:,} files {fmt}: lakecat {row['lakecat_compact_s']}s (overhead "
-             f"{row['lakecat_overhead_s']}s) engine {row['engine_compact_s']}s, peak {usage.get('total_mb')} MB")
+        _say(
+            f"compact {row['files_before']:,} files {fmt}: lakecat {row['lakecat_compact_s']}s (overhead "
+            f"{row['lakecat_overhead_s']}s) engine {row['engine_compact_s']}s, peak {usage.get('total_mb')} MB"
+        )
         report["results"][fmt] = row
     return report
 
@@ -921,7 +954,13 @@ def compaction(cat: Any, *, files: int, rows: int, target: str, formats: list[st
     spark = cat.session()
     sampler = sampler or TreeSampler()
     target_bytes = parse_size(target)
-    report: dict[str, Any] = {"files": files, "rows": rows, "target": target, "target_file_size": target_bytes, "results": {}}
+    report: dict[str, Any] = {
+        "files": files,
+        "rows": rows,
+        "target": target,
+        "target_file_size": target_bytes,
+        "results": {},
+    }
     for fmt in formats:
         tables = {}
         build_s = 0.0
@@ -965,7 +1004,9 @@ def make_metadata_tables(cat: Any, *, commits: int, formats: list[str]) -> list[
         t = cat.create_table(f"bench.m_{fmt}", schema="id BIGINT, ts TIMESTAMP", format=fmt, partition_by="days(ts)")
         for i in range(commits):
             # a column list: Delta's days(ts) is a generated column the VALUES do not fill
-            cat.session().sql(f"INSERT INTO {t.spark_name} (id, ts) VALUES ({i}, TIMESTAMP'2026-01-0{i % 9 + 1} 00:00:00')")
+            cat.session().sql(
+                f"INSERT INTO {t.spark_name} (id, ts) VALUES ({i}, TIMESTAMP'2026-01-0{i % 9 + 1} 00:00:00')"
+            )
         names.append(t.name)
     return names
 
@@ -996,7 +1037,10 @@ def metadata(home: Path, *, repeat: int, spark_start_repeat: int, formats: list[
         figures["spark_session_start"] = {"s": child_start["s"], "peak_mb": child_start.get("total_mb"),
                                           "jvm_peak_mb": child_start.get("jvm_mb"), "source": "the suite's Spark child"}  # fmt: skip
     else:
-        starts = [run_measured([sys.executable, "-c", SPARK_ONLY], env=env, timeout=900) for _ in range(max(1, spark_start_repeat))]
+        starts = [
+            run_measured([sys.executable, "-c", SPARK_ONLY], env=env, timeout=900)
+            for _ in range(max(1, spark_start_repeat))
+        ]
         bad = [r for r in starts if r["rc"] != 0]
         if bad:
             raise RuntimeError(f"bare Spark start failed: {bad[0]['stderr'].strip()[-500:]}")
@@ -1006,7 +1050,9 @@ def metadata(home: Path, *, repeat: int, spark_start_repeat: int, formats: list[
                                           "source": "a separate python process"}  # fmt: skip
     _say(f"metadata bare Spark session start: {figures['spark_session_start']['s']}s")
     spark_s = figures["spark_session_start"]["s"]
-    ratios = {f"{name}_vs_spark_start": _r(f["s"] / spark_s) for name, f in figures.items() if name != "spark_session_start"}
+    ratios = {
+        f"{name}_vs_spark_start": _r(f["s"] / spark_s) for name, f in figures.items() if name != "spark_session_start"
+    }
     return {"unit": "seconds (median, whole process)", "repeat": repeat, "spark_start_repeat": spark_start_repeat,
             "commits": commits, "results": figures, "ratios": ratios}  # fmt: skip
 
@@ -1044,7 +1090,9 @@ def spark_start(home: Path, *, repeat: int) -> dict[str, Any]:
     for i in range(max(1, repeat)):
         order = ("bare", "lakecat") if i % 2 == 0 else ("lakecat", "bare")
         for kind in order:
-            run = run_measured([sys.executable, "-c", START_BARE if kind == "bare" else START_LAKECAT], env=env, timeout=600)
+            run = run_measured(
+                [sys.executable, "-c", START_BARE if kind == "bare" else START_LAKECAT], env=env, timeout=600
+            )
             if run["rc"] != 0:
                 raise RuntimeError(f"{kind} Spark start failed: {run['stderr'].strip()[-500:]}")
             times[kind].append(_last_json(run["stdout"])["s"])
@@ -1176,8 +1224,9 @@ def _modes(text: str) -> tuple[str, ...]:
     return modes
 
 
-def ingest_section(cat: Any, bootstrap: str, sizes: dict[str, Any], *, formats: list[str], home: Path,
-                   sampler: TreeSampler) -> dict[str, Any]:
+def ingest_section(
+    cat: Any, bootstrap: str, sizes: dict[str, Any], *, formats: list[str], home: Path, sampler: TreeSampler
+) -> dict[str, Any]:
     """The ingest section: ``events`` (200,000 in the full run), then, under ``big``, ``ingest_big_events`` (2,000,000)
     in ``ingest_big_repeat`` rounds against the plain job alone (no tuned job: the issue's bound is against plain)."""
     modes = _modes(sizes.get("ingest_modes") or "json")
@@ -1272,31 +1321,67 @@ def ratios(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
     for fmt, row in (doc.get("ingest", {}).get("results") or {}).items():
         add(f"ingest.{fmt}.throughput", row.get("ratio"), "higher", "lakecat rows/s / plain rows/s")
         add(f"ingest.{fmt}.cpu", row.get("cpu_ratio"), "lower", "lakecat driver CPU s / plain driver CPU s")
-        add(f"ingest.{fmt}.tuned_throughput", row.get("tuned_ratio"), "higher",
-            "lakecat rows/s / rows/s of the plain job given lakecat's Kafka consumer defaults")
+        add(
+            f"ingest.{fmt}.tuned_throughput",
+            row.get("tuned_ratio"),
+            "higher",
+            "lakecat rows/s / rows/s of the plain job given lakecat's Kafka consumer defaults",
+        )
     for fmt, row in (((doc.get("ingest") or {}).get("dedupe") or {}).get("results") or {}).items():
-        add(f"ingest.{fmt}.dedupe_throughput", row.get("ratio"), "higher",
-            "lakecat --dedupe-key rows/s / plain dropDuplicatesWithinWatermark rows/s")
+        add(
+            f"ingest.{fmt}.dedupe_throughput",
+            row.get("ratio"),
+            "higher",
+            "lakecat --dedupe-key rows/s / plain dropDuplicatesWithinWatermark rows/s",
+        )
     big = (doc.get("ingest") or {}).get("big") or {}
     for fmt, row in (big.get("results") or {}).items():
-        add(f"ingest_big.{fmt}.throughput", row.get("ratio"), "higher", f"lakecat rows/s / plain rows/s at {big['events']:,} events")
+        add(
+            f"ingest_big.{fmt}.throughput",
+            row.get("ratio"),
+            "higher",
+            f"lakecat rows/s / plain rows/s at {big['events']:,} events",
+        )
     for fmt, row in ((big.get("dedupe") or {}).get("results") or {}).items():
-        add(f"ingest_big.{fmt}.dedupe_throughput", row.get("ratio"), "higher",
-            f"lakecat --dedupe-key rows/s / plain dropDuplicatesWithinWatermark rows/s at {big['events']:,} events")
+        add(
+            f"ingest_big.{fmt}.dedupe_throughput",
+            row.get("ratio"),
+            "higher",
+            f"lakecat --dedupe-key rows/s / plain dropDuplicatesWithinWatermark rows/s at {big['events']:,} events",
+        )
     for fmt, row in (doc.get("freshness", {}).get("results") or {}).items():
         add(f"freshness.{fmt}.p50", row.get("ratio_p50"), "lower", "lakecat p50 latency / plain p50 latency")
         add(f"freshness.{fmt}.p95", row.get("ratio_p95"), "lower", "lakecat p95 latency / plain p95 latency")
     c = doc.get("cdc") or {}
     for fmt in _doc_formats(doc):
         if isinstance(c.get(fmt), dict):
-            add(f"cdc.{fmt}.throughput", c[fmt].get("ratio"), "higher", "lakecat events/s / plain events/s (lakecat.bench.cdc)")
+            add(
+                f"cdc.{fmt}.throughput",
+                c[fmt].get("ratio"),
+                "higher",
+                "lakecat events/s / plain events/s (lakecat.bench.cdc)",
+            )
     for fmt, row in (doc.get("compact", {}).get("results") or {}).items():
-        add(f"compact.{fmt}.time_vs_engine", row.get("lakecat_over_engine"), "lower", "lakecat compact s / engine command s")
-        add(f"compact.{fmt}.filtered_query_speedup", row.get("filtered_query_speedup"), "higher", "query s before / after")
+        add(
+            f"compact.{fmt}.time_vs_engine",
+            row.get("lakecat_over_engine"),
+            "lower",
+            "lakecat compact s / engine command s",
+        )
+        add(
+            f"compact.{fmt}.filtered_query_speedup",
+            row.get("filtered_query_speedup"),
+            "higher",
+            "query s before / after",
+        )
         add(f"compact.{fmt}.full_query_speedup", row.get("full_query_speedup"), "higher", "query s before / after")
     for fmt, row in (((doc.get("compact") or {}).get("big") or {}).get("results") or {}).items():
-        add(f"compact.{fmt}.big_time_vs_engine", row.get("lakecat_over_engine"), "lower",
-            "lakecat compact s / engine command s (compact_big_files small files)")
+        add(
+            f"compact.{fmt}.big_time_vs_engine",
+            row.get("lakecat_over_engine"),
+            "lower",
+            "lakecat compact s / engine command s (compact_big_files small files)",
+        )
     for name, value in (doc.get("metadata", {}).get("ratios") or {}).items():
         add(f"metadata.{name}", value, "lower", "lakecat process s / bare Spark session start s")
     for name, row in ((doc.get("light") or {}).get("results") or {}).items():
@@ -1366,7 +1451,13 @@ def run_suite(sizes: dict[str, Any], *, sections: list[str], formats: list[str],
         spark_sections = [s for s in sections if s in SPARK_SECTIONS or s in ("metadata", "light")]
         child: dict[str, Any] = {}
         if spark_sections:
-            params = {"home": str(home), "bootstrap": bootstrap, "sizes": sizes, "formats": formats, "sections": spark_sections}
+            params = {
+                "home": str(home),
+                "bootstrap": bootstrap,
+                "sizes": sizes,
+                "formats": formats,
+                "sections": spark_sections,
+            }
             out_file = home / "child.json"
             log = home / "child.log"
             _say(f"spark child: {', '.join(spark_sections)} (log {log})")
@@ -1487,10 +1578,22 @@ def _ingest_lines(ing: dict[str, Any], title: str) -> list[str]:
     """The ingest table (and its note) for one ingest document: the section's own, or its ``big`` one."""
     lines: list[str] = []
     rows = [(_fmt_name(fmt), r) for fmt, r in (ing.get("results") or {}).items()]
-    rows += [(f"{_fmt_name(fmt)}, `--dedupe-key`", r) for fmt, r in ((ing.get("dedupe") or {}).get("results") or {}).items()]
+    rows += [
+        (f"{_fmt_name(fmt)}, `--dedupe-key`", r) for fmt, r in ((ing.get("dedupe") or {}).get("results") or {}).items()
+    ]
     tuned = any("tuned_ratio" in r for _, r in rows)  # a column for the plain job given lakecat's Kafka defaults
-    size = (f" — {ing['input_bytes'] / 1e6:,.0f} MB of JSON" + (f", {ing['topic_disk_bytes'] / 1e6:,.0f} MB of Kafka log on disk"
-            if isinstance(ing.get("topic_disk_bytes"), int) else "")) if isinstance(ing.get("input_bytes"), int) else ""
+    size = (
+        (
+            f" — {ing['input_bytes'] / 1e6:,.0f} MB of JSON"
+            + (
+                f", {ing['topic_disk_bytes'] / 1e6:,.0f} MB of Kafka log on disk"
+                if isinstance(ing.get("topic_disk_bytes"), int)
+                else ""
+            )
+        )
+        if isinstance(ing.get("input_bytes"), int)
+        else ""
+    )
     order = ", each row's runs together after one untimed run of it" if ing.get("order") == "by_row" else ""
     lines += ["", f"**{title}** ({ing['events']:,} JSON events{size} on a {ing.get('topic_partitions', 3)}-partition "
               f"topic, `available-now`, {ing['batch']:,} per micro-batch"
@@ -1504,7 +1607,11 @@ def _ingest_lines(ing: dict[str, Any], title: str) -> list[str]:
               + (" lakecat / tuned plain |" if tuned else "") + " driver CPU s plain / lakecat | lakecat setup |",
               "|---|---|---|---|---|---|---|" + ("---|" if tuned else "")]  # fmt: skip
     for name, r in rows:
-        mb_s = (ing["input_bytes"] / 1e6 / r["lakecat_s"]) if isinstance(ing.get("input_bytes"), int) and r.get("lakecat_s") else None
+        mb_s = (
+            (ing["input_bytes"] / 1e6 / r["lakecat_s"])
+            if isinstance(ing.get("input_bytes"), int) and r.get("lakecat_s")
+            else None
+        )
         lines.append(f"| {name} | {_n(r.get('plain_rows_per_s'))} | {_n(r.get('lakecat_rows_per_s'))} | {_n(mb_s, '{:.1f}')} | "
                      f"{_x(r.get('ratio'))} |{' ' + _x(r.get('tuned_ratio')) + ' |' if tuned else ''} "
                      f"{_n(r.get('plain_cpu_s'), '{:.1f}')} / {_n(r.get('lakecat_cpu_s'), '{:.1f}')} | "
@@ -1531,7 +1638,7 @@ def render_markdown(doc: dict[str, Any]) -> str:
         f"Load average (1/5/15 min) {_load(m.get('load_average_start'))} at the start, {_load(m.get('load_average_end'))} at the end "
         "(the suite keeps both cores busy itself; other work on the machine moves absolute numbers — ratios measured in "
         "the same run are steadier). "
-        "Every \"plain\" figure is the hand-written Spark baseline, run by the same suite in the same Spark session.",
+        'Every "plain" figure is the hand-written Spark baseline, run by the same suite in the same Spark session.',
     ]
     ing = doc.get("ingest") or {}
     if ing.get("results") or (ing.get("dedupe") or {}).get("results"):
@@ -1586,14 +1693,26 @@ def render_markdown(doc: dict[str, Any]) -> str:
         row("dry run", lambda r: _s(r.get("dry_run_s")))
         row("`lakecat compact`", lambda r: _s(r.get("lakecat_compact_s")))
         if any("lakecat_engine_s" in r for r in res.values()):  # documents of earlier releases lack the split
-            row("of it: the engine's procedure / lakecat's own part",
-                lambda r: f"{_s(r.get('lakecat_engine_s'))} / {_s(r.get('lakecat_overhead_s'))}")
+            row(
+                "of it: the engine's procedure / lakecat's own part",
+                lambda r: f"{_s(r.get('lakecat_engine_s'))} / {_s(r.get('lakecat_overhead_s'))}",
+            )
         row("the engine's own command", lambda r: _s(r.get("engine_compact_s")))
         row("lakecat / engine", lambda r: _x(r.get("lakecat_over_engine")))
-        row("filtered query before → after", lambda r: f"{_s(r.get('before', {}).get('filtered_query_s'))} → "
-            f"{_s(r.get('after', {}).get('filtered_query_s'))} ({_x(r.get('filtered_query_speedup'))} faster)")
-        row("full query before → after", lambda r: f"{_s(r.get('before', {}).get('full_query_s'))} → "
-            f"{_s(r.get('after', {}).get('full_query_s'))} ({_x(r.get('full_query_speedup'))} faster)")
+        row(
+            "filtered query before → after",
+            lambda r: (
+                f"{_s(r.get('before', {}).get('filtered_query_s'))} → "
+                f"{_s(r.get('after', {}).get('filtered_query_s'))} ({_x(r.get('filtered_query_speedup'))} faster)"
+            ),
+        )
+        row(
+            "full query before → after",
+            lambda r: (
+                f"{_s(r.get('before', {}).get('full_query_s'))} → "
+                f"{_s(r.get('after', {}).get('full_query_s'))} ({_x(r.get('full_query_speedup'))} faster)"
+            ),
+        )
     big = cp.get("big") or {}
     if big.get("results"):
         res = big["results"]
@@ -1606,8 +1725,10 @@ def render_markdown(doc: dict[str, Any]) -> str:
             ("files before → after", lambda r: f"{_n(r.get('files_before'))} → {_n(r.get('files_after'))}"),
             ("dry run", lambda r: _s(r.get("dry_run_s"))),
             ("`lakecat compact`", lambda r: _s(r.get("lakecat_compact_s"))),
-            ("of it: the engine's procedure / lakecat's own part",
-             lambda r: f"{_s(r.get('lakecat_engine_s'))} / {_s(r.get('lakecat_overhead_s'))}"),
+            (
+                "of it: the engine's procedure / lakecat's own part",
+                lambda r: f"{_s(r.get('lakecat_engine_s'))} / {_s(r.get('lakecat_overhead_s'))}",
+            ),
             ("the engine's own command", lambda r: _s(r.get("engine_compact_s"))),
             ("lakecat / engine", lambda r: _x(r.get("lakecat_over_engine"))),
             ("driver peak (Python + JVM)", lambda r: f"{_n((r.get('peak_mb') or {}).get('total_mb'))} MB"),
@@ -1627,9 +1748,14 @@ def render_markdown(doc: dict[str, Any]) -> str:
                 continue
             cmd, _, fmt = name.partition("_")
             label = f"`lakecat {cmd}`" + (f" ({_fmt_name(fmt)})" if fmt else "")
-            lines.append(f"| {label} | {_s(f.get('s'))} | {_n(f.get('peak_mb'))} MB | {_x(md.get('ratios', {}).get(name + '_vs_spark_start'))} |")
-        what = ("lakecat's own Spark session start, to a first `count()`" if spark.get("source") == "the suite's Spark child"
-                else "a bare Spark session start with the same jars, to a first `count()` (what any Spark-based tool pays first)")
+            lines.append(
+                f"| {label} | {_s(f.get('s'))} | {_n(f.get('peak_mb'))} MB | {_x(md.get('ratios', {}).get(name + '_vs_spark_start'))} |"
+            )
+        what = (
+            "lakecat's own Spark session start, to a first `count()`"
+            if spark.get("source") == "the suite's Spark child"
+            else "a bare Spark session start with the same jars, to a first `count()` (what any Spark-based tool pays first)"
+        )
         lines.append(f"| {what} | {_s(spark.get('s'))} | {_n(spark.get('peak_mb'))} MB | 1.00× |")
     lines += light.render(doc.get("light") or {}, doc.get("sizes") or {})
     st = doc.get("start") or {}
@@ -1665,14 +1791,19 @@ def render_markdown(doc: dict[str, Any]) -> str:
                   "grew):", "",
                   "| phase | Python | JVM | total |", "|---|---|---|---|"]  # fmt: skip
         for k, v in phases:
-            lines.append(f"| {k.replace('_', ' ')} | {_n(v.get('python_mb'))} | {_n(v.get('jvm_mb'))} | {_n(v.get('total_mb'))} |")
+            lines.append(
+                f"| {k.replace('_', ' ')} | {_n(v.get('python_mb'))} | {_n(v.get('jvm_mb'))} | {_n(v.get('total_mb'))} |"
+            )
         if "overall" in mem:
             v = mem["overall"]
             lines.append(f"| whole run | {_n(v.get('python_mb'))} | {_n(v.get('jvm_mb'))} | {_n(v.get('total_mb'))} |")
             if isinstance(v.get("total_mb"), (int, float)):
                 within = "within" if v["total_mb"] <= 2048 else "over"
-                lines += ["", f"The whole run's driver peak, {_n(v['total_mb'])} MiB, is {within} the 2 GiB (2,048 MiB) "
-                          "bound lakecat's JVM defaults aim at."]
+                lines += [
+                    "",
+                    f"The whole run's driver peak, {_n(v['total_mb'])} MiB, is {within} the 2 GiB (2,048 MiB) "
+                    "bound lakecat's JVM defaults aim at.",
+                ]
     lines += ["", "Rerun: `python -m lakecat.bench --out bench.json` (full sizes; `--quick` for a smoke run), then "
               "`python -m lakecat.bench --from-json bench.json --docs` to regenerate this section.", END_MARK]  # fmt: skip
     return "\n".join(lines)
@@ -1687,10 +1818,10 @@ def update_readme(text: str, section: str) -> str:
     m = re.search(r"^## Performance[^\n]*\n", text, flags=re.MULTILINE)
     if m is None:
         return text.rstrip("\n") + "\n\n## Performance\n\n" + section + "\n"
-    nxt = re.search(r"^## ", text[m.end():], flags=re.MULTILINE)
+    nxt = re.search(r"^## ", text[m.end() :], flags=re.MULTILINE)
     if nxt is None:
         return text[: m.end()] + "\n" + section + "\n"
-    return text[: m.end()] + "\n" + section + "\n\n" + text[m.end() + nxt.start():]
+    return text[: m.end()] + "\n" + section + "\n\n" + text[m.end() + nxt.start() :]
 
 
 # --- command line ------------------------------------------------------------------------------
@@ -1707,21 +1838,42 @@ def _parser() -> argparse.ArgumentParser:
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog="Sections: " + ", ".join(SECTIONS) + ". Prints one JSON document on stdout; "
                                  "progress goes to stderr.")  # fmt: skip
-    ap.add_argument("--quick", action="store_true", help="small sizes (a few minutes on 2 cores) instead of the full ones")
+    ap.add_argument(
+        "--quick", action="store_true", help="small sizes (a few minutes on 2 cores) instead of the full ones"
+    )
     ap.add_argument("--out", metavar="FILE.json", help="also write the JSON document to this file")
-    ap.add_argument("--readme", nargs="?", const="README.md", metavar="README.md",
-                    help="rewrite the '## Performance' section of this README from the results (default ./README.md)")
-    ap.add_argument("--docs", nargs="?", const=DOCS_PAGE, metavar="PAGE.md",
-                    help=f"rewrite the generated block of the docs' Performance page (default ./{DOCS_PAGE})")
+    ap.add_argument(
+        "--readme",
+        nargs="?",
+        const="README.md",
+        metavar="README.md",
+        help="rewrite the '## Performance' section of this README from the results (default ./README.md)",
+    )
+    ap.add_argument(
+        "--docs",
+        nargs="?",
+        const=DOCS_PAGE,
+        metavar="PAGE.md",
+        help=f"rewrite the generated block of the docs' Performance page (default ./{DOCS_PAGE})",
+    )
     ap.add_argument("--from-json", metavar="FILE.json", help="render a saved document instead of running (with --docs)")
     ap.add_argument("--markdown", action="store_true", help="print the generated markdown section instead of the JSON")
-    ap.add_argument("--scale", metavar="N", type=_scale,
-                    help="events for the ingest section, e.g. 200k or 2m (the same as --set events=N)")
+    ap.add_argument(
+        "--scale",
+        metavar="N",
+        type=_scale,
+        help="events for the ingest section, e.g. 200k or 2m (the same as --set events=N)",
+    )
     ap.add_argument("--sections", default=",".join(SECTIONS), help="comma-separated subset of the sections")
     ap.add_argument("--formats", default="iceberg,delta")
     ap.add_argument("--bootstrap", metavar="HOST:PORT", help="use this Kafka broker instead of starting one")
-    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                    help="override one size, e.g. --set events=100000 (keys: " + ", ".join(FULL) + ")")
+    ap.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override one size, e.g. --set events=100000 (keys: " + ", ".join(FULL) + ")",
+    )
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--child-out", help=argparse.SUPPRESS)
     return ap
@@ -1745,7 +1897,11 @@ def main(argv: list[str] | None = None) -> int:
             key, _, value = item.partition("=")
             if key not in sizes:
                 _parser().error(f"--set {key}: unknown size; one of {', '.join(sizes)}")
-            sizes[key] = value if key in ("compact_target", "fresh_poll", "ingest_modes") else (None if value.lower() == "none" else float(value) if "." in value else int(value))
+            sizes[key] = (
+                value
+                if key in ("compact_target", "fresh_poll", "ingest_modes")
+                else (None if value.lower() == "none" else float(value) if "." in value else int(value))
+            )
         formats = [f.strip() for f in args.formats.split(",") if f.strip()]
         doc = run_suite(sizes, sections=sections, formats=formats, bootstrap=args.bootstrap, quick=args.quick)
         doc["command"] = shlex.join(["python", "-m", "lakecat.bench", *(argv if argv is not None else sys.argv[1:])])

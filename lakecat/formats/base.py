@@ -355,7 +355,9 @@ class TableFormat(ABC):
     def prepare_metastore(self, metastore: Metastore) -> None:  # noqa: B027 - optional hook
         """Create what the format keeps in the metastore (called once per catalog)."""
 
-    def metastore_status(self, config: CatalogConfig, tables: set[str], columns: Callable[[str], set[str]]) -> str | None:
+    def metastore_status(
+        self, config: CatalogConfig, tables: set[str], columns: Callable[[str], set[str]]
+    ) -> str | None:
         """What the format keeps in the catalog's metastore database, in a few words for ``lakecat doctor``
         (``tables``: the database's table names; ``columns(table)``: one table's column names); None: nothing."""
         return None
@@ -544,7 +546,9 @@ class TableFormat(ABC):
     def set_column_comment(self, table: TableHandle, name: str, comment: str) -> None:
         raise self.unsupported("setting a column comment")
 
-    def evolve_partitioning(self, table: TableHandle, fields: list[PartitionField], rewrite: bool, dry_run: bool) -> tuple[int, int]:
+    def evolve_partitioning(
+        self, table: TableHandle, fields: list[PartitionField], rewrite: bool, dry_run: bool
+    ) -> tuple[int, int]:
         """Make ``fields`` the table's partitioning; returns (files to rewrite, their bytes) — (0, 0) in place."""
         raise self.unsupported("partition evolution")
 

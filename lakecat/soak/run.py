@@ -100,7 +100,9 @@ def _wire_row(row: dict[str, Any]) -> dict[str, Any]:
     return {"id": row["id"], "name": row["name"], "amt": _unscaled_b64(row["amt"], 2), "ts": row["ts_us"]}
 
 
-def debezium_message(op: str, before: dict[str, Any] | None, after: dict[str, Any] | None, n: int) -> tuple[bytes, bytes]:
+def debezium_message(
+    op: str, before: dict[str, Any] | None, after: dict[str, Any] | None, n: int
+) -> tuple[bytes, bytes]:
     """(key, value) of one change event exactly as Debezium's PostgreSQL connector emits it."""
     row = after or before
     assert row is not None
@@ -134,14 +136,27 @@ class Stream:
 
 
 class Soak:
-    def __init__(self, work: Path, minutes: float, kills: int, seed: int, formats: list[str], rate: int, *, cdc: bool = True) -> None:
-        self.work, self.seconds, self.kills_per_format, self.formats, self.rate = work, minutes * 60, kills, formats, rate
+    def __init__(
+        self, work: Path, minutes: float, kills: int, seed: int, formats: list[str], rate: int, *, cdc: bool = True
+    ) -> None:
+        self.work, self.seconds, self.kills_per_format, self.formats, self.rate = (
+            work,
+            minutes * 60,
+            kills,
+            formats,
+            rate,
+        )
         self.cdc = cdc
         self.rnd = random.Random(seed)
         self.seed = seed
         # one core per JVM: two cores carry the streams, maintain and upsert side by side
-        self.env = {**os.environ, "LAKECAT_HOME": str(work / "home"), "PYSPARK_PYTHON": sys.executable, "NO_COLOR": "1",
-                    "LAKECAT_SPARK_MASTER": os.environ.get("LAKECAT_SOAK_SPARK_MASTER", "local[1]")}
+        self.env = {
+            **os.environ,
+            "LAKECAT_HOME": str(work / "home"),
+            "PYSPARK_PYTHON": sys.executable,
+            "NO_COLOR": "1",
+            "LAKECAT_SPARK_MASTER": os.environ.get("LAKECAT_SOAK_SPARK_MASTER", "local[1]"),
+        }
         self.env.pop("LAKECAT_CATALOG", None)
         self.stop_producing = threading.Event()
         self.stop_chaos = threading.Event()
@@ -267,7 +282,9 @@ class Soak:
         path = self.work / f"upsert-{fmt}-{round_}.json"
         path.write_text("".join(json.dumps({"id": i, "k": "u", "seq": i, "amount": "1.00", "ts": "2026-01-01T00:00:00"}) + "\n"
                                 for i in ids))  # fmt: skip
-        code, out, err = self.lakecat("upsert", f"soak.events_{fmt}", "--from", str(path), "--key", "id", "--json", "--verbose")
+        code, out, err = self.lakecat(
+            "upsert", f"soak.events_{fmt}", "--from", str(path), "--key", "id", "--json", "--verbose"
+        )
         with self.lock:
             if code == 0:
                 self.upserted[fmt].update(ids)
@@ -343,16 +360,32 @@ class Soak:
         events_topic, cdc_topic = "soak-events", "soak-cdc"
         for topic in (events_topic, cdc_topic):
             kafka_local.create_topic(self.bootstrap, topic, 3)
-        creates = "".join(f"cat.create_table('soak.events_{fmt}', schema={EVENTS_SCHEMA!r}, format={fmt!r}, partition_by='k')\n"
-                          f"cat.create_table('soak.cdc_{fmt}', schema={CDC_SCHEMA!r}, format={fmt!r})\n" for fmt in self.formats)
-        made = subprocess.run([sys.executable, "-c", f"import lakecat\ncat = lakecat.connect()\n{creates}"], env=self.env,
-                              capture_output=True, text=True, timeout=900, check=False)  # one JVM for every table
+        creates = "".join(
+            f"cat.create_table('soak.events_{fmt}', schema={EVENTS_SCHEMA!r}, format={fmt!r}, partition_by='k')\n"
+            f"cat.create_table('soak.cdc_{fmt}', schema={CDC_SCHEMA!r}, format={fmt!r})\n"
+            for fmt in self.formats
+        )
+        made = subprocess.run(
+            [sys.executable, "-c", f"import lakecat\ncat = lakecat.connect()\n{creates}"],
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=900,
+            check=False,
+        )  # one JVM for every table
         if made.returncode != 0:
             raise SystemExit(f"soak: creating the tables failed: {_last_line(made.stderr)}")
         for fmt in self.formats:
             common = ["--kafka", self.bootstrap, "--max-records-per-batch", "2000"]
-            self.streams.append(Stream(f"events-{fmt}", fmt, f"soak.events_{fmt}",
-                                       ["ingest", f"soak.events_{fmt}", "--topic", events_topic, *common], self.work / f"events-{fmt}.log"))
+            self.streams.append(
+                Stream(
+                    f"events-{fmt}",
+                    fmt,
+                    f"soak.events_{fmt}",
+                    ["ingest", f"soak.events_{fmt}", "--topic", events_topic, *common],
+                    self.work / f"events-{fmt}.log",
+                )
+            )
             if not self.cdc:
                 continue
             self.streams.append(Stream(f"cdc-{fmt}", fmt, f"soak.cdc_{fmt}",
@@ -417,7 +450,11 @@ class Soak:
             lost, doubled = len(want - set(ids)), len(ids) - len(set(ids))
             unexpected = len(set(ids) - want)
             dead = _read(self, f"soak.events_{fmt}_dlq", fmt)
-            dead_at = [(int(r["kafka_partition"]), int(r["kafka_offset"])) for r in dead if r.get("kafka_topic") == events_topic]
+            dead_at = [
+                (int(r["kafka_partition"]), int(r["kafka_offset"]))
+                for r in dead
+                if r.get("kafka_topic") == events_topic
+            ]
             dlq_lost, dlq_doubled = len(malformed - set(dead_at)), len(dead_at) - len(set(dead_at))
             cdc_rows = _read(self, f"soak.cdc_{fmt}", fmt) if self.cdc else []
             got = {int(r["id"]): (r["name"], Decimal(str(r["amt"])).quantize(Decimal("0.01"))) for r in cdc_rows}
@@ -474,7 +511,9 @@ def _last_error(log: Path) -> str:
     return lines[-1][:300] if lines else "exited without output"
 
 
-def _topic_truth(bootstrap: str, events_topic: str, cdc_topic: str) -> tuple[set[int], set[tuple[int, int]], dict[int, tuple[str, Decimal]]]:
+def _topic_truth(
+    bootstrap: str, events_topic: str, cdc_topic: str
+) -> tuple[set[int], set[tuple[int, int]], dict[int, tuple[str, Decimal]]]:
     """What the topics say the tables must hold: valid event ids, malformed records' (partition, offset), and the
     last state of every CDC key (deleted keys absent) — read back with a plain consumer."""
     from confluent_kafka import Consumer, TopicPartition
@@ -534,19 +573,30 @@ def main(argv: list[str] | None = None) -> int:
 
     ap = argparse.ArgumentParser(prog="python -m lakecat.soak", description=__doc__.split("\n\n")[0])
     ap.add_argument("--minutes", type=float, default=20.0, help="how long the chaos runs (default 20)")
-    ap.add_argument("--kills", type=int, default=None, help="kill -9s per format (default: one per 2 minutes, at least 2)")
+    ap.add_argument(
+        "--kills", type=int, default=None, help="kill -9s per format (default: one per 2 minutes, at least 2)"
+    )
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--rate", type=int, default=50, help="events per second (default 50)")
     ap.add_argument("--formats", default=",".join(format_names(builtin_only=True)))
     ap.add_argument("--no-cdc", action="store_true", help="only the plain event streams (the short form CI runs)")
-    ap.add_argument("--work", default=None, help="keep the run's catalog, broker and logs here (default: a temporary dir, removed)")
+    ap.add_argument(
+        "--work", default=None, help="keep the run's catalog, broker and logs here (default: a temporary dir, removed)"
+    )
     args = ap.parse_args(argv)
     seed = args.seed if args.seed is not None else random.randrange(1 << 30)
     kills = args.kills if args.kills is not None else max(2, int(args.minutes / 2))
     work = Path(args.work).resolve() if args.work else Path(tempfile.mkdtemp(prefix="lakecat-soak-"))
     os.environ["LAKECAT_HOME"] = str(work / "home")  # a private catalog: the run never touches the user's
-    soak = Soak(work, args.minutes, kills, seed, [f.strip() for f in args.formats.split(",") if f.strip()], args.rate,
-                cdc=not args.no_cdc)
+    soak = Soak(
+        work,
+        args.minutes,
+        kills,
+        seed,
+        [f.strip() for f in args.formats.split(",") if f.strip()],
+        args.rate,
+        cdc=not args.no_cdc,
+    )
     try:
         figures = soak.run()
     finally:

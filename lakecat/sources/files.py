@@ -88,7 +88,9 @@ class FileSource(Source):
         if options.max_files_per_batch:
             reader = reader.option("maxFilesPerTrigger", str(options.max_files_per_batch))
         df = reader.load(self.uri)
-        return df.where(F.trim(F.col("value")) != "").select(F.col("value").cast("binary").alias("value"), *file_provenance())
+        return df.where(F.trim(F.col("value")) != "").select(
+            F.col("value").cast("binary").alias("value"), *file_provenance()
+        )
 
     def open_typed(self, spark: SparkSession, fields: list[StructField], options: StreamOptions) -> DataFrame:
         """csv / parquet through the reader, typed by the table's schema, into the same shape as parsed JSON."""
@@ -102,21 +104,36 @@ class FileSource(Source):
         csv = self.format == "csv"
         if csv:
             schema = schema.add(T.StructField(CORRUPT, T.StringType(), True))
-            reader = reader.option("header", "true").option("mode", "PERMISSIVE").option("columnNameOfCorruptRecord", CORRUPT)
+            reader = (
+                reader.option("header", "true")
+                .option("mode", "PERMISSIVE")
+                .option("columnNameOfCorruptRecord", CORRUPT)
+            )
         for k, v in self.options.items():
             reader = reader.option(k, v)
         df = reader.schema(schema).load(self.uri)
         required = [f.name for f in fields if not f.nullable]
         error = F.when(F.col(CORRUPT).isNotNull(), F.lit("malformed_csv")) if csv else F.lit(None).cast("string")
         if required:
-            error = F.when(error.isNotNull(), error).when(_any(F.col(quote(n)).isNull() for n in required), F.lit("missing_required"))
+            error = F.when(error.isNotNull(), error).when(
+                _any(F.col(quote(n)).isNull() for n in required), F.lit("missing_required")
+            )
         as_json = F.to_json(F.struct(*[F.col(quote(f.name)) for f in fields]))
         raw_text = F.coalesce(F.col(CORRUPT), as_json) if csv else as_json
-        missing = F.concat_ws(", ", *[F.when(F.col(quote(n)).isNull(), F.lit(n)) for n in required]) if required else F.lit("")
-        out = df.select(*[F.col(quote(f.name)) for f in fields], error.alias(ERROR), *file_provenance(), raw_text.alias("_lakecat_text"))
-        detail = F.when(F.col(ERROR) == "malformed_csv", F.lit("row does not match the table's columns and types")).when(
-            F.col(ERROR) == "missing_required", F.concat(F.lit("missing required field: "), missing)
+        missing = (
+            F.concat_ws(", ", *[F.when(F.col(quote(n)).isNull(), F.lit(n)) for n in required])
+            if required
+            else F.lit("")
         )
+        out = df.select(
+            *[F.col(quote(f.name)) for f in fields],
+            error.alias(ERROR),
+            *file_provenance(),
+            raw_text.alias("_lakecat_text"),
+        )
+        detail = F.when(
+            F.col(ERROR) == "malformed_csv", F.lit("row does not match the table's columns and types")
+        ).when(F.col(ERROR) == "missing_required", F.concat(F.lit("missing required field: "), missing))
         return out.select(
             "*",
             F.when(F.col(ERROR).isNotNull(), detail).alias(DETAIL),

@@ -84,9 +84,7 @@ class KafkaSource(Source):
         if bool(self.topic) == bool(self.topic_pattern):
             raise InvalidArgumentError("kafka source: give exactly one of topic or topic_pattern")
         if self.starting_offsets not in STARTING_OFFSETS:
-            raise InvalidArgumentError(
-                f"invalid starting offsets {self.starting_offsets!r}: use earliest or latest"
-            )
+            raise InvalidArgumentError(f"invalid starting offsets {self.starting_offsets!r}: use earliest or latest")
         if self.topic_pattern:
             import re
 
@@ -117,7 +115,9 @@ class KafkaSource(Source):
         conf: dict[str, Any] = {"bootstrap.servers": self.bootstrap, "logger": log}
         for k, v in self.options.items():
             name = k.removeprefix("kafka.")  # Spark's prefix; the client takes the bare setting name
-            if name not in CONSUMER_DEFAULTS:  # the Java consumer's own settings; librdkafka's admin client refuses them
+            if (
+                name not in CONSUMER_DEFAULTS
+            ):  # the Java consumer's own settings; librdkafka's admin client refuses them
                 conf[name] = v
         return conf
 
@@ -153,10 +153,16 @@ class KafkaSource(Source):
         from pyspark.sql import functions as F
 
         # failOnDataLoss stays on (Spark's default): offsets lost to retention stop the stream instead of vanishing
-        reader = spark.readStream.format("kafka").option("kafka.bootstrap.servers", self.bootstrap).option(
-            "startingOffsets", self.starting_offsets
+        reader = (
+            spark.readStream.format("kafka")
+            .option("kafka.bootstrap.servers", self.bootstrap)
+            .option("startingOffsets", self.starting_offsets)
         )
-        reader = reader.option("subscribe", self.topic) if self.topic else reader.option("subscribePattern", self.topic_pattern)
+        reader = (
+            reader.option("subscribe", self.topic)
+            if self.topic
+            else reader.option("subscribePattern", self.topic_pattern)
+        )
         for k, v in self.consumer_options().items():
             reader = reader.option(k, v)
         if options.max_records_per_batch:

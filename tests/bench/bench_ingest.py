@@ -21,7 +21,9 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--events", type=int, default=FULL["events"])
     ap.add_argument("--batch", type=int, default=FULL["batch"], help="max records per micro-batch (both jobs)")
-    ap.add_argument("--repeat", type=int, default=1, help="runs per job; 2 alternates the order (plain first, then lakecat first)")
+    ap.add_argument(
+        "--repeat", type=int, default=1, help="runs per job; 2 alternates the order (plain first, then lakecat first)"
+    )
     ap.add_argument("--freshness", action="store_true", help="also measure freshness with trigger 'every 1s'")
     ap.add_argument("--bootstrap", help="use this broker instead of starting one")
     ap.add_argument("--formats", default="iceberg,delta")

@@ -73,12 +73,23 @@ def main() -> None:
     times = []
     for _ in range(args.runs):
         started = time.monotonic()
-        proc = subprocess.run([sys.executable, "-c", PROBE, "health", "--json"], env=env, capture_output=True, text=True)
+        proc = subprocess.run(
+            [sys.executable, "-c", PROBE, "health", "--json"], env=env, capture_output=True, text=True
+        )
         times.append(time.monotonic() - started)
         assert proc.returncode == 0, proc.stderr
         doc = json.loads(proc.stdout)
-    print(json.dumps({"tables": len(doc["tables"]), "verdicts": doc["verdicts"], "runs_s": [round(t, 2) for t in times],
-                      "median_s": round(statistics.median(times), 2), "jvm": False}))
+    print(
+        json.dumps(
+            {
+                "tables": len(doc["tables"]),
+                "verdicts": doc["verdicts"],
+                "runs_s": [round(t, 2) for t in times],
+                "median_s": round(statistics.median(times), 2),
+                "jvm": False,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

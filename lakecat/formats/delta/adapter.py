@@ -58,6 +58,7 @@ def delta_coordinate() -> str:
         _coordinate = builder._options["spark.jars.packages"].split(",")[0]
     return _coordinate
 
+
 _PRIMITIVE_SQL = {
     "boolean": "BOOLEAN", "byte": "TINYINT", "short": "SMALLINT", "integer": "INT", "long": "BIGINT",
     "float": "FLOAT", "double": "DOUBLE", "date": "DATE", "timestamp": "TIMESTAMP",
@@ -158,7 +159,8 @@ class DeltaFormat(DeltaVersions, DeltaMaintenance, DeltaHealth, DeltaEvolution, 
             # as on the tables lakecat creates: `changes` reads from here on
             spark.sql(f"ALTER TABLE {spark_path(directory)} SET TBLPROPERTIES ('delta.enableChangeDataFeed' = 'true')")
         return self._registry(ctx.metastore).register(
-            ident, directory, {"partitioning": [c.name for c in partition_columns], "converted": True})
+            ident, directory, {"partitioning": [c.name for c in partition_columns], "converted": True}
+        )
 
     def check_changes(self, table: TableHandle, since: int, until: int) -> None:
         if str(self.properties(table).get(CDF_PROPERTY, "false")).lower() != "true":
@@ -276,6 +278,8 @@ class DeltaFormat(DeltaVersions, DeltaMaintenance, DeltaHealth, DeltaEvolution, 
                     items = ", ".join(f"{sql_string(k)} = {sql_string(v)}" for k, v in sorted(properties.items()))
                     spark.sql(f"ALTER TABLE {name} SET TBLPROPERTIES ({items})")
                 if removed:
-                    spark.sql(f"ALTER TABLE {name} UNSET TBLPROPERTIES IF EXISTS ({', '.join(sql_string(k) for k in removed)})")
+                    spark.sql(
+                        f"ALTER TABLE {name} UNSET TBLPROPERTIES IF EXISTS ({', '.join(sql_string(k) for k in removed)})"
+                    )
 
         with_retries(commit, what=f"alter {table.name}")

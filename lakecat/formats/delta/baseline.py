@@ -33,7 +33,9 @@ class DeltaBaseline:
         from ...engine import spark_conf
 
         with spark_conf(spark, {"spark.sql.files.maxRecordsPerFile": str(rows_per_file)}):
-            data.write.format("delta").option("maxRecordsPerFile", str(rows_per_file)).mode("append").save(table.location)
+            data.write.format("delta").option("maxRecordsPerFile", str(rows_per_file)).mode("append").save(
+                table.location
+            )
 
     def compact(self, spark: Any, catalog: Any, table: Any, target_bytes: int) -> Callable[[], Any]:
         def optimize() -> Any:  # delta-spark's builder, as a user calls it

@@ -68,7 +68,11 @@ class DeltaEvolution:
         self._alter(table, "alter --add-column", f"ALTER TABLE {spark_path(table.location)} ADD COLUMNS ({ddl})")
 
     def rename_column(self, table: TableHandle, old: str, new: str) -> None:
-        self._alter(table, "alter --rename-column", f"ALTER TABLE {spark_path(table.location)} RENAME COLUMN {quote(old)} TO {quote(new)}")
+        self._alter(
+            table,
+            "alter --rename-column",
+            f"ALTER TABLE {spark_path(table.location)} RENAME COLUMN {quote(old)} TO {quote(new)}",
+        )
 
     def drop_column(self, table: TableHandle, name: str) -> None:
         self._alter(table, "alter --drop-column", f"ALTER TABLE {spark_path(table.location)} DROP COLUMN {quote(name)}")
@@ -78,7 +82,9 @@ class DeltaEvolution:
                     f"ALTER TABLE {spark_path(table.location)} ALTER COLUMN {quote(name)} COMMENT {sql_string(comment)}")  # fmt: skip
 
     # --- partitioning ---------------------------------------------------------------------------
-    def evolve_partitioning(self, table: TableHandle, fields: list[PartitionField], rewrite: bool, dry_run: bool) -> tuple[int, int]:
+    def evolve_partitioning(
+        self, table: TableHandle, fields: list[PartitionField], rewrite: bool, dry_run: bool
+    ) -> tuple[int, int]:
         """Delta fixes partition columns at creation: only a rewrite of every file (one commit) changes them."""
         if not rewrite:
             raise self.unsupported(  # type: ignore[attr-defined]

@@ -38,7 +38,7 @@ def live_files(dt: Any, location: str) -> list[tuple[str, int, str, int | None]]
     base = location.rstrip("/")
     out = []
     for r in add_actions(dt).to_pylist():
-        part = "/".join(f"{k[len('partition.'):]}={v}" for k, v in r.items() if k.startswith("partition."))
+        part = "/".join(f"{k[len('partition.') :]}={v}" for k, v in r.items() if k.startswith("partition."))
         path = str(r["path"])
         out.append((path if "://" in path else f"{base}/{path}", int(r["size_bytes"]), part, r.get("num_records")))
     return out
@@ -85,7 +85,9 @@ def commit_times(entries: list[LogEntry]) -> dict[int, int]:
     return times
 
 
-def commit_actions(location: str, entries: list[LogEntry], first: int, last: int, kinds: tuple[str, ...]) -> Iterator[tuple[str, dict[str, Any]]]:
+def commit_actions(
+    location: str, entries: list[LogEntry], first: int, last: int, kinds: tuple[str, ...]
+) -> Iterator[tuple[str, dict[str, Any]]]:
     """(kind, action) of every action of the ``kinds`` in the commits ``first..last`` (inclusive) still in the log."""
     filesystem, _ = fs_for(location)
     for e in entries:
@@ -101,7 +103,9 @@ def commit_actions(location: str, entries: list[LogEntry], first: int, last: int
                         yield kind, action[kind]
 
 
-def log_actions(location: str, entries: list[LogEntry], first: int, last: int, kinds: tuple[str, ...] = ("add", "remove")) -> tuple[set[str], ...]:
+def log_actions(
+    location: str, entries: list[LogEntry], first: int, last: int, kinds: tuple[str, ...] = ("add", "remove")
+) -> tuple[set[str], ...]:
     """Normalized paths of the ``kinds`` of file actions (``add``, ``remove``, ``cdc``) of the commits
     ``first..last`` (inclusive) still in the log, one set per kind."""
     base = location.rstrip("/")
@@ -114,7 +118,9 @@ def log_actions(location: str, entries: list[LogEntry], first: int, last: int, k
 
 def log_transactions(location: str, entries: list[LogEntry], first: int, last: int) -> list[str]:
     """The application ids of the transactions (``txn`` actions: ingest batches) of the commits ``first..last``."""
-    return sorted({str(txn["appId"]) for _, txn in commit_actions(location, entries, first, last, ("txn",)) if txn.get("appId")})
+    return sorted(
+        {str(txn["appId"]) for _, txn in commit_actions(location, entries, first, last, ("txn",)) if txn.get("appId")}
+    )
 
 
 def last_checkpoint(location: str) -> int | None:

@@ -169,7 +169,9 @@ class DeltaMaintenance:
             rows = spark.sql(sql).collect()
         if not dry_run:
             return []
-        return [r["path"] for r in rows if not is_local_dir(r["path"])]  # empty directories (e.g. _change_data/) are not files
+        return [
+            r["path"] for r in rows if not is_local_dir(r["path"])
+        ]  # empty directories (e.g. _change_data/) are not files
 
     def _tagged_files(self, table: TableHandle) -> set[str]:
         out: set[str] = set()
@@ -216,4 +218,3 @@ class DeltaMaintenance:
         res.detail = f"checkpoint written at version {version}; expired log files cleaned up"
         res.duration_s = round(time.monotonic() - started, 3)
         return res
-

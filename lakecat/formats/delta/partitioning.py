@@ -87,7 +87,11 @@ def describe_delta_partitioning(partition_columns: list[str], generation: dict[s
             for pattern, transform in _GEN_PATTERNS:
                 m = pattern.match(expr.strip())
                 if m:
-                    word = f"{transform}({m.group(2)}, {m.group(1)})" if transform == "truncate" else f"{transform}({m.group(1)})"
+                    word = (
+                        f"{transform}({m.group(2)}, {m.group(1)})"
+                        if transform == "truncate"
+                        else f"{transform}({m.group(1)})"
+                    )
                     break
         out.append(word)
     return out

@@ -55,7 +55,11 @@ class TagStore:
 
     def live(self, ident: TableIdent, now: datetime) -> list[RefInfo]:
         """Tags whose retention has not run out."""
-        return [r for r in self.tags(ident) if r.expires is None or datetime.fromisoformat(r.expires.replace("Z", "+00:00")) > now]
+        return [
+            r
+            for r in self.tags(ident)
+            if r.expires is None or datetime.fromisoformat(r.expires.replace("Z", "+00:00")) > now
+        ]
 
     def add(self, ident: TableIdent, name: str, version: int, retain: timedelta | None) -> None:
         now_ms = int(datetime.now(UTC).timestamp() * 1000)

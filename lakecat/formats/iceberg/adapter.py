@@ -65,7 +65,11 @@ def iceberg_type_sql(t: str | dict[str, Any]) -> str:
         if kind == "map":
             return f"MAP<{iceberg_type_sql(t['key'])}, {iceberg_type_sql(t['value'])}>"
         if kind == "struct":
-            return "STRUCT<" + ", ".join(f"{f['name']}: {iceberg_type_sql(f['type'])}" for f in t.get("fields") or []) + ">"
+            return (
+                "STRUCT<"
+                + ", ".join(f"{f['name']}: {iceberg_type_sql(f['type'])}" for f in t.get("fields") or [])
+                + ">"
+            )
         return kind.upper()
     text = t.strip().lower()
     decimal = re.fullmatch(r"decimal\(\s*(\d+)\s*,\s*(\d+)\s*\)", text)
@@ -342,8 +346,12 @@ class IcebergFormat(IcebergVersions, IcebergMaintenance, IcebergHealth, IcebergE
                       f"LOCATION {sql_string(directory)}")  # fmt: skip
             try:
                 for sub, values in sorted(partitions.items()):
-                    spec = ", ".join(f"{quote(k)} = {'NULL' if v is None else sql_string(v)}" for k, v in values.items())
-                    spark.sql(f"ALTER TABLE {staging} ADD PARTITION ({spec}) LOCATION {sql_string(directory.rstrip('/') + '/' + sub)}")
+                    spec = ", ".join(
+                        f"{quote(k)} = {'NULL' if v is None else sql_string(v)}" for k, v in values.items()
+                    )
+                    spark.sql(
+                        f"ALTER TABLE {staging} ADD PARTITION ({spec}) LOCATION {sql_string(directory.rstrip('/') + '/' + sub)}"
+                    )
                 spark.sql(f"CREATE TABLE {name} ({schema_ddl([*columns, *partition_columns])}) USING iceberg{parts} "
                           f"LOCATION {sql_string(directory)}{tblproperties(props)}")  # fmt: skip
                 try:
@@ -387,7 +395,9 @@ class IcebergFormat(IcebergVersions, IcebergMaintenance, IcebergHealth, IcebergE
         if cached is not None:  # a metadata file never changes: a new commit writes a new one
             return cached
         try:
-            tbl = StaticTable.from_metadata(entry.metadata_location, properties=pyiceberg_io_properties(entry.metadata_location))
+            tbl = StaticTable.from_metadata(
+                entry.metadata_location, properties=pyiceberg_io_properties(entry.metadata_location)
+            )
         except FileNotFoundError as e:
             raise LakecatError(f"table {entry.ident}: its metadata file is missing ({entry.metadata_location})") from e
         if len(self._static) >= 16:
@@ -480,7 +490,9 @@ class IcebergFormat(IcebergVersions, IcebergMaintenance, IcebergHealth, IcebergE
         cols = ", ".join(f"{quote(name)} {ddl}" for name, ddl in columns)
         with spark_errors("add columns to", table.entry.ident):
             # the schema belongs to the table, not to a branch of it
-            table.catalog.session().sql(f"ALTER TABLE {self.spark_name(table.catalog, table.entry)} ADD COLUMNS ({cols})")
+            table.catalog.session().sql(
+                f"ALTER TABLE {self.spark_name(table.catalog, table.entry)} ADD COLUMNS ({cols})"
+            )
 
     def set_properties(self, table: TableHandle, properties: dict[str, str], removed: list[str]) -> None:
         from pyiceberg.exceptions import CommitFailedException
@@ -503,12 +515,17 @@ class IcebergFormat(IcebergVersions, IcebergMaintenance, IcebergHealth, IcebergE
         schema = self.load(table).schema()
         current = [schema.find_column_name(i) for i in sorted(schema.identifier_field_ids)]
         if current:
-            return [] if sorted(current) == sorted(keys) else [
-                f"table identifier fields are {', '.join(current)}, the CDC key is {','.join(keys)}"]
+            return (
+                []
+                if sorted(current) == sorted(keys)
+                else [f"table identifier fields are {', '.join(current)}, the CDC key is {','.join(keys)}"]
+            )
         optional = [k for k in keys if not schema.find_field(k).required]
         if optional:
             return [f"identifier fields not set: key column(s) {', '.join(optional)} are nullable "
                     f"(create the table with {', '.join(optional)} NOT NULL)"]  # fmt: skip
         with spark_errors("set identifier fields of", table.entry.ident):
-            table.catalog.session().sql(f"ALTER TABLE {self.spark_name(table.catalog, table.entry)} SET IDENTIFIER FIELDS {', '.join(quote(k) for k in keys)}")
+            table.catalog.session().sql(
+                f"ALTER TABLE {self.spark_name(table.catalog, table.entry)} SET IDENTIFIER FIELDS {', '.join(quote(k) for k in keys)}"
+            )
         return []

@@ -32,7 +32,9 @@ class IcebergBaseline:
 
     def append_small_files(self, spark: Any, data: Any, table: Any, rows_per_file: int) -> None:
         # a 1-byte target: each task rolls to a new file at Iceberg's size check, every 1,000 rows
-        data.writeTo(table.spark_name).option("target-file-size-bytes", "1").option("distribution-mode", "none").append()
+        data.writeTo(table.spark_name).option("target-file-size-bytes", "1").option(
+            "distribution-mode", "none"
+        ).append()
 
     def compact(self, spark: Any, catalog: Any, table: Any, target_bytes: int) -> Callable[[], Any]:
         sql = (f"CALL {catalog.name}.system.rewrite_data_files(table => '{table.entry.ident}', "

@@ -113,7 +113,9 @@ class IcebergEvolution:
 
         with_retries(commit, what=f"{what} {table.name}")
 
-    def _schema(self, table: TableHandle, what: str, change: Callable[[Any], None], *, incompatible: bool = False) -> None:
+    def _schema(
+        self, table: TableHandle, what: str, change: Callable[[Any], None], *, incompatible: bool = False
+    ) -> None:
         def fn(tbl: Any) -> None:
             with tbl.update_schema(allow_incompatible_changes=incompatible) as update:
                 change(update)
@@ -145,7 +147,9 @@ class IcebergEvolution:
         self._schema(table, "alter --set-comment", lambda u: u.update_column(name, doc=comment))
 
     # --- partitioning ---------------------------------------------------------------------------
-    def evolve_partitioning(self, table: TableHandle, fields: list[PartitionField], rewrite: bool, dry_run: bool) -> tuple[int, int]:
+    def evolve_partitioning(
+        self, table: TableHandle, fields: list[PartitionField], rewrite: bool, dry_run: bool
+    ) -> tuple[int, int]:
         """A new spec for new data; files written before keep their spec (no rewrite: ``rewrite`` is not needed)."""
         if dry_run:
             return 0, 0
@@ -176,7 +180,11 @@ class IcebergEvolution:
             age = ref.max_ref_age_ms
             snap = by_id.get(ref.snapshot_id)
             expires = iso(from_millis(snap.timestamp_ms + age)) if age and snap is not None else None
-            out.append(RefInfo(name, kind, ref.snapshot_id, format_duration(timedelta(milliseconds=age)) if age else None, expires))
+            out.append(
+                RefInfo(
+                    name, kind, ref.snapshot_id, format_duration(timedelta(milliseconds=age)) if age else None, expires
+                )
+            )
         return out
 
     def refs(self, table: TableHandle) -> list[RefInfo]:
@@ -184,7 +192,9 @@ class IcebergEvolution:
 
     def create_tag(self, table: TableHandle, name: str, version: int, retain: timedelta | None) -> None:
         age = int(retain.total_seconds() * 1000) if retain is not None else None
-        self._commit(table, "tag", lambda tbl: tbl.manage_snapshots().create_tag(version, name, max_ref_age_ms=age).commit())
+        self._commit(
+            table, "tag", lambda tbl: tbl.manage_snapshots().create_tag(version, name, max_ref_age_ms=age).commit()
+        )
 
     def drop_tag(self, table: TableHandle, name: str) -> None:
         self._commit(table, "untag", lambda tbl: tbl.manage_snapshots().remove_tag(name).commit())

@@ -136,7 +136,9 @@ class IcebergMaintenance:
             order = f"zorder({', '.join(by)})" if strategy == "zorder" else ", ".join(f"{c} ASC NULLS LAST" for c in by)
             args += ["strategy => 'sort'", f"sort_order => {sql_string(order)}"]
             options["rewrite-all"] = "true"
-        args.append("options => map(" + ", ".join(f"{sql_string(k)}, {sql_string(v)}" for k, v in options.items()) + ")")
+        args.append(
+            "options => map(" + ", ".join(f"{sql_string(k)}, {sql_string(v)}" for k, v in options.items()) + ")"
+        )
         if where is not None:
             args.append(f"where => {sql_string(where)}")
         with spark_errors("compact", table.entry.ident):
@@ -188,7 +190,11 @@ class IcebergMaintenance:
         if raised:
             self._branch_retention(table, dict(raised))
         spark = table.catalog.session()
-        args = [f"table => {_ident_arg(table)}", f"older_than => {sql_timestamp(cutoff)}", f"retain_last => {int(keep)}"]
+        args = [
+            f"table => {_ident_arg(table)}",
+            f"older_than => {sql_timestamp(cutoff)}",
+            f"retain_last => {int(keep)}",
+        ]
         try:
             with spark_errors("expire", table.entry.ident):
                 row = command_row(spark, f"CALL {_procedure(table, 'expire_snapshots')}({', '.join(args)})")
@@ -252,7 +258,9 @@ class IcebergMaintenance:
         jvm: Any = spark._jvm
         jspark = spark._jsparkSession
         with spark_errors("clean-orphans", table.entry.ident):
-            jtable = jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(jspark, f"{quote(table.catalog.name)}.{table.entry.ident.quoted}")
+            jtable = jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(
+                jspark, f"{quote(table.catalog.name)}.{table.entry.ident.quoted}"
+            )
             action = jvm.org.apache.iceberg.spark.actions.SparkActions.get(jspark).deleteOrphanFiles(jtable)
             action = action.olderThan(int(cutoff.timestamp() * 1000))
             if dry_run:

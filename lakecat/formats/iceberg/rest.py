@@ -60,7 +60,9 @@ def check(config: CatalogConfig) -> None:
     where = f"catalog config {config.source}: [{SECTION}]"
     found = kind(config)
     if found not in KINDS:
-        raise InvalidConfigError(f"{where} type must be one of {', '.join(KINDS)} ({JDBC}: lakecat's metastore), not {found!r}")
+        raise InvalidConfigError(
+            f"{where} type must be one of {', '.join(KINDS)} ({JDBC}: lakecat's metastore), not {found!r}"
+        )
     raw = config.format_options_raw.get(SECTION, {})
     for key in SECRET_KEYS:
         if key in raw and not _ENV_REF.fullmatch(raw[key].strip()):

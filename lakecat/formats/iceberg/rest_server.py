@@ -59,7 +59,9 @@ class LocalRestCatalog:
             own SQLite metastore (``[iceberg] type`` jdbc, the default).
     """
 
-    def __init__(self, *, data_dir: pathlib.Path, port: int = DEFAULT_PORT, catalog: CatalogContext | None = None) -> None:
+    def __init__(
+        self, *, data_dir: pathlib.Path, port: int = DEFAULT_PORT, catalog: CatalogContext | None = None
+    ) -> None:
         self.data_dir = pathlib.Path(data_dir).expanduser().resolve()
         self.port = port
         self.catalog = catalog
@@ -118,7 +120,9 @@ class LocalRestCatalog:
             raise LocalRestError(f"port {self.port} is already in use; pass --port")
         java = shutil.which("java")
         if java is None:
-            raise LocalRestError("'java' not found on PATH; install a JDK (17+), e.g. apt-get install openjdk-17-jre-headless")
+            raise LocalRestError(
+                "'java' not found on PATH; install a JDK (17+), e.g. apt-get install openjdk-17-jre-headless"
+            )
         env = self._environment()
         from ...jars import JarResolutionError, jar_paths, rest_set
 

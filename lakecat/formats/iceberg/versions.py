@@ -114,7 +114,10 @@ def snapshot_view(doc: dict[str, Any]) -> Any:
                       timestamp_ms=int(x["timestamp-ms"]), sequence_number=opt_int(x.get("sequence-number")),
                       summary=summary(x.get("summary"))) for x in doc.get("snapshots") or []]  # fmt: skip
     current = opt_int(doc.get("current-snapshot-id"))
-    log = [View(snapshot_id=int(e["snapshot-id"]), timestamp_ms=int(e["timestamp-ms"])) for e in doc.get("snapshot-log") or []]
+    log = [
+        View(snapshot_id=int(e["snapshot-id"]), timestamp_ms=int(e["timestamp-ms"]))
+        for e in doc.get("snapshot-log") or []
+    ]
     refs = {str(name): View(snapshot_id=int(r["snapshot-id"]), snapshot_ref_type=str(r.get("type", "branch")),
                             max_ref_age_ms=opt_int(r.get("max-ref-age-ms"))) for name, r in (doc.get("refs") or {}).items()}  # fmt: skip
     return View(snapshots=snapshots, current_snapshot_id=None if current is None or current < 0 else current, snapshot_log=log,
@@ -187,11 +190,17 @@ class IcebergVersions:
             return self._diff_changes(table, commits)
         schema = meta.schema()
         identifier_columns = [schema.find_column_name(i) for i in sorted(schema.identifier_field_ids)]
-        if not identifier_columns:  # a CDC key recorded by `ingest --cdc` (nullable columns cannot be identifier fields)
+        if (
+            not identifier_columns
+        ):  # a CDC key recorded by `ingest --cdc` (nullable columns cannot be identifier fields)
             key = [c.strip() for c in str(meta.properties.get(CDC_KEY_PROPERTY, "")).split(",") if c.strip()]
             identifier_columns = [c for c in key if c in {f.name for f in schema.fields}]
         empty = since == until
-        options = [("end-snapshot-id", until)] if empty or since < 0 else [("start-snapshot-id", since), ("end-snapshot-id", until)]
+        options = (
+            [("end-snapshot-id", until)]
+            if empty or since < 0
+            else [("start-snapshot-id", since), ("end-snapshot-id", until)]
+        )
         view = f"lakecat_changes_{uuid.uuid4().hex}"
         args = [
             f"table => {sql_string(table.entry.ident.quoted)}",
@@ -337,7 +346,11 @@ def _stream(tbl: Any, schema: Any, tasks: Any, extra: list[tuple[str, Any]] | No
     from pyiceberg.io.pyarrow import ArrowScan, schema_to_pyarrow
 
     data = schema_to_pyarrow(schema, include_field_ids=False)
-    target = pa.schema([*data, pa.field("_change_type", pa.string()), pa.field("_commit_version", pa.int64())]) if extra else data
+    target = (
+        pa.schema([*data, pa.field("_change_type", pa.string()), pa.field("_commit_version", pa.int64())])
+        if extra
+        else data
+    )
     scan = ArrowScan(tbl.metadata, tbl.io, schema, AlwaysTrue())
 
     def batches() -> Any:
