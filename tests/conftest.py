@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import uuid
@@ -29,10 +30,31 @@ def pytest_addoption(parser):
                           "an in-process session")  # fmt: skip
 
 
+_ROOT = Path(__file__).resolve().parent.parent
+# Tools' own caches may appear in the checkout; anything else a run leaves there is a test writing outside its
+# temporary directory.
+_CACHES = ("__pycache__", ".pyc", ".mypy_cache", ".ruff_cache", ".pytest_cache", ".hypothesis")
+_CHECKOUT_BEFORE: set[str] | None = None
+
+
+def _checkout_entries() -> set[str] | None:
+    """What ``git status`` shows of the checkout (untracked and ignored entries too), or None outside git."""
+    try:
+        proc = subprocess.run(["git", "status", "--porcelain", "--ignored", "--untracked-files=normal"], cwd=_ROOT,
+                              capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if proc.returncode != 0:
+        return None
+    return {line for line in proc.stdout.splitlines() if not any(c in line for c in _CACHES)}
+
+
 def pytest_configure(config):
+    global _CHECKOUT_BEFORE
     # In process unless asked: a local engine a test starts (tests/test_connect.py) must not capture the session.
     if not config.getoption("--spark-connect"):
         os.environ["LAKECAT_SPARK_REMOTE"] = "off"
+    _CHECKOUT_BEFORE = _checkout_entries()
 
 
 def pytest_sessionfinish(session, exitstatus):  # noqa: ARG001
@@ -42,6 +64,14 @@ def pytest_sessionfinish(session, exitstatus):  # noqa: ARG001
         stop_spark()
     finally:
         shutil.rmtree(_HOME, ignore_errors=True)
+    after = _checkout_entries()
+    if _CHECKOUT_BEFORE is not None and after is not None and (left := sorted(after - _CHECKOUT_BEFORE)):
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        message = "the run left files in the checkout (tests must write under their own temporary directory): "
+        if reporter is not None:
+            reporter.write("\n")
+            reporter.write_line(message + ", ".join(left), red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 @pytest.fixture(scope="session")

@@ -180,14 +180,16 @@ def test_fuzzed_create_arguments(cli, spec, schema):
     body=st.one_of(
         TEXT,
         st.builds(
-            lambda k, v: f'name = "x"\nwarehouse = "/tmp/w"\nmetastore = "sqlite:///tmp/m.db"\n{k} = "{v}"\n',
+            lambda k, v: f'name = "x"\nwarehouse = "@DIR@/w"\nmetastore = "sqlite:///@DIR@/m.db"\n{k} = "{v}"\n',
             TEXT,
             TEXT,
         ),
-        st.builds(lambda v: f'name = "x"\nwarehouse = "${{{v}}}"\nmetastore = "sqlite:///tmp/m.db"\n', TEXT),
+        st.builds(lambda v: f'name = "x"\nwarehouse = "${{{v}}}"\nmetastore = "sqlite:///@DIR@/m.db"\n', TEXT),
     )
 )
 def test_fuzzed_catalog_config_files(cli, tmp_path_factory, body):
-    path = tmp_path_factory.mktemp("conf") / "fuzz.toml"
-    path.write_text(body)
+    # Every path a fuzzed config names is inside this test's own directory (an absolute one: sqlite:/// + /abs).
+    folder = tmp_path_factory.mktemp("conf")
+    path = folder / "fuzz.toml"
+    path.write_text(body.replace("@DIR@", str(folder)))
     _check(cli, ["list", "--catalog", str(path)])
