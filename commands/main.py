@@ -105,12 +105,13 @@ def run_cli(argv: list[str]) -> int:
     try:
         code = _app_for(argv)(args=argv, prog_name="lakecat", standalone_mode=False)
     except _EXIT as e:
-        return int(e.exit_code)
+        return int(getattr(e, "exit_code", 0))
     except _ABORT:
         sys.stderr.write("aborted\n")
         return 1
     except _USAGE as e:
-        message = " ".join(e.format_message().split())
+        format_message = getattr(e, "format_message", None)  # click's and typer's usage errors both have it
+        message = " ".join((format_message() if callable(format_message) else str(e)).split())
         if "--json" in argv:
             sys.stdout.write(dumps({"error": {"type": "UsageError", "message": message, "exit_code": 2}}) + "\n")
         ctx = getattr(e, "ctx", None)
