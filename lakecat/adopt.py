@@ -21,8 +21,8 @@ from .results import ConvertResult, ParquetFileInfo, RegisterResult
 from .schema import Column
 
 if TYPE_CHECKING:
-    from .catalog import Catalog
     from .formats.base import TableFormat
+    from .protocols import CatalogLike
 
 
 def absolute_location(location: str) -> str:
@@ -50,7 +50,7 @@ def _same_place(a: str, b: str) -> bool:
     return normalize_location(a).rstrip("/") == normalize_location(b).rstrip("/")
 
 
-def _check_free(cat: Catalog, ident: TableIdent, location: str) -> None:
+def _check_free(cat: CatalogLike, ident: TableIdent, location: str) -> None:
     """Refuse a taken name, or a location the catalog already knows under another name."""
     existing = cat.find_entry(ident)
     if existing is not None:
@@ -75,7 +75,9 @@ def detect_format(location: str) -> TableFormat:
     return owners[0]
 
 
-def register_table(cat: Catalog, name: str | TableIdent, *, location: str, format: str | None = None) -> RegisterResult:
+def register_table(
+    cat: CatalogLike, name: str | TableIdent, *, location: str, format: str | None = None
+) -> RegisterResult:
     """Record the existing table at ``location`` as ``name``; its files are not touched."""
     ident = name if isinstance(name, TableIdent) else TableIdent.parse(name)
     where = absolute_location(location)
@@ -231,7 +233,7 @@ def scan_parquet(directory: str, partition_by: list[str] | None = None) -> _Scan
     return _Scan(files, keys, columns, part_cols)
 
 
-def convert_directory(cat: Catalog, name: str | TableIdent, *, source: str, format: str,
+def convert_directory(cat: CatalogLike, name: str | TableIdent, *, source: str, format: str,
                       partition_by: str | list[str] | None = None, dry_run: bool = False) -> ConvertResult:  # fmt: skip
     """Make the Parquet files under ``source`` a table of ``format`` in place (no data copied)."""
     from .results import ColumnInfo

@@ -8,23 +8,34 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, overload
 
-from .config import CatalogConfig, pyarrow_filesystem, resolve_config
-from .errors import InvalidArgumentError, LakecatError, TableAlreadyExistsError, TableNotFoundError
+from . import adopt, health, maintenance
+from .config import CatalogConfig, available_catalogs, load_config_file, pyarrow_filesystem, resolve_config
+from .errors import ConfigError, InvalidArgumentError, LakecatError, TableAlreadyExistsError, TableNotFoundError
 from .files import local_path
 from .formats import all_formats, get_format
-from .identifiers import TableIdent
+from .identifiers import TableIdent, validate_part
+from .ingest import IngestHandle, run_ingest, start_ingest
 from .metastore import Metastore, TableEntry
 from .partitioning import parse_partition_spec
-from .results import CatalogInfo, ConvertResult, DropResult, ListResult, RegisterResult, TableInfo
+from .results import (
+    CatalogInfo,
+    ConvertResult,
+    DropResult,
+    HealthResult,
+    IngestResult,
+    ListResult,
+    MaintainResult,
+    RegisterResult,
+    TableInfo,
+)
 from .schema import parse_schema
+from .spark import get_spark
+from .table import Table
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from .ingest import IngestHandle
-    from .results import HealthResult, IngestResult, MaintainResult
     from .sources import Source
-    from .table import Table
 
 log = logging.getLogger(__name__)
 
@@ -46,8 +57,6 @@ def catalog_kinds(config: CatalogConfig) -> dict[str, str]:
 
 def list_catalogs(active: str) -> list[CatalogInfo]:
     """Every catalog config lakecat finds by name, with the kind of catalog each format's tables live in."""
-    from .config import available_catalogs, load_config_file
-    from .errors import ConfigError
 
     out = []
     for name, path in available_catalogs():
@@ -93,7 +102,6 @@ class Catalog:
 
     def session(self) -> SparkSession:
         """The Spark session lakecat uses internally (starts the JVM on first use)."""
-        from .spark import get_spark
 
         # in process: WAL mode and the formats' tables exist before Spark's JdbcCatalog opens the file (an engine
         # opens its own; lakecat creates what it writes there on first write)
@@ -144,8 +152,6 @@ class Catalog:
     def list_tables(self, namespace: str | None = None, *, format: str | None = None) -> ListResult:
         """Tables of every format, sorted by name; optionally one namespace or one format."""
         if namespace is not None:
-            from .identifiers import validate_part
-
             validate_part(namespace, what="namespace")
         if format is not None:
             format = get_format(format).name
@@ -158,13 +164,11 @@ class Catalog:
         return self.find_entry(ident) is not None
 
     def load_table(self, name: str | TableIdent) -> Table:
-        from .table import Table
 
         return Table(self, self.entry(name))
 
     def table_of(self, entry: TableEntry) -> Table:
         """The table of a catalog entry already in hand (``entries()``), without looking it up again."""
-        from .table import Table
 
         return Table(self, entry)
 
@@ -195,14 +199,12 @@ class Catalog:
             UnsupportedOperationError: a transform the format cannot express (bucket on Delta).
             TableAlreadyExistsError: the name is taken (by a table of either format).
         """
-        from .maintenance import validate_policy
-        from .table import Table
 
         ident = name if isinstance(name, TableIdent) else TableIdent.parse(name)
         adapter = get_format(format)
         columns = parse_schema(schema)
         fields = parse_partition_spec(partition_by, columns)
-        props = validate_policy(properties or {})  # keys, and the values of lakecat.* maintenance policies
+        props = maintenance.validate_policy(properties or {})  # keys, and the values of lakecat.* maintenance policies
         existing = self.find_entry(ident)
         if existing is not None:
             if if_not_exists:
@@ -233,9 +235,8 @@ class Catalog:
         Example:
             >>> cat.register_table("sales.orders", location="/lake/orders").metadata_location
         """
-        from .adopt import register_table
 
-        return register_table(self, name, location=location, format=format)
+        return adopt.register_table(self, name, location=location, format=format)
 
     def convert_table(self, name: str | TableIdent, *, source: str, format: str,
                       partition_by: str | list[str] | None = None, dry_run: bool = False) -> ConvertResult:  # fmt: skip
@@ -251,9 +252,10 @@ class Catalog:
         Example:
             >>> cat.convert_table("raw.events", source="/landing/events", format="delta", dry_run=True).rows
         """
-        from .adopt import convert_directory
 
-        return convert_directory(self, name, source=source, format=format, partition_by=partition_by, dry_run=dry_run)
+        return adopt.convert_directory(
+            self, name, source=source, format=format, partition_by=partition_by, dry_run=dry_run
+        )
 
     def drop_table(self, name: str | TableIdent, *, purge: bool = False) -> DropResult:
         """Remove a table from the catalog; with ``purge`` also delete its data and metadata files."""
@@ -390,7 +392,6 @@ class Catalog:
         Example:
             >>> cat.ingest("sales.orders", lakecat.KafkaSource("localhost:9092", "orders")).rows_written
         """
-        from .ingest import run_ingest, start_ingest
 
         options: dict[str, Any] = dict(
             trigger=trigger, checkpoint=checkpoint, dlq=dlq, merge_schema=merge_schema, dedupe_key=dedupe_key,
@@ -420,12 +421,9 @@ class Catalog:
             >>> cat.maintain("sales.*", dry_run=True).to_dict()
         """
         if auto:
-            from .health import maintain_auto
+            return health.maintain_auto(self, pattern, plan=plan, dry_run=dry_run, progress=progress)
 
-            return maintain_auto(self, pattern, plan=plan, dry_run=dry_run, progress=progress)
-        from .maintenance import maintain
-
-        return maintain(self, pattern, plan=plan, dry_run=dry_run, progress=progress)
+        return maintenance.maintain(self, pattern, plan=plan, dry_run=dry_run, progress=progress)
 
     def health(
         self, pattern: str | None = None, *, progress: Callable[[str, int, int], None] | None = None
@@ -435,6 +433,5 @@ class Catalog:
         Example:
             >>> [(t.name, t.verdict) for t in cat.health("sales.*").tables]
         """
-        from .health import health
 
-        return health(self, pattern, progress=progress)
+        return health.health(self, pattern, progress=progress)

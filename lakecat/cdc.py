@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
     from pyspark.sql.types import StructField
 
-    from .table import Table
+    from .protocols import TableLike
 
 CDC_FORMATS = ("debezium",)
 OP = "_lakecat_op"  # "u" (upsert: insert or update) or "d" (delete) after parsing
@@ -404,7 +404,7 @@ def _merge_sql(target: str, view: str, keys: list[str], columns: list[str], *, w
     return " ".join(parts)
 
 
-def merge(table: Table, source: DataFrame, keys: list[str], columns: list[str], *, app_id: str | None = None,
+def merge(table: TableLike, source: DataFrame, keys: list[str], columns: list[str], *, app_id: str | None = None,
           batch_id: int | None = None, with_deletes: bool = True) -> None:  # fmt: skip
     """One MERGE of ``source`` (at most one row per key; ``OP`` = ``u``/``d``) into ``table``, as one commit.
 
@@ -429,7 +429,7 @@ def merge(table: Table, source: DataFrame, keys: list[str], columns: list[str], 
         spark.catalog.dropTempView(view)
 
 
-def ensure_key(table: Table, keys: list[str]) -> list[str]:
+def ensure_key(table: TableLike, keys: list[str]) -> list[str]:
     """Record the key on the table: the ``lakecat.cdc.key`` property (every format) and whatever the format
     itself keeps (Iceberg: identifier fields, when the columns are NOT NULL) — ``changes`` pairs updates by
     it. Returns notes for the user."""
@@ -490,7 +490,7 @@ def _read_path(
     return df, f"files {uri} ({fmt})"
 
 
-def upsert(table: Table, data: Any, *, key: str | list[str] | tuple[str, ...], file_format: str | None = None,
+def upsert(table: TableLike, data: Any, *, key: str | list[str] | tuple[str, ...], file_format: str | None = None,
            delete_when: str | None = None) -> UpsertResult:  # fmt: skip
     """MERGE ``data`` (a Spark DataFrame, or a path of json/csv/parquet files) into ``table`` by ``key``.
 

@@ -22,7 +22,7 @@ from .units import format_duration, parse_duration
 from .versions import find_ref, resolve_version
 
 if TYPE_CHECKING:
-    from .table import Table
+    from .protocols import TableLike
 
 _REF_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,99}\Z")
 _CAPABILITY = {"add": "add_column", "rename": "rename_column", "drop": "drop_column", "widen": "widen_column",
@@ -127,7 +127,7 @@ def _check(changes: list[SchemaChange], columns: list[Column], partitioning: lis
 
 
 def alter(
-    table: Table,
+    table: TableLike,
     *,
     changes: list[SchemaChange] | None = None,
     partition_by: str | list[str] | None = None,
@@ -204,7 +204,7 @@ def _generated(desc, name: str) -> bool:  # type: ignore[no-untyped-def]
     return any(c.name == name and c.generated for c in desc.schema)
 
 
-def _result(table: Table, changes: list[str], upgrades: list[str], *, dry_run: bool = False, files: int = 0,
+def _result(table: TableLike, changes: list[str], upgrades: list[str], *, dry_run: bool = False, files: int = 0,
             size: int = 0) -> AlterResult:  # fmt: skip
     desc = table.describe()
     return AlterResult(table.name, table.format, changes, upgrades, desc.schema, desc.partitioning, dict(desc.properties),
@@ -219,7 +219,7 @@ def validate_ref_name(name: str, what: str = "tag") -> str:
     return name
 
 
-def refs(table: Table) -> TagsResult:
+def refs(table: TableLike) -> TagsResult:
     """The table's tags and branches (light path)."""
     table.adapter.require("tags", "tags")
     table.refresh()
@@ -229,7 +229,7 @@ def refs(table: Table) -> TagsResult:
     )
 
 
-def tag(table: Table, name: str, *, version: int | None = None, timestamp: str | None = None,
+def tag(table: TableLike, name: str, *, version: int | None = None, timestamp: str | None = None,
         retain: str | None = None) -> TagResult:  # fmt: skip
     """Name a version (default: the current one), optionally for ``retain`` only (e.g. ``30d``)."""
     table.adapter.require("tags", "tag")
@@ -254,7 +254,7 @@ def tag(table: Table, name: str, *, version: int | None = None, timestamp: str |
                      format_duration(window) if window is not None else None, table.adapter.current_version(table))  # fmt: skip
 
 
-def untag(table: Table, name: str) -> TagResult:
+def untag(table: TableLike, name: str) -> TagResult:
     """Remove the tag ``name`` (the version stays until expiry removes it)."""
     found = find_ref(table, name, "tag")
     table.adapter.drop_tag(table, name)
@@ -263,7 +263,7 @@ def untag(table: Table, name: str) -> TagResult:
                      table.adapter.current_version(table))  # fmt: skip
 
 
-def branch(table: Table, name: str, *, version: int | None = None) -> TagResult:
+def branch(table: TableLike, name: str, *, version: int | None = None) -> TagResult:
     """Create a branch at ``version`` (default: the current one) for write-audit-publish."""
     table.adapter.require("branches", "branch")
     validate_ref_name(name, "branch")
@@ -277,7 +277,7 @@ def branch(table: Table, name: str, *, version: int | None = None) -> TagResult:
                      table.adapter.current_version(table))  # fmt: skip
 
 
-def publish(table: Table, branch_name: str) -> TagResult:
+def publish(table: TableLike, branch_name: str) -> TagResult:
     """Fast-forward the table's main line to the branch ``branch_name``."""
     table.adapter.require("branches", "publish")
     found = find_ref(table, branch_name, "branch")

@@ -28,9 +28,8 @@ from .results import HealthResult, MaintainResult, SizeBucket, TableHealth, Vers
 from .units import format_duration, from_millis, human_size, iso, parse_duration, parse_size
 
 if TYPE_CHECKING:
-    from .catalog import Catalog
     from .formats.base import HealthFacts
-    from .table import Table
+    from .protocols import CatalogLike, TableLike
 
 VERDICTS = ("compact", "expire", "clean", "healthy")
 FAIL_ON = {"compact": {"compact"}, "expire": {"expire"}, "any": {"compact", "expire", "clean", "failed"}}
@@ -45,7 +44,7 @@ _ACTION_FOR = {"compact": "compact", "expire": "expire", "clean": "clean-orphans
 
 
 # --- thresholds ------------------------------------------------------------------------------------
-def thresholds(table: Table, policy: dict[str, str]) -> dict[str, Any]:
+def thresholds(table: TableLike, policy: dict[str, str]) -> dict[str, Any]:
     """The figures a verdict is judged against: table properties (``lakecat.health.*``, the expiry and
     orphan policies, the target file size), else the documented defaults."""
     target = (
@@ -86,7 +85,7 @@ def _iso_ms(ms: int | None) -> str | None:
     return iso(from_millis(ms)) if ms is not None else None
 
 
-def judge(table: Table, facts: HealthFacts, policy: dict[str, str], runs: dict[tuple[str, str], int],
+def judge(table: TableLike, facts: HealthFacts, policy: dict[str, str], runs: dict[tuple[str, str], int],
           now_ms: int | None = None) -> TableHealth:  # fmt: skip
     """Figures and a verdict from one table's facts, its policy and lakecat's record of maintenance runs."""
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
@@ -176,7 +175,7 @@ def judge(table: Table, facts: HealthFacts, policy: dict[str, str], runs: dict[t
     return h
 
 
-def table_health(table: Table, *, policy: dict[str, str] | None = None,
+def table_health(table: TableLike, *, policy: dict[str, str] | None = None,
                  runs: dict[tuple[str, str], int] | None = None) -> TableHealth:  # fmt: skip
     """One table's health from metadata alone (no JVM); a table whose metadata cannot be read is ``failed``."""
     started = time.monotonic()
@@ -198,7 +197,7 @@ def table_health(table: Table, *, policy: dict[str, str] | None = None,
     return h
 
 
-def health(catalog: Catalog, pattern: str | None = None, *,
+def health(catalog: CatalogLike, pattern: str | None = None, *,
            progress: Callable[[str, int, int], None] | None = None) -> HealthResult:  # fmt: skip
     """The health of every table matching ``pattern`` (fnmatch, e.g. ``sales.*``), from metadata alone."""
     started = time.monotonic()
@@ -238,7 +237,7 @@ def failing(result: HealthResult, fail_on: str | None) -> list[TableHealth]:
 
 # --- maintenance that follows the verdict ----------------------------------------------------------
 def maintain_auto(
-    catalog: Catalog,
+    catalog: CatalogLike,
     pattern: str | None = None,
     *,
     plan: str | Path | dict[str, Any] | None = None,
@@ -254,7 +253,7 @@ def maintain_auto(
 
     runs = MaintenanceLog(catalog.metastore).last_runs()
 
-    def decide(table: Table, policy: dict[str, str]) -> tuple[list[str], dict[str, Any]]:
+    def decide(table: TableLike, policy: dict[str, str]) -> tuple[list[str], dict[str, Any]]:
         h = table_health(table, policy=policy, runs=runs)
         if h.verdict == "failed":
             raise LakecatError(h.reason)

@@ -43,8 +43,7 @@ from .units import format_duration, iso, parse_duration, parse_size
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from .catalog import Catalog
-    from .table import Table
+    from .protocols import CatalogLike, TableLike
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +56,7 @@ AUTO_MIN_INPUT_FILES = 2  # `maintain --auto` compacts what health counts: small
 MAINTAIN_ACTIONS = ("compact", "expire", "clean-orphans", "rewrite-metadata")
 APPLY_DELETES = "apply-deletes"  # a policy entry `maintain --auto` sets when deletes call for compaction
 MaintainReport = MaintainResult  # the name of earlier releases
-Decide = Callable[["Table", dict[str, str]], tuple[list[str], dict[str, Any]]]
+Decide = Callable[["TableLike", dict[str, str]], tuple[list[str], dict[str, Any]]]
 
 POLICY_KEYS = {
     "lakecat.compact.target-file-size": "size",
@@ -75,14 +74,14 @@ _FORBIDDEN_IN_PREDICATE = (";", "--", "/*", "*/")
 
 
 # --- shared helpers ----------------------------------------------------------------------------
-def data_files(table: Table) -> list[DataFile]:
+def data_files(table: TableLike) -> list[DataFile]:
     """The live data files of the current version, with sizes and partitions, from metadata alone."""
     table.refresh()
     with no_cyclic_gc():
         return table.adapter.data_files(table)
 
 
-def file_totals(table: Table) -> tuple[int, int]:
+def file_totals(table: TableLike) -> tuple[int, int]:
     """(live data files, their bytes) of the current version: the format's totals from metadata when it keeps
     them (no file list in memory), else counted from ``data_files``."""
     table.refresh()
@@ -94,7 +93,7 @@ def file_totals(table: Table) -> tuple[int, int]:
     return totals
 
 
-def validate_predicate(spark: SparkSession, text: str | None, table: Table | None = None) -> str | None:
+def validate_predicate(spark: SparkSession, text: str | None, table: TableLike | None = None) -> str | None:
     """Check a ``--where`` predicate is exactly one Spark SQL expression (no statement tricks).
 
     With ``table``, the predicate is also resolved against the columns the format's compaction accepts
@@ -137,7 +136,7 @@ def _window(text: str | timedelta | None, default: timedelta, what: str) -> time
     return delta
 
 
-def _check_floor(table: Table, window: timedelta, force: bool, what: str) -> None:
+def _check_floor(table: TableLike, window: timedelta, force: bool, what: str) -> None:
     adapter = table.adapter
     floor = adapter.safety_floor
     if window < floor and not force:
@@ -148,7 +147,7 @@ def _check_floor(table: Table, window: timedelta, force: bool, what: str) -> Non
         )
 
 
-def _record_run(table: Table, action: str) -> None:
+def _record_run(table: TableLike, action: str) -> None:
     """Note in the metastore that ``action`` ran on the table (``health`` shows it; best effort)."""
     from .metastore import MaintenanceLog
 
@@ -177,7 +176,7 @@ def _plan_compaction(files: list[DataFile], strategy: str, target: int) -> list[
 
 
 def compact(
-    table: Table,
+    table: TableLike,
     *,
     strategy: str = "binpack",
     by: list[str] | tuple[str, ...] | str = (),
@@ -257,7 +256,7 @@ def compact(
 
 # --- expiry ------------------------------------------------------------------------------------
 def expire(
-    table: Table,
+    table: TableLike,
     *,
     older_than: str | timedelta | None = None,
     retain_last: int | None = None,
@@ -292,7 +291,7 @@ def expire(
 
 # --- orphans -----------------------------------------------------------------------------------
 def clean_orphans(
-    table: Table, *, older_than: str | timedelta | None = None, dry_run: bool = False, force: bool = False
+    table: TableLike, *, older_than: str | timedelta | None = None, dry_run: bool = False, force: bool = False
 ) -> OrphanResult:
     """Delete files in the table's directory that no version references and that are older than the window."""
     started = time.monotonic()
@@ -331,7 +330,7 @@ def clean_orphans(
 
 
 # --- metadata upkeep ---------------------------------------------------------------------------
-def rewrite_metadata(table: Table, *, dry_run: bool = False, min_count: int = 2) -> MetadataResult:
+def rewrite_metadata(table: TableLike, *, dry_run: bool = False, min_count: int = 2) -> MetadataResult:
     """The format's metadata upkeep: Iceberg merges manifests, Delta writes a checkpoint and cleans up its log."""
     table.adapter.require("rewrite_metadata", "rewrite-metadata")
     table.refresh()
@@ -368,13 +367,13 @@ def validate_policy(properties: dict[str, str]) -> dict[str, str]:
     return props
 
 
-def _table_policy(table: Table) -> dict[str, str]:
+def _table_policy(table: TableLike) -> dict[str, str]:
     """The ``lakecat.*`` properties of a table, from metadata (no JVM)."""
     table.refresh()
     return {k: v for k, v in table.adapter.properties(table).items() if k.startswith("lakecat.")}
 
 
-def _policy_size(table: Table, explicit: int | str | None) -> int:
+def _policy_size(table: TableLike, explicit: int | str | None) -> int:
     if explicit is not None:
         return parse_size(explicit)
     value = _table_policy(table).get("lakecat.compact.target-file-size")
@@ -382,7 +381,7 @@ def _policy_size(table: Table, explicit: int | str | None) -> int:
 
 
 def set_properties(
-    table: Table, properties: dict[str, str] | None = None, *, unset: list[str] | tuple[str, ...] = ()
+    table: TableLike, properties: dict[str, str] | None = None, *, unset: list[str] | tuple[str, ...] = ()
 ) -> PropertiesResult:
     """Set (and unset) table properties — maintenance policies included — in the table's own metadata."""
     table.adapter.require("alter_properties", "alter")
@@ -455,7 +454,7 @@ def _flat_policy(body: Any, where: str) -> dict[str, str]:
     return out
 
 
-def resolve_policy(table: Table, plan: dict[str, Any]) -> dict[str, str]:
+def resolve_policy(table: TableLike, plan: dict[str, Any]) -> dict[str, str]:
     """built-in defaults < plan [defaults] < table properties < plan [[tables]] entries that match (later wins)."""
     policy: dict[str, str] = dict(plan.get("defaults", {}))
     policy.update(_table_policy(table))
@@ -466,7 +465,7 @@ def resolve_policy(table: Table, plan: dict[str, Any]) -> dict[str, str]:
 
 
 def maintain(
-    catalog: Catalog,
+    catalog: CatalogLike,
     pattern: str | None = None,
     *,
     plan: str | Path | dict[str, Any] | None = None,
@@ -498,7 +497,9 @@ def maintain(
     )  # fmt: skip
 
 
-def _maintain_one(table: Table, plan: dict[str, Any], dry_run: bool, decide: Decide | None = None) -> TableMaintenance:
+def _maintain_one(
+    table: TableLike, plan: dict[str, Any], dry_run: bool, decide: Decide | None = None
+) -> TableMaintenance:
     started = time.monotonic()
     report = TableMaintenance(table.name, table.format, "skipped")
     current = "policy"
@@ -544,7 +545,9 @@ _ACTION_CAPABILITY = {
 }
 
 
-def _maintain_action(table: Table, action: str, policy: dict[str, str], dry_run: bool, force: bool) -> MaintainAction:
+def _maintain_action(
+    table: TableLike, action: str, policy: dict[str, str], dry_run: bool, force: bool
+) -> MaintainAction:
     if not table.adapter.supports(_ACTION_CAPABILITY[action]):
         return MaintainAction(action, "skipped", f"not supported for {table.format} tables")
     if action == "compact":

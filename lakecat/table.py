@@ -4,22 +4,41 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from . import cdc, evolution, health, maintenance, versions
+from .engine import spark_errors
 from .formats import get_format
+from .records import input_fields
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from pyspark.sql import DataFrame
     from pyspark.sql.types import StructField, StructType
 
-    from .catalog import Catalog
     from .formats.base import TableFormat
     from .metastore import TableEntry
-    from .results import DescribeResult
+    from .protocols import CatalogLike
+    from .results import (
+        AlterResult,
+        CompactResult,
+        DescribeResult,
+        ExpireResult,
+        MetadataResult,
+        OrphanResult,
+        PropertiesResult,
+        RollbackResult,
+        TableHealth,
+        TagResult,
+        TagsResult,
+        UpsertResult,
+    )
+    from .versions import History, TableAsOf, TableChanges
 
 
 class Table:
     """A handle on one table; cheap to create, reads metadata only when asked."""
 
-    def __init__(self, catalog: Catalog, entry: TableEntry, *, branch: str | None = None) -> None:
+    def __init__(self, catalog: CatalogLike, entry: TableEntry, *, branch: str | None = None) -> None:
         self.catalog = catalog
         self.entry = entry
         self.branch_name = branch
@@ -55,10 +74,8 @@ class Table:
         Example:
             >>> t.branch("audit"); t.on_branch("audit").upsert("/landing/fixes/", key="id"); t.publish("audit")
         """
-        from .versions import find_ref
-
         self.adapter.require("branches", "--branch")
-        find_ref(self, branch, "branch")
+        versions.find_ref(self, branch, "branch")
         return Table(self.catalog, self.entry, branch=branch)
 
     def refresh(self) -> TableEntry:
@@ -78,8 +95,6 @@ class Table:
 
     def to_spark(self) -> DataFrame:
         """The table's current contents as a Spark DataFrame."""
-        from .engine import spark_errors
-
         with spark_errors("read", self.entry.ident):
             return self.adapter.read_current(self)
 
@@ -89,19 +104,15 @@ class Table:
 
     def writable_fields(self) -> list[StructField]:
         """The columns a writer fills: all but the ones the format generates itself."""
-        from .records import input_fields
-
         return input_fields(self.spark_schema(), self.adapter.generated_columns(self))
 
     # --- versions (lakecat/versions.py) ---------------------------------------------------------
-    def history(self, *, limit: int | None = None):  # type: ignore[no-untyped-def]
+    def history(self, *, limit: int | None = None) -> History:
         """The table's commits, newest first (``version`` = Delta version / Iceberg snapshot id); no JVM."""
-        from .versions import history
-
-        return history(self, limit=limit)
+        return versions.history(self, limit=limit)
 
     def as_of(self, *, version: int | None = None, timestamp: str | None = None, tag: str | None = None,
-              engine: str | None = None):  # type: ignore[no-untyped-def]  # fmt: skip
+              engine: str | None = None) -> TableAsOf:  # fmt: skip
         """A read-only view pinned to ``version`` (or the version tagged ``tag``), or to the newest version at or
         before ``timestamp``. ``engine``: "light" (no JVM), "spark", or None (light where it answers exactly).
 
@@ -109,31 +120,25 @@ class Table:
             >>> t.as_of(version=3).to_pandas()
             >>> t.as_of(tag="eom-2026-01").count()
         """
-        from .versions import as_of
-
-        return as_of(self, version=version, timestamp=timestamp, tag=tag, engine=engine)
+        return versions.as_of(self, version=version, timestamp=timestamp, tag=tag, engine=engine)
 
     def changes(self, *, since: int | None = None, until: int | None = None, since_tag: str | None = None,
-                until_tag: str | None = None, engine: str | None = None):  # type: ignore[no-untyped-def]  # fmt: skip
+                until_tag: str | None = None, engine: str | None = None) -> TableChanges:  # fmt: skip
         """Rows changed after ``since`` (or the version tagged ``since_tag``; exclusive) up to ``until``
         (or ``until_tag``; inclusive, default current); ``engine`` as for ``as_of``."""
-        from .versions import changes
-
-        return changes(self, since=since, until=until, since_tag=since_tag, until_tag=until_tag, engine=engine)
+        return versions.changes(self, since=since, until=until, since_tag=since_tag, until_tag=until_tag, engine=engine)
 
     def rollback(self, *, version: int | None = None, timestamp: str | None = None, tag: str | None = None,
-                 force: bool = False):  # type: ignore[no-untyped-def]  # fmt: skip
+                 force: bool = False) -> RollbackResult:  # fmt: skip
         """Make the table read as it did at ``version`` (or the version tagged ``tag``, or as of ``timestamp``);
         ``force`` also undoes batches an ingest stream committed (refused otherwise: it would not write them again)."""
-        from .versions import rollback
-
-        return rollback(self, version=version, timestamp=timestamp, tag=tag, force=force)
+        return versions.rollback(self, version=version, timestamp=timestamp, tag=tag, force=force)
 
     # --- evolution and named versions (lakecat/evolution.py) ---------------------------------------
     def alter(self, *, add_columns: list[str] | tuple[str, ...] = (), rename_columns: list[str] | tuple[str, ...] = (),
               drop_columns: list[str] | tuple[str, ...] = (), widen: list[str] | tuple[str, ...] = (),
               comments: list[str] | tuple[str, ...] = (), partition_by: str | None = None, rewrite: bool = False,
-              dry_run: bool = False, yes: bool = False):  # type: ignore[no-untyped-def]  # fmt: skip
+              dry_run: bool = False, yes: bool = False) -> AlterResult:  # fmt: skip
         """Evolve the schema (one commit per change) and/or the partitioning.
 
         ``add_columns``: ``"c TYPE [NOT NULL] [COMMENT '...'] [AFTER x | FIRST]"``; ``rename_columns``:
@@ -143,101 +148,85 @@ class Table:
         Example:
             >>> t.alter(add_columns=["discount DECIMAL(5,2) AFTER amount"], rename_columns=["cust=customer_id"], yes=True)
         """
-        from .evolution import alter, schema_changes
-
-        changes = schema_changes(add_columns=add_columns, rename_columns=rename_columns, drop_columns=drop_columns,
+        changes = evolution.schema_changes(add_columns=add_columns, rename_columns=rename_columns, drop_columns=drop_columns,
                                  widen=widen, comments=comments)  # fmt: skip
-        return alter(self, changes=changes, partition_by=partition_by, rewrite=rewrite, dry_run=dry_run, yes=yes)
+        return evolution.alter(
+            self, changes=changes, partition_by=partition_by, rewrite=rewrite, dry_run=dry_run, yes=yes
+        )
 
-    def tag(self, name: str, *, version: int | None = None, timestamp: str | None = None, retain: str | None = None):  # type: ignore[no-untyped-def]
+    def tag(
+        self, name: str, *, version: int | None = None, timestamp: str | None = None, retain: str | None = None
+    ) -> TagResult:
         """Name a version (default: the current one); ``retain`` (e.g. ``"30d"``) limits how long the tag lives.
 
         Example:
             >>> t.tag("eom-2026-01", retain="365d")
         """
-        from .evolution import tag
+        return evolution.tag(self, name, version=version, timestamp=timestamp, retain=retain)
 
-        return tag(self, name, version=version, timestamp=timestamp, retain=retain)
-
-    def untag(self, name: str):  # type: ignore[no-untyped-def]
+    def untag(self, name: str) -> TagResult:
         """Remove a tag."""
-        from .evolution import untag
+        return evolution.untag(self, name)
 
-        return untag(self, name)
-
-    def tags(self):  # type: ignore[no-untyped-def]
+    def tags(self) -> TagsResult:
         """The table's tags and branches."""
-        from .evolution import refs
+        return evolution.refs(self)
 
-        return refs(self)
-
-    def branch(self, name: str, *, version: int | None = None):  # type: ignore[no-untyped-def]
+    def branch(self, name: str, *, version: int | None = None) -> TagResult:
         """Create a branch (write-audit-publish) at ``version`` (default: the current one)."""
-        from .evolution import branch
+        return evolution.branch(self, name, version=version)
 
-        return branch(self, name, version=version)
-
-    def publish(self, branch: str):  # type: ignore[no-untyped-def]
+    def publish(self, branch: str) -> TagResult:
         """Fast-forward the main line to ``branch``."""
-        from .evolution import publish
+        return evolution.publish(self, branch)
 
-        return publish(self, branch)
-
-    def upsert(self, data, *, key: str | list[str] | tuple[str, ...], file_format: str | None = None,
-               delete_when: str | None = None, branch: str | None = None):  # type: ignore[no-untyped-def]  # fmt: skip
+    def upsert(self, data: DataFrame | str | Path, *, key: str | list[str] | tuple[str, ...], file_format: str | None = None,
+               delete_when: str | None = None, branch: str | None = None) -> UpsertResult:  # fmt: skip
         """MERGE a Spark DataFrame or a path of json/csv/parquet files into this table by ``key``.
 
         Matched rows are updated, new keys inserted; rows for which ``delete_when`` (a SQL predicate over
         the source's columns) holds delete their match instead. One commit (on ``branch``, when given: an Iceberg
-        branch made with ``Table.branch``, published with ``Table.publish``); returns an ``UpsertReport``.
+        branch made with ``Table.branch``, published with ``Table.publish``); returns an ``UpsertResult``.
 
         Example:
             >>> t.upsert("/landing/fixes/", key=["id"], delete_when="op = 'D'").updated
         """
-        from .cdc import upsert
-
         target = self.on_branch(branch) if branch is not None else self
-        return upsert(target, data, key=key, file_format=file_format, delete_when=delete_when)
+        return cdc.upsert(target, data, key=key, file_format=file_format, delete_when=delete_when)
 
     # --- maintenance (lakecat/maintenance.py) ---------------------------------------------------
     def compact(self, *, strategy: str = "binpack", by: list[str] | tuple[str, ...] | str = (),
-                target_file_size: int | str | None = None, where: str | None = None, dry_run: bool = False):  # type: ignore[no-untyped-def]  # fmt: skip
+                target_file_size: int | str | None = None, where: str | None = None, dry_run: bool = False) -> CompactResult:  # fmt: skip
         """Rewrite small files into fewer, larger ones; ``dry_run`` only reports what would be rewritten.
 
         Example:
             >>> t.compact(strategy="zorder", by=["user_id"], target_file_size="128MB").files_after
         """
-        from .maintenance import compact
-
-        return compact(self, strategy=strategy, by=by, target_file_size=target_file_size, where=where, dry_run=dry_run)
+        return maintenance.compact(
+            self, strategy=strategy, by=by, target_file_size=target_file_size, where=where, dry_run=dry_run
+        )
 
     def expire(self, *, older_than: str | None = None, retain_last: int | None = None, dry_run: bool = False,
-               force: bool = False):  # type: ignore[no-untyped-def]  # fmt: skip
+               force: bool = False) -> ExpireResult:  # fmt: skip
         """Expire versions older than ``older_than`` (keeping the newest ``retain_last``) and their files."""
-        from .maintenance import expire
+        return maintenance.expire(self, older_than=older_than, retain_last=retain_last, dry_run=dry_run, force=force)
 
-        return expire(self, older_than=older_than, retain_last=retain_last, dry_run=dry_run, force=force)
-
-    def clean_orphans(self, *, older_than: str | None = None, dry_run: bool = False, force: bool = False):  # type: ignore[no-untyped-def]
+    def clean_orphans(
+        self, *, older_than: str | None = None, dry_run: bool = False, force: bool = False
+    ) -> OrphanResult:
         """Delete files no version references that are older than ``older_than``."""
-        from .maintenance import clean_orphans
+        return maintenance.clean_orphans(self, older_than=older_than, dry_run=dry_run, force=force)
 
-        return clean_orphans(self, older_than=older_than, dry_run=dry_run, force=force)
-
-    def rewrite_metadata(self, *, dry_run: bool = False):  # type: ignore[no-untyped-def]
+    def rewrite_metadata(self, *, dry_run: bool = False) -> MetadataResult:
         """Iceberg: merge manifests; Delta: write a checkpoint and clean up expired log files."""
-        from .maintenance import rewrite_metadata
+        return maintenance.rewrite_metadata(self, dry_run=dry_run)
 
-        return rewrite_metadata(self, dry_run=dry_run)
-
-    def health(self):  # type: ignore[no-untyped-def]
+    def health(self) -> TableHealth:
         """Files, deletes, versions and a verdict (healthy / compact / expire / clean), from metadata; no JVM."""
-        from .health import table_health
+        return health.table_health(self)
 
-        return table_health(self)
-
-    def set_properties(self, properties: dict[str, str] | None = None, *, unset: list[str] | tuple[str, ...] = ()):  # type: ignore[no-untyped-def]
+    def set_properties(
+        self, properties: dict[str, str] | None = None, *, unset: list[str] | tuple[str, ...] = ()
+    ) -> PropertiesResult:
         """Set or unset table properties (maintenance policies ``lakecat.*`` are validated)."""
-        from .maintenance import set_properties
-
-        return set_properties(self, properties, unset=unset)
+        return maintenance.set_properties(self, properties, unset=unset)

@@ -30,25 +30,17 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
     from .formats.base import Commit
-    from .table import Table
+    from .protocols import TableLike
 
 CHANGE_COLUMNS = ("_change_type", "_commit_version", "_commit_timestamp")
 DEFAULT_ROW_LIMIT = 100
 ENGINES = ("light", "spark")
 
-# Markers of a read that failed because the version's files are gone (expired / vacuumed).
-_MISSING_FILE_MARKERS = (
-    "FileNotFoundException", "FAILED_READ_FILE", "DELTA_FILE_NOT_FOUND", "DELTA_CHANGE_DATA_FILE_NOT_FOUND",
-    "NotFoundException: File", "Path does not exist", "Cannot find snapshot", "DELTA_VERSIONS_NOT_CONTIGUOUS",
-    "DELTA_LOG_FILE_NOT_FOUND", "VersionNotFoundException", "DELTA_CANNOT_RECONSTRUCT_PATH_FROM_URI",
-)  # fmt: skip
-_CDF_MARKERS = ("DELTA_MISSING_CHANGE_DATA", "enableChangeDataFeed", "change data was not recorded")
-
 History = HistoryResult  # the name of earlier releases
 
 
 @contextlib.contextmanager
-def _engine_errors(what: str, table: Table, version: int | None = None) -> Iterator[None]:
+def _engine_errors(what: str, table: TableLike, version: int | None = None) -> Iterator[None]:
     """Spark errors -> lakecat errors; a read of files that are gone -> VersionNotFoundError."""
     with spark_errors(what, table.entry.ident):
         try:
@@ -56,17 +48,19 @@ def _engine_errors(what: str, table: Table, version: int | None = None) -> Itera
         except LakecatError:
             raise
         except Exception as e:  # noqa: BLE001 - re-raised, typed, by spark_errors when not ours
-            text = str(e)
-            if any(m in text for m in _MISSING_FILE_MARKERS):
+            failure = table.adapter.classify_read_error(e)
+            if failure == "files_gone":
                 which = f"version {version}" if version is not None else "a version in the range"
                 raise VersionNotFoundError(
                     f"{what} {table.name}: {which} can no longer be read — its files were removed "
-                    f"(snapshot expiry / vacuum): {first_line(text)}"
+                    f"(snapshot expiry / vacuum): {first_line(str(e))}"
                 ) from e
-            if any(m in text for m in _CDF_MARKERS):
+            if failure == "no_change_data":
+                setting = table.adapter.change_data_property
                 raise LakecatError(
-                    f"{what} {table.name}: the change data feed was not on for part of the range "
-                    f"(delta.enableChangeDataFeed): {first_line(text)}"
+                    f"{what} {table.name}: the change data feed was not on for part of the range"
+                    + (f" ({setting})" if setting else "")
+                    + f": {first_line(str(e))}"
                 ) from e
             raise
 
@@ -90,7 +84,7 @@ def _check_limit(limit: int | None) -> int | None:
 
 
 # --- history (light path) ----------------------------------------------------------------------
-def history(table: Table, *, limit: int | None = None) -> History:
+def history(table: TableLike, *, limit: int | None = None) -> History:
     """The table's commits, newest first, from metadata alone (no JVM)."""
     limit = _check_limit(limit)
     v = table.adapter.versions(table)
@@ -101,7 +95,7 @@ def history(table: Table, *, limit: int | None = None) -> History:
     return HistoryResult(table.name, table.format, v.current_version(), entries[:limit] if limit else entries)
 
 
-def find_ref(table: Table, name: str, kind: str | None = None) -> RefInfo:
+def find_ref(table: TableLike, name: str, kind: str | None = None) -> RefInfo:
     """The tag (or branch) ``name`` of the table; VersionNotFoundError when there is none (light path)."""
     table.adapter.require("tags", "--tag")
     table.refresh()
@@ -111,7 +105,7 @@ def find_ref(table: Table, name: str, kind: str | None = None) -> RefInfo:
     raise VersionNotFoundError(f"{table.name} has no {kind or 'tag'} {name!r}; `lakecat tags {table.name}` lists them")
 
 
-def _tagged(table: Table, version: int | None, tag: str | None, what: str = "--version") -> int | None:
+def _tagged(table: TableLike, version: int | None, tag: str | None, what: str = "--version") -> int | None:
     if tag is None:
         return version
     if version is not None:
@@ -126,7 +120,9 @@ class _Resolved:
     as_of: str | None
 
 
-def resolve_version(table: Table, *, version: int | None = None, timestamp: str | datetime | None = None) -> _Resolved:
+def resolve_version(
+    table: TableLike, *, version: int | None = None, timestamp: str | datetime | None = None
+) -> _Resolved:
     """Which version ``version=`` or ``timestamp=`` means (exactly one of them); light path, no JVM.
 
     A timestamp between two commits resolves to the earlier one; before the first commit is an error.
@@ -173,7 +169,7 @@ class _Answer:
         self.engine: str | None = None
         self.reason: str | None = None
 
-    def light(self, table: Table, what: str, fn: Any) -> Any:
+    def light(self, table: TableLike, what: str, fn: Any) -> Any:
         """``fn()`` on the light path; None when the read must go to Spark (not asked for light, or it cannot be exact)."""
         if self.wanted == "spark":
             self.reason = "asked for Spark (--engine spark)"
@@ -305,7 +301,7 @@ class TableAsOf(Result):
     version: int
     version_timestamp: str | None
     as_of: str | None
-    table: Table = field(repr=False, compare=False)
+    table: TableLike = field(repr=False, compare=False)
 
     engine: str | None = None
 
@@ -369,7 +365,7 @@ class TableAsOf(Result):
                           **base, **answer.fields())  # type: ignore[arg-type]  # fmt: skip
 
 
-def as_of(table: Table, *, version: int | None = None, timestamp: str | datetime | None = None,
+def as_of(table: TableLike, *, version: int | None = None, timestamp: str | datetime | None = None,
           tag: str | None = None, engine: str | None = None) -> TableAsOf:  # fmt: skip
     """The table pinned to ``version``, to the version tagged ``tag``, or to the newest version at or before ``timestamp``.
 
@@ -409,7 +405,7 @@ class TableChanges(Result):
     since_version: int
     until_version: int
     until_timestamp: str | None
-    table: Table = field(repr=False, compare=False)
+    table: TableLike = field(repr=False, compare=False)
     _commits: dict[int, Commit] = field(repr=False, compare=False, default_factory=dict)
     engine: str | None = None
 
@@ -481,7 +477,7 @@ class TableChanges(Result):
                           **base, **answer.fields())  # type: ignore[arg-type]  # fmt: skip
 
 
-def changes(table: Table, *, since: int | None = None, until: int | None = None, since_tag: str | None = None,
+def changes(table: TableLike, *, since: int | None = None, until: int | None = None, since_tag: str | None = None,
             until_tag: str | None = None, engine: str | None = None) -> TableChanges:  # fmt: skip
     """Changes committed after ``since`` (exclusive) up to ``until`` (inclusive; default: the current version).
 
@@ -526,7 +522,7 @@ def changes(table: Table, *, since: int | None = None, until: int | None = None,
 
 
 # --- rollback -----------------------------------------------------------------------------------
-def rollback(table: Table, *, version: int | None = None, timestamp: str | datetime | None = None,
+def rollback(table: TableLike, *, version: int | None = None, timestamp: str | datetime | None = None,
              tag: str | None = None, force: bool = False) -> RollbackResult:  # fmt: skip
     """Make the table read as it did at ``version`` (or as of ``timestamp``).
 
