@@ -9,6 +9,8 @@ from typing import Annotated, Any
 import typer
 
 from lakecat.config import lakecat_home
+from lakecat.formats import local_server
+from lakecat.formats.base import LocalServer
 
 from ._options import CatalogOpt, JsonOpt, VerboseOpt, connect, connect_config
 from ._output import Output, run
@@ -103,11 +105,9 @@ RestDataDirOpt = Annotated[
 ]
 
 
-def _rest_server(port: int, data_dir: Path | None, catalog: str | None = None, *, serve: bool = False):  # type: ignore[no-untyped-def]
-    from lakecat.formats.iceberg.rest_server import LocalRestCatalog
-
-    return LocalRestCatalog(data_dir=(data_dir or lakecat_home() / "rest").expanduser(), port=port,
-                            catalog=connect(catalog) if serve else None)  # fmt: skip
+def _rest_server(port: int, data_dir: Path | None, catalog: str | None = None, *, serve: bool = False) -> LocalServer:
+    return local_server("rest")(data_dir=(data_dir or lakecat_home() / "rest").expanduser(), port=port,
+                                catalog=connect(catalog) if serve else None)  # fmt: skip
 
 
 @rest.command("start")

@@ -13,15 +13,12 @@ from __future__ import annotations
 import json
 import logging
 import os
-import socket
-import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import EnvironmentProblemError
-from .processes import port_free, terminate
+from .processes import listening, port_free, start_server, terminate
 from .spark import (
     ENGINE_SERVER_CLASS,
     ENGINE_STATE_FILE,
@@ -42,14 +39,6 @@ DEFAULT_PORT = 15002
 
 class LocalEngineError(EnvironmentProblemError, RuntimeError):
     """Raised when the local engine cannot be started or stopped."""
-
-
-def _listening(port: int) -> bool:
-    try:
-        socket.create_connection(("127.0.0.1", port), timeout=1).close()
-    except OSError:
-        return False
-    return True
 
 
 def _pyspark_home() -> Path:
@@ -74,6 +63,10 @@ class LocalEngine:
             return f"no log at {self.log_file}"
         text = [ln for ln in text if not ln.startswith("at ")][-lines:]
         return " | ".join(text)[-1500:] + f" (see {self.log_file})"
+
+    def _record(self, pid: int) -> None:
+        state = {"pid": pid, "port": self.port, "catalog": self.config.name, "source": self.config.source}
+        (self.data_dir / ENGINE_STATE_FILE).write_text(json.dumps(state))
 
     def command(self) -> list[str]:
         """The ``spark-submit`` command line of the server."""
@@ -115,22 +108,14 @@ class LocalEngine:
         env = {**jvm_environment(os.environ), "SPARK_HOME": str(_pyspark_home()), "PYSPARK_PYTHON": sys.executable}
         env.pop("SPARK_REMOTE", None)
         env.pop("SPARK_CONNECT_MODE_ENABLED", None)
-        with open(self.log_file, "ab") as log:
-            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                    cwd=self.data_dir, env=env, start_new_session=True)  # fmt: skip
-        (self.data_dir / ENGINE_STATE_FILE).write_text(json.dumps({"pid": proc.pid, "port": self.port, "catalog": self.config.name,
-                                                             "source": self.config.source}))  # fmt: skip
         url = f"sc://127.0.0.1:{self.port}"
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if proc.poll() is not None:
-                raise LocalEngineError(f"the Spark Connect server exited with code {proc.returncode}: {self._tail()}")
-            if _listening(self.port):
-                _LOG.info("started the local engine (pid %d) on %s", proc.pid, url)
-                return url
-            time.sleep(0.25)
-        self.stop()
-        raise LocalEngineError(f"the Spark Connect server did not listen within {timeout:.0f}s: {self._tail()}")
+        pid = start_server(
+            cmd, what="the Spark Connect server", log_file=self.log_file, cwd=self.data_dir, env=env,
+            ready=lambda: listening(self.port), record=self._record, stop=self.stop, error=LocalEngineError,
+            timeout=timeout, not_ready="did not listen", tail=self._tail,
+        )  # fmt: skip
+        _LOG.info("started the local engine (pid %d) on %s", pid, url)
+        return url
 
     def stop(self, *, timeout: float = 60.0) -> bool:
         """Stop the server: SIGTERM (Spark's shutdown hooks stop its context), SIGKILL after ``timeout`` s.

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
 from .errors import ConfigError, EnvironmentProblemError
+from .formats import all_formats
 
 if TYPE_CHECKING:
     from .config import CatalogConfig
@@ -137,9 +138,7 @@ POSTGRES_JDBC = "org.postgresql:postgresql:42.7.8"
 
 
 def spark_set(*, object_storage: bool = False, extra_packages: Iterable[str] = ()) -> JarSet:
-    """The Spark session's jars: Delta, Iceberg, the Kafka source, both JDBC drivers (S3 jars on request)."""
-    from .formats import all_formats
-
+    """The Spark session's jars: every format's, the Kafka source, both JDBC drivers (S3 jars on request)."""
     formats = [Artifact.parse(c) for adapter in all_formats() for c in adapter.spark_packages(_Storage(object_storage))]  # type: ignore[arg-type]
     artifacts = [
         *formats,
@@ -241,13 +240,6 @@ class _Storage:
     """What ``TableFormat.spark_packages`` reads of a catalog config when a jar set is computed without one."""
 
     object_storage: bool
-
-
-def delta_coordinate() -> str:
-    """The Delta jar's coordinate (kept here for callers of earlier releases; the Delta adapter owns it)."""
-    from .formats.delta.adapter import delta_coordinate as coordinate
-
-    return coordinate()
 
 
 # --- where: the cache, the repository ----------------------------------------------------------

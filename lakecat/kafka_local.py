@@ -19,9 +19,7 @@ import logging
 import os
 import pathlib
 import shutil
-import socket
 import subprocess
-import time
 import uuid
 from collections.abc import Iterable
 from typing import Any
@@ -30,18 +28,17 @@ from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from .errors import EnvironmentProblemError
+from .jars import KAFKA_VERSION, JarResolutionError, jar_paths, kafka_set
 from .processes import free_port as free_port
+from .processes import listening, log_tail, read_state, start_server, terminate
 from .processes import pid_alive as pid_alive
 from .processes import port_free as port_free
-from .processes import read_state, terminate
 
 _LOG = logging.getLogger(__name__)
 # the producer's own log: transient retries ("Coordinator load in progress: retrying") are not worth a line;
 # a delivery that fails for good raises LocalKafkaError
 _PRODUCER_LOG = logging.getLogger(__name__ + ".producer")
 _PRODUCER_LOG.setLevel(logging.ERROR)
-
-from .jars import KAFKA_VERSION  # noqa: E402 - the pins live with the resolver
 
 _STATE_FILE = "kafka-state.json"
 # INFO to broker.log only (stdout/stderr of the JVM go there too, both in append mode).
@@ -54,13 +51,6 @@ _LOG4J_XML = """<?xml version="1.0" encoding="UTF-8"?><Configuration status="WAR
 
 class LocalKafkaError(EnvironmentProblemError, RuntimeError):
     """Raised when the local Kafka broker cannot be resolved, started or used."""
-
-
-def jars_cache_dir() -> pathlib.Path:
-    """Return the root jar cache: ``$LAKECAT_JARS_CACHE`` or ``~/.cache/lakecat/jars``."""
-    from .jars import cache_dir
-
-    return cache_dir()
 
 
 def _require(tool: str) -> str:
@@ -81,16 +71,10 @@ def resolve_kafka_jars() -> list[pathlib.Path]:
     Raises:
         LocalKafkaError: If the jars are not cached and cannot be fetched (offline, or the repository unreachable).
     """
-    from .jars import JarResolutionError, jar_paths, kafka_set
-
     try:
         return jar_paths(kafka_set())
     except JarResolutionError as e:
         raise LocalKafkaError(str(e)) from e
-
-
-def _pid_alive(pid: int) -> bool:
-    return pid_alive(pid, "kafka.Kafka")
 
 
 def _cluster_id() -> str:
@@ -107,10 +91,11 @@ def _admin(bootstrap: str) -> AdminClient:
 
 def _ready(port: int) -> bool:
     """Whether a broker on ``port`` accepts connections and answers a metadata request."""
+    if not listening(port):
+        return False
     try:
-        socket.create_connection(("127.0.0.1", port), timeout=1).close()
         return bool(_admin(f"127.0.0.1:{port}").list_topics(timeout=2).brokers)
-    except (OSError, KafkaException):
+    except KafkaException:
         return False
 
 
@@ -138,13 +123,6 @@ class LocalKafka:
         if state and isinstance(state.get("pid"), int) and pid_alive(state["pid"], "kafka.Kafka"):
             return state
         return None
-
-    def _tail(self, lines: int = 30) -> str:
-        try:
-            text = "\n".join(self.log_file.read_text(errors="replace").splitlines()[-lines:])
-        except OSError:
-            text = "(missing)"
-        return f"end of {self.log_file}:\n{text}"
 
     def _write_config(self, controller_port: int) -> pathlib.Path:
         rf1 = ("offsets.topic", "transaction.state.log", "share.coordinator.state.topic")
@@ -213,29 +191,19 @@ class LocalKafka:
             res = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
             if res.returncode != 0:
                 raise LocalKafkaError(f"kafka storage format failed: {(res.stdout + res.stderr).strip()[-2000:]}")
-        with open(self.log_file, "ab") as log:
-            proc = subprocess.Popen(
-                [*java, "kafka.Kafka", str(config)],
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                cwd=self.data_dir,
-                start_new_session=True,
-            )
-        (self.data_dir / _STATE_FILE).write_text(
-            json.dumps({"pid": proc.pid, "port": self.port, "controller_port": cport, "version": KAFKA_VERSION})
-        )
         bootstrap = f"127.0.0.1:{self.port}"
-        _LOG.info("started kafka %s (pid %d) on %s", KAFKA_VERSION, proc.pid, bootstrap)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if proc.poll() is not None:
-                raise LocalKafkaError(f"kafka exited with code {proc.returncode}; {self._tail()}")
-            if _ready(self.port):
-                return bootstrap
-            time.sleep(0.5)
-        self.stop()
-        raise LocalKafkaError(f"kafka did not become ready within {timeout:.0f}s; {self._tail()}")
+        pid = start_server(
+            [*java, "kafka.Kafka", str(config)], what="kafka", log_file=self.log_file, cwd=self.data_dir,
+            ready=lambda: _ready(self.port), record=lambda pid: self._record(pid, cport), stop=self.stop,
+            error=LocalKafkaError, timeout=timeout, poll=0.5, not_ready="did not become ready",
+            tail=lambda: log_tail(self.log_file, lines=30),
+        )  # fmt: skip
+        _LOG.info("started kafka %s (pid %d) on %s", KAFKA_VERSION, pid, bootstrap)
+        return bootstrap
+
+    def _record(self, pid: int, controller_port: int) -> None:
+        state = {"pid": pid, "port": self.port, "controller_port": controller_port, "version": KAFKA_VERSION}
+        (self.data_dir / _STATE_FILE).write_text(json.dumps(state))
 
     def stop(self, *, timeout: float = 30.0) -> bool:
         """Stop the broker: SIGTERM, then SIGKILL after ``timeout`` seconds.

@@ -1,4 +1,5 @@
-"""Local server processes lakecat starts (Kafka broker, Spark engine): free ports, whether a recorded pid still runs."""
+"""Local server processes lakecat starts (Kafka broker, Spark engine, Iceberg REST server): start one and wait for it,
+free ports, whether a recorded pid still runs, stop it."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ import os
 import pathlib
 import signal
 import socket
+import subprocess
 import time
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 _LOG = logging.getLogger(__name__)
@@ -23,6 +26,15 @@ def port_free(port: int) -> bool:
             sock.bind(("127.0.0.1", port))
         except OSError:
             return False
+    return True
+
+
+def listening(port: int) -> bool:
+    """True when something accepts connections on 127.0.0.1:``port``."""
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+    except OSError:
+        return False
     return True
 
 
@@ -80,3 +92,72 @@ def terminate(pid: int, marker: str, *, timeout: float, what: str) -> bool:
             time.sleep(0.2)
         _LOG.warning("%s (pid %d) did not exit after %s", what, pid, sig.name)
     return False
+
+
+def log_tail(path: pathlib.Path, *, lines: int = 20) -> str:
+    """The last ``lines`` lines of a server's log, headed by its path: what a failed start shows."""
+    try:
+        text = "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        text = "(missing)"
+    return f"end of {path}:\n{text}"
+
+
+def start_server(
+    cmd: Sequence[str],
+    *,
+    what: str,
+    log_file: pathlib.Path,
+    cwd: pathlib.Path,
+    ready: Callable[[], bool],
+    record: Callable[[int], None],
+    stop: Callable[[], object],
+    error: Callable[[str], Exception],
+    timeout: float,
+    poll: float = 0.25,
+    env: Mapping[str, str] | None = None,
+    not_ready: str = "did not answer",
+    tail: Callable[[], str] | None = None,
+) -> int:
+    """Start a server process detached from this one and wait until ``ready()`` says it serves.
+
+    The process gets its own session (a Ctrl-C of the caller does not reach it) and appends its output to
+    ``log_file``; ``record(pid)`` runs right after it starts, so a later process can find or stop it even
+    when this one dies while waiting.
+
+    Args:
+        cmd: The command line.
+        what: The server as messages name it (``"kafka"``, ``"the REST catalog server"``).
+        log_file: Its stdout and stderr, appended.
+        cwd: Its working directory.
+        ready: Whether it serves yet; asked every ``poll`` seconds.
+        record: Called with the pid before waiting (writes the caller's state file).
+        stop: Called when it does not come up in time (stops it and clears the state).
+        error: Builds the exception raised on failure from its message.
+        timeout: Seconds to wait for ``ready()``.
+        poll: Seconds between two ``ready()`` calls.
+        env: Its environment (default: this process's).
+        not_ready: How the timeout message says it failed (``"did not listen"``).
+        tail: The end of its log for a failure message (default: :func:`log_tail` of ``log_file``).
+
+    Returns:
+        The server's pid.
+
+    Raises:
+        Exception: ``error(message)`` when the process exits before it is ready, or does not become ready within
+            ``timeout`` seconds; the message ends with the end of its log.
+    """
+    show_tail = tail or (lambda: log_tail(log_file))
+    with open(log_file, "ab") as log:
+        proc = subprocess.Popen(list(cmd), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                cwd=cwd, env=None if env is None else dict(env), start_new_session=True)  # fmt: skip
+    record(proc.pid)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise error(f"{what} exited with code {proc.returncode}; {show_tail()}")
+        if ready():
+            return proc.pid
+        time.sleep(poll)
+    stop()
+    raise error(f"{what} {not_ready} within {timeout:.0f}s; {show_tail()}")

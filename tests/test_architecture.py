@@ -3,8 +3,10 @@
 - no format name as a literal, and so no branch on the format, in ``lakecat/`` outside ``lakecat/formats/``, the
   benchmark suite and the chaos soak included: their hand-written per-format jobs and independent readers are each
   adapter's ``Baseline`` (``TableFormat.baseline``);
-- no circle of modules importing each other at run time in the library (imports inside functions count;
-  ``TYPE_CHECKING`` blocks do not);
+- no circle of modules importing each other in the library and its CLI, imports inside functions and
+  ``TYPE_CHECKING`` blocks included: operations take the protocols of ``lakecat/protocols.py``, the façade
+  (``catalog.py``, ``table.py``) imports the operations, never the other way round;
+- an import inside a function only defers a heavy library (or a lakecat module that loads one when imported);
 - the ingest pipeline holds only the source interface (no dispatch on a source's class);
 - a third format that implements only create/describe/history gets exit 3 with a sentence from every
   other command, never Iceberg's or Delta's code.
@@ -99,37 +101,122 @@ def _runtime_imports(path: Path, modules: set[str]) -> set[str]:
     return out
 
 
-def test_no_import_circle():
-    paths = _core_modules()
-    modules = {_module_name(p) for p in paths}
-    graph = {_module_name(p): _runtime_imports(p, modules) for p in paths}
-    index, low, stack, on, circles = {}, {}, [], set(), []
+# Libraries slow to import or absent from a light install; a function may import them where it needs them.
+HEAVY = {"pyspark", "py4j", "delta", "pyiceberg", "deltalake", "duckdb", "confluent_kafka", "pyarrow", "pandas",
+         "sqlalchemy", "prometheus_client", "grpc", "requests"}  # fmt: skip
 
-    def visit(v: str) -> None:  # Tarjan's strongly connected components
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        on.add(v)
-        for w in graph.get(v, ()):
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            comp = []
-            while True:
-                w = stack.pop()
-                on.discard(w)
-                comp.append(w)
-                if w == v:
-                    break
-            if len(comp) > 1:
-                circles.append(sorted(comp))
+
+def _all_modules() -> dict[str, Path]:
+    """Every module of the library and of its CLI (``commands/`` installs as ``lakecat.commands``)."""
+    out = {}
+    for path in [*_core_modules(), *(ROOT / "commands").rglob("*.py")]:
+        name = _module_name(path)
+        out["lakecat." + name if name.startswith("commands") else name] = path
+    return out
+
+
+def _imports(name: str, path: Path, modules: set[str]) -> list[tuple[ast.Import | ast.ImportFrom, str, set[str]]]:
+    """Every import statement of ``path`` (module level, ``TYPE_CHECKING``, inside functions): the statement, where
+    it sits (``top``/``local``) and the modules of ``modules`` it names."""
+    tree = ast.parse(path.read_text())
+    package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+    local = {id(n) for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+             for n in ast.walk(f) if n is not f}  # fmt: skip
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                up = package.split(".")
+                up = up[: len(up) - (node.level - 1)]
+                base = ".".join([*up, base]) if base else ".".join(up)
+            targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base for a in node.names]
+        else:
+            continue
+        found = set()
+        for t in targets:
+            while t and t not in modules:
+                t = t.rsplit(".", 1)[0] if "." in t else ""
+            if t and t != name:
+                found.add(t)
+        out.append((node, "local" if id(node) in local else "top", found))
+    return out
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One cycle of ``graph`` (``a -> b -> ... -> a``), or None."""
+    state: dict[str, int] = {}
+    path: list[str] = []
+
+    def visit(v: str) -> list[str] | None:
+        state[v] = 1
+        path.append(v)
+        for w in sorted(graph.get(v, ())):
+            if state.get(w) == 1:
+                return [*path[path.index(w) :], w]
+            if w not in state and (found := visit(w)):
+                return found
+        state[v] = 2
+        path.pop()
+        return None
 
     for v in sorted(graph):
-        if v not in index:
-            visit(v)
-    assert not circles, f"modules importing each other at run time: {circles}"
+        if v not in state and (found := visit(v)):
+            return found
+    return None
+
+
+def test_no_import_circle():
+    """Not even one held apart by a ``TYPE_CHECKING`` block or an import inside a function."""
+    modules = _all_modules()
+    graph = {
+        name: set().union(*(t for _, _, t in _imports(name, path, set(modules)))) for name, path in modules.items()
+    }
+    cycle = _cycle(graph)
+    assert cycle is None, "modules importing each other: " + " -> ".join(cycle or [])
+
+
+def test_local_imports_only_defer_heavy_libraries():
+    """A function imports inside itself only a heavy library, or a lakecat module that loads one at import (say
+    ``kafka_local``: confluent_kafka); anything else is imported at the top of the module."""
+    modules = _all_modules()
+    names = set(modules)
+    imports = {name: _imports(name, path, names) for name, path in modules.items()}
+
+    def heavy_libraries(node: ast.Import | ast.ImportFrom) -> bool:
+        roots = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+        return not getattr(node, "level", 0) and all(r.split(".")[0] in HEAVY for r in roots)
+
+    loads_heavy: set[str] = set()  # lakecat modules whose import (at module level, transitively) loads a heavy library
+    changed = True
+    while changed:
+        changed = False
+        for name, found in imports.items():
+            if name not in loads_heavy and any(
+                where == "top"
+                and not _in_type_checking(node, modules[name])
+                and (heavy_libraries(node) or t & loads_heavy)
+                for node, where, t in found
+            ):
+                loads_heavy.add(name)
+                changed = True
+    bad = [
+        f"{modules[name].relative_to(ROOT)}:{node.lineno}: {ast.unparse(node)}"
+        for name, found in imports.items()
+        for node, where, t in found
+        if where == "local" and not heavy_libraries(node) and not (t and t <= loads_heavy)
+    ]
+    assert not bad, "imports inside functions that defer no heavy library (import them at the top):\n" + "\n".join(bad)
+
+
+def _in_type_checking(node: ast.AST, path: Path, _cache: dict[Path, set[int]] = {}) -> bool:  # noqa: B006 - a cache
+    if path not in _cache:
+        tree = ast.parse(path.read_text())
+        _cache[path] = {id(n) for i in ast.walk(tree) if isinstance(i, ast.If) and "TYPE_CHECKING" in ast.unparse(i.test)
+                        for n in ast.walk(i)}  # fmt: skip
+    return id(node) in _cache[path]
 
 
 def test_adapters_do_not_import_the_layers_above():
@@ -138,6 +225,37 @@ def test_adapters_do_not_import_the_layers_above():
         above = {m for m in _runtime_imports(path, modules) if m in ("lakecat.catalog", "lakecat.table", "lakecat.ingest",
                                                                       "lakecat.cdc", "lakecat.versions", "lakecat.maintenance")}  # fmt: skip
         assert not above, f"{path.relative_to(ROOT)} imports {above}"
+
+
+def _imported_names(path: Path) -> set[str]:
+    """Every module ``path`` imports, type-only imports included (``from pkg import mod`` gives ``pkg.mod``)."""
+    name = _module_name(path)
+    package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                up = package.split(".")
+                up = up[: len(up) - (node.level - 1)]
+                base = ".".join([*up, base]) if base else ".".join(up)
+            out.update(f"{base}.{a.name}" for a in node.names)
+    return out
+
+
+def test_only_the_registry_reaches_a_builtin_adapter():
+    """Code above lakecat/formats/ (the CLI included) reaches a format through the registry and its hooks."""
+    found = []
+    for path in [*_modules(), *(ROOT / "commands").rglob("*.py")]:
+        rel = path.relative_to(ROOT)
+        if rel.parts[:2] == ("lakecat", "formats"):
+            continue
+        for imported in _imported_names(path):
+            if any(imported == f"lakecat.formats.{f}" or imported.startswith(f"lakecat.formats.{f}.") for f in BUILTIN):
+                found.append(f"{rel}: {imported}")
+    assert not found, "imports of a built-in adapter above lakecat/formats/:\n" + "\n".join(found)
 
 
 def test_the_pipeline_holds_only_the_source_interface():

@@ -26,6 +26,7 @@ import pytest
 from lakecat import jars
 from lakecat.config import load_config_file, resolve_config
 from lakecat.errors import ConfigError
+from lakecat.formats.delta.adapter import delta_coordinate
 from lakecat.kafka_local import free_port
 
 LAKECAT = [sys.executable, "-m", "lakecat.commands.main"]
@@ -73,9 +74,9 @@ def test_sets_and_their_pins():
     config = resolve_config()
     spark = jars.config_spark_set(config)
     coords = spark.coordinates
-    assert jars.delta_coordinate() == "io.delta:delta-spark_4.1_2.13:4.4.0"  # one source: delta's helper
+    assert delta_coordinate() == "io.delta:delta-spark_4.1_2.13:4.4.0"  # one source: delta's helper
     # every format's jars come from its adapter (TableFormat.spark_packages), the Delta one among them
-    assert jars.delta_coordinate() in coords and any(
+    assert delta_coordinate() in coords and any(
         c.startswith("org.apache.iceberg:iceberg-spark-runtime") for c in coords
     )
     assert "org.apache.spark:spark-token-provider-kafka-0-10_2.13:4.0.0" in coords

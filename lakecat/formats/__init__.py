@@ -10,10 +10,10 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-from ..errors import InvalidArgumentError
+from ..errors import InvalidArgumentError, UnsupportedOperationError
 
 if TYPE_CHECKING:
-    from .base import TableFormat
+    from .base import LocalServerFactory, TableFormat
 
 _REGISTRY: dict[str, str] = {}
 _BUILTIN: list[str] = []
@@ -59,3 +59,12 @@ def get_format(name: str) -> TableFormat:
 
 def all_formats() -> list[TableFormat]:
     return [get_format(n) for n in format_names()]
+
+
+def local_server(name: str) -> LocalServerFactory:
+    """The development server ``name`` (``lakecat local <name>``) of the format that ships it."""
+    for adapter in all_formats():
+        servers = adapter.local_servers()
+        if name in servers:
+            return servers[name]
+    raise UnsupportedOperationError(f"local {name}: no table format ships such a server")

@@ -17,7 +17,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
 from ..engine import to_int
 from ..errors import NotExactError, UnsupportedOperationError, VersionNotFoundError
@@ -255,6 +255,38 @@ class VersionLog:
     def missing(self, version: int) -> VersionNotFoundError:
         return VersionNotFoundError(
             f"version {version} of {self.name} does not exist (never committed, or expired); "
+#: What a failed read of a version or a change range means (``TableFormat.classify_read_error``).
+ReadFailure = Literal["files_gone", "no_change_data"]
+#: Spark's and Hadoop's words for a file that is not there, whatever the format.
+_ENGINE_FILE_GONE_MARKERS = (
+    "FileNotFoundException",
+    "FAILED_READ_FILE",
+    "NotFoundException: File",
+    "Path does not exist",
+)
+
+
+class LocalServer(Protocol):
+    """A development server a format ships (``lakecat local <name> start|stop|status``)."""
+
+    def start(self, *, timeout: float = ...) -> str:
+        """Start it (or find it running) and wait until it serves; returns its address."""
+        ...
+
+    def stop(self, *, timeout: float = ...) -> bool:
+        """Stop it; returns whether it was running."""
+        ...
+
+    def status(self) -> dict[str, Any]:
+        """Whether it runs, where, and what it serves (the JSON of ``lakecat local <name> status``)."""
+        ...
+
+
+class LocalServerFactory(Protocol):
+    """Builds a format's development server over one catalog (``catalog`` is needed by ``start`` only)."""
+
+    def __call__(self, *, data_dir: Path, port: int, catalog: CatalogContext | None = None) -> LocalServer: ...
+
             f"`lakecat history {self.name}` lists the versions"
         )
 
@@ -281,6 +313,12 @@ CAPABILITY_METHODS: dict[str, tuple[str, ...]] = {
     "drop_column": ("drop_column",),
     "widen_column": ("widen_column",),
     "comment_column": ("set_column_comment",),
+    #: Words of the format's engine errors that say a version's files are gone (expired or vacuumed).
+    files_gone_markers: ClassVar[tuple[str, ...]] = ()
+    #: Words of its engine errors that say change data was not recorded for part of a range.
+    no_change_data_markers: ClassVar[tuple[str, ...]] = ()
+    #: The table property that turns change data on, named when it was off (None: the format has none).
+    change_data_property: ClassVar[str | None] = None
     "partition_evolution": ("evolve_partitioning",),
     "tags": ("create_tag", "drop_tag"),
     "branches": ("create_branch", "publish"),
@@ -308,6 +346,10 @@ class TableFormat(ABC):
     #: Partition transforms it keeps hidden (derived from a source column without a visible column).
     hidden_partitioning: ClassVar[bool] = False
     #: Compaction strategies ``compact`` accepts.
+    def local_servers(self) -> dict[str, LocalServerFactory]:
+        """Development servers the format ships, by the name ``lakecat local`` gives them (``{"rest": ...}``)."""
+        return {}
+
     compact_strategies: ClassVar[tuple[str, ...]] = ()
     #: Shortest window expiry and orphan cleanup accept without ``force``, and why.
     safety_floor: ClassVar[timedelta] = timedelta(days=7)
@@ -447,6 +489,16 @@ class TableFormat(ABC):
     def properties(self, table: TableHandle) -> dict[str, str]:
         """The table's properties, from metadata (no JVM)."""
         return dict(self.describe(table).properties)
+    def classify_read_error(self, exc: BaseException) -> ReadFailure | None:
+        """What an engine error of a read at a version or over a change range means: ``"files_gone"`` (expiry or
+        vacuum removed its files), ``"no_change_data"`` (the range was written without change data), or None."""
+        text = str(exc)
+        if any(m in text for m in (*_ENGINE_FILE_GONE_MARKERS, *self.files_gone_markers)):
+            return "files_gone"
+        if any(m in text for m in self.no_change_data_markers):
+            return "no_change_data"
+        return None
+
 
     # --- versions (light path) -------------------------------------------------------------
     @abstractmethod

@@ -93,6 +93,12 @@ class DeltaFormat(DeltaVersions, DeltaMaintenance, DeltaHealth, DeltaEvolution, 
         "widen_column": "Delta widens a type in place only with the typeWidening table feature (reader version 3), "
                         "which delta-rs and other readers cannot read yet; lakecat does not lock them out",
         "branches": "Delta has no branches (one line of versions); use a tag, or a copy of the table, to stage writes",
+    files_gone_markers = (
+        "DELTA_FILE_NOT_FOUND", "DELTA_CHANGE_DATA_FILE_NOT_FOUND", "DELTA_VERSIONS_NOT_CONTIGUOUS",
+        "DELTA_LOG_FILE_NOT_FOUND", "VersionNotFoundException", "DELTA_CANNOT_RECONSTRUCT_PATH_FROM_URI",
+    )  # fmt: skip
+    no_change_data_markers = ("DELTA_MISSING_CHANGE_DATA", "enableChangeDataFeed", "change data was not recorded")
+    change_data_property = CDF_PROPERTY
     }  # fmt: skip
 
     # --- catalog entries --------------------------------------------------------------------

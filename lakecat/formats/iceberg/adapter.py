@@ -21,13 +21,14 @@ from ...metastore import TableEntry, catalog_filter, key_of, normalize_location,
 from ...results import ColumnInfo, DescribeResult, PartitionSpecInfo
 from ...schema import schema_ddl
 from ...units import from_millis, iso
-from ..base import FoundTable, TableFormat
+from ..base import FoundTable, LocalServerFactory, TableFormat
 from . import rest
 from . import spark as spark_setup
 from .evolution import IcebergEvolution
 from .health import IcebergHealth
 from .maintenance import IcebergMaintenance
 from .markers import MARKER_BATCH, MARKER_PROPERTY_PREFIX, MARKER_QUERY, stream_markers
+from .rest_server import LocalRestCatalog
 from .versions import IcebergVersions, snapshot_view
 
 if TYPE_CHECKING:
@@ -207,11 +208,15 @@ class IcebergFormat(IcebergVersions, IcebergMaintenance, IcebergHealth, IcebergE
     safety_floor_reason = ("Iceberg's orphan-file rule: files younger than that may belong to a commit still in flight, "
                            "and readers may still be planning against those snapshots")  # fmt: skip
     default_orphan_window = timedelta(days=3)
+    files_gone_markers = ("Cannot find snapshot",)
     metadata_upkeep_threshold = 5  # manifests in the current snapshot
 
     _sql_catalogs: ClassVar[dict[tuple[str, str], Any]] = {}
     # pyiceberg tables read from metadata files, by file (immutable; parsed once per process, not once per question)
     _static: ClassVar[dict[str, Any]] = {}
+    def local_servers(self) -> dict[str, LocalServerFactory]:
+        return {"rest": LocalRestCatalog}
+
 
     # --- catalog entries --------------------------------------------------------------------
     def check_config(self, config: CatalogConfig) -> None:

@@ -17,15 +17,13 @@ import logging
 import os
 import pathlib
 import shutil
-import subprocess
-import time
 import urllib.error
 import urllib.request
 from typing import TYPE_CHECKING, Any
 
 from ...errors import EnvironmentProblemError, InvalidConfigError, UnsupportedOperationError
-from ...jars import REST_ICEBERG_VERSION
-from ...processes import pid_alive, port_free, read_state, terminate
+from ...jars import REST_ICEBERG_VERSION, JarResolutionError, jar_paths, rest_set
+from ...processes import pid_alive, port_free, read_state, start_server, terminate
 from . import rest
 
 if TYPE_CHECKING:
@@ -76,13 +74,6 @@ class LocalRestCatalog:
             return state
         return None
 
-    def _tail(self, lines: int = 20) -> str:
-        try:
-            text = "\n".join(self.log_file.read_text(errors="replace").splitlines()[-lines:])
-        except OSError:
-            text = "(missing)"
-        return f"end of {self.log_file}:\n{text}"
-
     def _environment(self) -> dict[str, str]:
         ctx = self.catalog
         if ctx is None:  # pragma: no cover - the command always passes one
@@ -124,33 +115,27 @@ class LocalRestCatalog:
                 "'java' not found on PATH; install a JDK (17+), e.g. apt-get install openjdk-17-jre-headless"
             )
         env = self._environment()
-        from ...jars import JarResolutionError, jar_paths, rest_set
-
         try:
             jars = jar_paths(rest_set())
         except JarResolutionError as e:
             raise LocalRestError(str(e)) from e
         self.data_dir.mkdir(parents=True, exist_ok=True)
         cmd = [java, "-Xms64m", "-Xmx384m", "-Djava.awt.headless=true", "-cp", os.pathsep.join(map(str, jars)), _MAIN]
-        with open(self.log_file, "ab") as log:
-            proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
-                                    cwd=self.data_dir, start_new_session=True)  # fmt: skip
+        pid = start_server(
+            cmd, what="the REST catalog server", log_file=self.log_file, cwd=self.data_dir, env=env,
+            ready=lambda: _ready(self.port), record=self._record, stop=self.stop, error=LocalRestError,
+            timeout=timeout, poll=0.3,
+        )  # fmt: skip
+        _LOG.info("started the Iceberg REST catalog server (pid %d) on port %d", pid, self.port)
+        return f"http://127.0.0.1:{self.port}"
+
+    def _record(self, pid: int) -> None:
         assert self.catalog is not None
         config = self.catalog.config
         (self.data_dir / _STATE_FILE).write_text(json.dumps({
-            "pid": proc.pid, "port": self.port, "catalog": config.name, "warehouse": config.warehouse_uri,
+            "pid": pid, "port": self.port, "catalog": config.name, "warehouse": config.warehouse_uri,
             "metastore": str(config.metastore.sqlite_path), "version": REST_ICEBERG_VERSION,
         }))  # fmt: skip
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if proc.poll() is not None:
-                raise LocalRestError(f"the REST catalog server exited with code {proc.returncode}; {self._tail()}")
-            if _ready(self.port):
-                _LOG.info("started the Iceberg REST catalog server (pid %d) on port %d", proc.pid, self.port)
-                return f"http://127.0.0.1:{self.port}"
-            time.sleep(0.3)
-        self.stop()
-        raise LocalRestError(f"the REST catalog server did not answer within {timeout:.0f}s; {self._tail()}")
 
     def stop(self, *, timeout: float = 20.0) -> bool:
         """Stop the server: SIGTERM, then SIGKILL after ``timeout`` seconds. Returns whether one was running."""
