@@ -11,13 +11,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote
 
 from .errors import InvalidArgumentError, TableAlreadyExistsError
 from .files import fs_for, local_path
 from .formats import all_formats, format_names, get_format
 from .identifiers import TableIdent, parse_columns
 from .metastore import normalize_location
-from .results import ConvertResult, ParquetFileInfo, RegisterResult
+from .results import ColumnInfo, ConvertResult, ParquetFileInfo, RegisterResult
 from .schema import Column
 
 if TYPE_CHECKING:
@@ -199,8 +200,6 @@ def scan_parquet(directory: str, partition_by: list[str] | None = None) -> _Scan
             k, eq, v = d.partition("=")
             if not eq or not k:
                 raise InvalidArgumentError(f"{rel}: directory {d!r} is not a Hive-style partition (key=value)")
-            from urllib.parse import unquote
-
             partition[k] = None if v == _HIVE_DEFAULT else unquote(v)
         if keys is None:
             keys = list(partition)
@@ -236,8 +235,6 @@ def scan_parquet(directory: str, partition_by: list[str] | None = None) -> _Scan
 def convert_directory(cat: CatalogLike, name: str | TableIdent, *, source: str, format: str,
                       partition_by: str | list[str] | None = None, dry_run: bool = False) -> ConvertResult:  # fmt: skip
     """Make the Parquet files under ``source`` a table of ``format`` in place (no data copied)."""
-    from .results import ColumnInfo
-
     ident = name if isinstance(name, TableIdent) else TableIdent.parse(name)
     adapter = get_format(format)
     adapter.require("convert", "convert")

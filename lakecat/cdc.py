@@ -25,6 +25,8 @@ is dead-lettered as a type mismatch).
 
 from __future__ import annotations
 
+import functools
+import operator
 import time
 import uuid
 from pathlib import Path
@@ -33,8 +35,10 @@ from typing import TYPE_CHECKING, Any
 from .engine import first_line, spark_conf, spark_errors, with_retries
 from .errors import InvalidArgumentError
 from .identifiers import parse_columns, quote
+from .jvm import available, from_json
 from .records import CDC_KEY_PROPERTY, CORRUPT, DETAIL, ERROR, META, RAW
 from .results import UpsertResult
+from .sources.files import FILE_FORMATS
 from .versions import find_ref
 
 if TYPE_CHECKING:
@@ -267,8 +271,6 @@ def parse_debezium(raw: DataFrame, fields: list[StructField], keys: list[str], *
     key_envelope = T.StructType([*key_image.fields, T.StructField("payload", key_image, True),
                                  T.StructField("schema", T.StructType([T.StructField("fields", T.ArrayType(field_schema))]), True)])  # fmt: skip
 
-    from .jvm import available, from_json
-
     text = F.col("value").cast("string")
     df = raw.select("*", from_json(text, envelope, CORRUPT, fast=available(raw.sparkSession)).alias("_e"),
                     F.from_json(F.col("_lakecat_key").cast("string"), key_envelope).alias("_k"))  # fmt: skip
@@ -449,8 +451,6 @@ def _read_path(
 ) -> tuple[DataFrame, str]:
     from pyspark.sql import functions as F
 
-    from .sources.files import FILE_FORMATS
-
     local = (
         None
         if "://" in path and not path.startswith("file:")
@@ -570,9 +570,6 @@ def upsert(table: TableLike, data: Any, *, key: str | list[str] | tuple[str, ...
 
 
 def _any_null(keys: list[str]) -> Column:
-    import functools
-    import operator
-
     from pyspark.sql import functions as F
 
     return functools.reduce(operator.or_, [F.col(k).isNull() for k in keys])

@@ -6,6 +6,7 @@ command that fixes it). Every check is cheap and bounded by a short timeout; non
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import shutil
@@ -13,10 +14,16 @@ import socket
 import sys
 import tempfile
 from dataclasses import dataclass, field
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from .config import CatalogConfig, lakecat_home
+from . import jars, jvm
+from .config import CatalogConfig, _redact, lakecat_home
+from .engine import first_line
+from .errors import EnvironmentProblemError
+from .formats import all_formats
+from .spark import MIN_JAVA, java_version
 
 MIN_FREE_BYTES = 1 << 30  # 1 GiB: a Spark set is ~160 MB, the broker ~45 MB, plus room for data
 
@@ -77,8 +84,6 @@ def _python() -> Check:
 
 
 def _lakecat() -> Check:
-    from importlib import metadata
-
     try:
         version = metadata.version("lakecat")
     except metadata.PackageNotFoundError:
@@ -98,14 +103,10 @@ def _lakecat() -> Check:
 
 
 def _java() -> Check:
-    from .errors import EnvironmentProblemError
-    from .jars import java_executable
-    from .spark import MIN_JAVA, java_version
-
     java_home = os.environ.get("JAVA_HOME") or "unset"
     fix = f"install Java {MIN_JAVA}+ (e.g. apt-get install openjdk-17-jdk-headless) and set JAVA_HOME"
     try:
-        java = java_executable()
+        java = jars.java_executable()
     except EnvironmentProblemError:
         return Check("java", False, f"no Java found (JAVA_HOME={java_home}, none on PATH)", fix)
     major, first = java_version(java)
@@ -115,8 +116,6 @@ def _java() -> Check:
 
 
 def _jars(config: CatalogConfig) -> Check:
-    from . import jars
-
     complete, detail = jars.status(config)
     if complete:
         return Check("jars", True, detail)
@@ -137,8 +136,6 @@ def _jars(config: CatalogConfig) -> Check:
 
 def _extension() -> Check:
     """lakecat's Spark extension (``lakecat.jvm``): optional, so never a failing check; built here when it is not yet."""
-    from . import jvm
-
     jar = jvm.extension_jar()
     if jar is not None:
         return Check("extension", True, f"lakecat's Spark extension (the JSON parse of ingest) at {jar}")
@@ -152,9 +149,7 @@ def _extension() -> Check:
 
 def repository_reachable(repo: Any, timeout: float = 5.0) -> tuple[bool, str]:
     """HEAD one small, always-present file (Ivy's own POM) of the repository, with its credentials."""
-    from .jars import probe
-
-    code, why = probe(repo, timeout=timeout)
+    code, why = jars.probe(repo, timeout=timeout)
     if code is None:
         return False, why
     return code < 400 or code == 404, f"HTTP {code}"
@@ -164,8 +159,6 @@ def _metastore(config: CatalogConfig) -> Check:
     """Reachable, and what each format keeps there (its adapter's ``metastore_status``)."""
     import sqlalchemy as sa
 
-    from .formats import all_formats
-
     ms = config.metastore
     if ms.kind == "sqlite" and ms.sqlite_path is not None and not ms.sqlite_path.exists():
         parent = next((p for p in ms.sqlite_path.parents if p.exists()), None)
@@ -173,8 +166,6 @@ def _metastore(config: CatalogConfig) -> Check:
         return Check("metastore", ok, f"{ms.sqlite_path} not created yet (created on first use)",
                      None if ok else f"make {ms.sqlite_path.parent} writable")  # fmt: skip
     connect_args = {"connect_timeout": 5} if ms.kind == "postgresql" else {"timeout": 5}
-    from .config import _redact
-    from .engine import first_line
 
     found: list[str] = []
     failed: list[str] = []
@@ -251,7 +242,7 @@ def _kafka(config: CatalogConfig) -> Check:
 
 
 def _services() -> list[Check]:
-    from .kafka_local import LocalKafka
+    from .kafka_local import LocalKafka  # loads confluent_kafka
 
     home = lakecat_home()
     kafka = LocalKafka(data_dir=home / "kafka").status()
@@ -260,8 +251,6 @@ def _services() -> list[Check]:
     rest_state = home / "rest" / "rest-state.json"
     rest = "not running"
     if rest_state.is_file():
-        import json
-
         try:
             state = json.loads(rest_state.read_text())
             pid = state.get("pid")
@@ -275,10 +264,8 @@ def _services() -> list[Check]:
 
 
 def _disk(config: CatalogConfig) -> list[Check]:
-    from .jars import cache_dir
-
     checks = []
-    places = [("cache", cache_dir())]
+    places = [("cache", jars.cache_dir())]
     if config.warehouse_path is not None:
         places.insert(0, ("warehouse", config.warehouse_path))
     for label, path in places:

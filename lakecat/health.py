@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import InvalidArgumentError, LakecatError
 from .files import no_cyclic_gc
-from .maintenance import DEFAULT_EXPIRE_WINDOW, DEFAULT_TARGET_FILE_SIZE, resolve_policy
+from .maintenance import DEFAULT_EXPIRE_WINDOW, DEFAULT_TARGET_FILE_SIZE, maintain, resolve_policy
 from .metastore import MaintenanceLog
 from .results import HealthResult, MaintainResult, SizeBucket, TableHealth, VersionPoint
 from .units import format_duration, from_millis, human_size, iso, parse_duration, parse_size
@@ -249,8 +249,6 @@ def maintain_auto(
     Each action is the one ``maintain`` runs, with the table's policy; the health verdict and its reason
     are the report's ``health`` entry of every table.
     """
-    from .maintenance import maintain
-
     runs = MaintenanceLog(catalog.metastore).last_runs()
 
     def decide(table: TableLike, policy: dict[str, str]) -> tuple[list[str], dict[str, Any]]:

@@ -27,6 +27,7 @@ from .engine import java_message, now, parse_expression, validate_properties, wi
 from .errors import InvalidArgumentError, LakecatError, UnsupportedOperationError
 from .files import DataFile, exists, file_sizes, no_cyclic_gc, norm_path
 from .identifiers import parse_columns
+from .metastore import MaintenanceLog
 from .results import (
     CompactResult,
     ExpireResult,
@@ -149,8 +150,6 @@ def _check_floor(table: TableLike, window: timedelta, force: bool, what: str) ->
 
 def _record_run(table: TableLike, action: str) -> None:
     """Note in the metastore that ``action`` ran on the table (``health`` shows it; best effort)."""
-    from .metastore import MaintenanceLog
-
     try:
         MaintenanceLog(table.catalog.metastore).record(table.name, action, int(time.time() * 1000))
     except Exception as e:  # noqa: BLE001 - the maintenance itself succeeded

@@ -15,7 +15,9 @@ from datetime import UTC, datetime, timedelta
 
 from .catalog import Catalog
 from .config import lakecat_home
+from .formats import format_names, get_format
 from .results import QuickstartResult
+from .sources import KafkaSource
 
 TOPIC = "lakecat_quickstart_clicks"
 NAMESPACE = "quickstart"
@@ -62,8 +64,7 @@ def run_quickstart(
     say: Callable[[str], None] = lambda _: None,
 ) -> QuickstartResult:
     """Run the whole tour on ``catalog`` (see ``lakecat quickstart``)."""
-    from .kafka_local import LocalKafka, create_topic, free_port, port_free, produce
-    from .sources import KafkaSource
+    from .kafka_local import LocalKafka, create_topic, free_port, port_free, produce  # loads confluent_kafka
 
     started = time.monotonic()
     broker = LocalKafka(data_dir=lakecat_home() / "kafka", port=port or 9092)
@@ -79,8 +80,6 @@ def run_quickstart(
     bootstrap = broker.start(timeout=120)
     try:
         create_topic(bootstrap, TOPIC, partitions=3)
-        from .formats import format_names, get_format
-
         names = {fmt: f"{NAMESPACE}.clicks_{fmt}" for fmt in format_names(builtin_only=True)}
         run = 2 if all(catalog.table_exists(n) for n in names.values()) else 1
         payload = clickstream(events, malformed=malformed)

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from .engine import first_line, spark_errors
 from .errors import InvalidArgumentError, LakecatError, NotExactError, VersionNotFoundError
+from .predicate import _kind_of, quote_ident, to_duckdb
 from .records import spark_lookup
 from .results import HistoryEntry, HistoryResult, ReadResult, RefInfo, Result, RollbackResult
 from .units import from_millis, iso, parse_timestamp
@@ -212,8 +213,6 @@ def _duckdb() -> Any:
 
 def _check_types(schema: pa.Schema) -> None:
     """Only column types the differential test proves identical on both paths travel the light path."""
-    from .predicate import _kind_of
-
     odd = [f"{f.name} ({f.type})" for f in schema if _kind_of(f.type) is None]
     if odd:
         raise NotExactError(f"column(s) {', '.join(odd)} are of a type lakecat returns through Spark")
@@ -226,8 +225,6 @@ def _light_select(source: Any, *, where: str | None, limit: int | None, count: b
     DuckDB streams the source: a count keeps no rows, a limit stops the scan early; only the predicate's
     DuckDB rendering (``lakecat.predicate``) and quoted column names reach the SQL.
     """
-    from .predicate import quote_ident, to_duckdb
-
     schema = source.schema
     predicate = to_duckdb(where, schema) if where is not None and str(where).strip() else None
     if not count:
