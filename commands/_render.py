@@ -12,7 +12,7 @@ from lakecat.units import human_size, parse_timestamp
 
 from ._output import UNLIMITED_WIDTH, _default
 
-if TYPE_CHECKING:  # rich loads on the first human rendering (~0.05 s a process that prints JSON never pays)
+if TYPE_CHECKING:  # rich loads on the first human rendering: a process that prints JSON never pays for it
     from rich.console import Console
     from rich.table import Column
     from rich.table import Table as RichTable

@@ -13,7 +13,7 @@ from ._output import dumps
 
 # The command modules, in the order of `lakecat -h`, and the top-level commands each registers. A command line
 # imports and builds only its own module: Typer inspects every registered function's signature when it builds the
-# command tree (~0.2 s for all of them), and the modules import what their commands need (tests/test_cli_json.py
+# command tree (slow for all of them together), and the modules import what their commands need (tests/test_cli_json.py
 # checks this table against what the modules register).
 COMMANDS: dict[str, tuple[str, ...]] = {
     "quickstart": ("quickstart",),

@@ -2,8 +2,8 @@
 
 The extension adds two functions. ``lakecat_from_json`` is Spark's ``from_json`` in PERMISSIVE mode (the same
 ``JacksonParser``, options and failure handling) that hands Jackson each record's UTF-8 bytes instead of a
-``java.io.InputStreamReader`` over them. Spark's reader path allocates an 8 KB decoder buffer per record; on the
-ingest bench's events the parse takes about a third less time without it. A record whose first bytes would make
+``java.io.InputStreamReader`` over them: Spark's reader path allocates a decoder buffer per record, which dominates
+the parse of small events. A record whose first bytes would make
 Jackson guess another encoding takes Spark's own path, so every valid UTF-8 record parses to exactly what
 ``from_json`` gives (a record that is not valid UTF-8 is a dead letter either way). ``lakecat_json_object_keys`` is
 Spark's ``json_object_keys`` over the same parser (ingest's unknown-field check).

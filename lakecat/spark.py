@@ -23,13 +23,6 @@ from .errors import ConfigError, EnvironmentProblemError
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-# The coordinates live with the resolver (lakecat.jars); named here too for callers of earlier releases.
-from .jars import HADOOP_AWS as HADOOP_AWS  # noqa: E402
-from .jars import KAFKA_SQL as KAFKA_SQL  # noqa: E402
-from .jars import POSTGRES_JDBC as POSTGRES_JDBC  # noqa: E402
-from .jars import S3_EXCLUDES as S3_EXCLUDES  # noqa: E402
-from .jars import SQLITE_JDBC as SQLITE_JDBC  # noqa: E402
-
 _lock = threading.RLock()
 _session: SparkSession | None = None
 _catalogs: dict[str, dict[str, str]] = {}
@@ -232,28 +225,22 @@ DRIVER_MEMORY = "960m"
 #: ``-Dname``; one ``-XX:+Use...GC`` replaces lakecat's collector choice and its tuning, ``_COLLECTOR_TUNING``), so a
 #: user overrides one flag at a time.
 JAVA_MEMORY_OPTIONS = (
-    # The throughput collector: a lakecat process runs jobs and ends. Against G1 on the bench's 10,000-file
-    # compaction it peaked 244 MiB lower (a smaller heap at the high, no remembered sets) and built and compacted
-    # the tables 15-35% faster (no concurrent marking on 2 cores) (docs/performance.md, 2026-11-28, fifteenth).
+    # The throughput collector: a lakecat process runs jobs and ends, so it needs no concurrent marking and no
+    # remembered sets (a smaller heap at the peak, more of a small machine's cores left to the job).
     "-XX:+UseParallelGC",
-    # Its old generation is the heap less the young generation's maximum, fixed at start: a third of the heap by
-    # default (683 MB of 1 GiB old), too little for the 2M keys of a --dedupe-key ingest in the full bench (~760 MB).
-    # A young generation of at most 96 MB leaves 864 MB of a 960 MB heap old; the parallel collector fills both to
-    # their maximum in a long job, so each MB off the heap is one off the peak (docs/performance.md, 2026-11-28,
-    # sixteenth; 2026-11-29, twentieth).
+    # Its old generation is the heap less the young generation's maximum, fixed at start (by default a third of
+    # the heap is young): a small young generation leaves the old one room for the keys a --dedupe-key ingest holds.
     "-XX:MaxNewSize=96m",
     "-XX:MaxHeapFreeRatio=30",  # a collection gives heap back when it leaves much of it free
     # ... also an explicit System.gc(): without this the parallel collector resizes its generations (and so honours
-    # MaxHeapFreeRatio) only after a collection an allocation failed into, and the heap a 2M-key --dedupe-key run grew
-    # stayed committed for the rest of the process (~1 GiB; 691 -> 172 MB committed after one System.gc() with it;
-    # docs/performance.md, 2026-11-28, seventeenth)
+    # MaxHeapFreeRatio) only after a collection an allocation failed into, and a heap a large job grew stays
+    # committed for the rest of the process
     "-XX:+UseAdaptiveSizePolicyWithSystemGC",
     "-XX:MinHeapFreeRatio=10",
     "-XX:MaxDirectMemorySize=512m",  # NIO/Netty off-heap buffers (default: as large as the heap)
     "-Djdk.nio.maxCachedBufferSize=1048576",  # no per-thread cache of the largest direct buffer a thread ever used
-    # The JIT's code cache, as large as the JVM's default: Spark, Iceberg, Delta and Kafka in one JVM compile ~135 MB,
-    # and a cache near full makes the JVM's sweeper throw compiled code away and compile it again (128 MB did: one
-    # sweep flushed 24,572 methods, and that 2M-event run spent 54 s compiling; docs/performance.md, 2026-11-27, eleventh)
+    # The JIT's code cache, as large as the JVM's default: Spark, Iceberg, Delta and Kafka in one JVM compile a lot
+    # of code, and a cache near full makes the JVM's sweeper throw compiled code away and compile it again
     "-XX:ReservedCodeCacheSize=240m",
     "-XX:MaxMetaspaceSize=512m",  # class metadata: a runaway class loader fails instead of growing without bound
 )
@@ -265,15 +252,12 @@ _COLLECTOR_TUNING = frozenset({"MaxNewSize", "UseAdaptiveSizePolicyWithSystemGC"
 JAVA_OPTIONS_KEY = "spark.driver.extraJavaOptions"
 #: Environment variables lakecat's Spark driver JVM starts with (the in-process session and ``lakecat local engine``),
 #: unless the user's environment sets them. glibc gives each thread that allocates native memory an arena of its own
-#: (up to 8 per core) and keeps what it freed there; Spark's driver runs dozens of threads. With 2 arenas the bench's
-#: compaction section, run alone, peaked 87 MiB lower and its 2,000-file phase 290 MiB lower; the full bench's peak,
-#: after every other section, did not come down (docs/performance.md, 2026-11-27, tenth).
+#: (up to 8 per core) and keeps what it freed there; Spark's driver runs dozens of threads, so 2 arenas keep its
+#: native memory from growing with the thread count.
 JVM_ENVIRONMENT = {"MALLOC_ARENA_MAX": "2"}
 #: With Spark's UI off (lakecat's default) nothing reads the finished jobs, stages and SQL executions Spark's status
-#: store keeps for it (1,000 of each by default; the store runs with the UI off too), and they stay live in the old
-#: generation next to a --dedupe-key run's keys: in the bench's ingest section ~250 retained executions held a plan
-#: description of 16 KB or more (23 MB in those strings), and with 50 kept 31 MB less was live (docs/performance.md,
-#: 2026-11-29, twenty-first). The running ones are kept whatever the limit.
+#: store keeps for it (1,000 of each by default; the store runs with the UI off too), and their plan descriptions stay
+#: live in the old generation next to a --dedupe-key run's keys. The running ones are kept whatever the limit.
 STATUS_RETENTION = {
     "spark.ui.retainedJobs": "50",
     "spark.ui.retainedStages": "50",

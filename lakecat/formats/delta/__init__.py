@@ -4,10 +4,9 @@ import os
 import sys
 
 #: Settings of delta-rs's memory allocator (the jemalloc inside ``deltalake``, read once, when it is first imported)
-#: that lakecat sets unless the process's environment has its own. jemalloc keeps the pages a read freed for ~10 s
-#: and returns them only when the library allocates again, so each open of a large table's log left its memory in
-#: the process: opening a 10,000-file table's log eight times peaked at 122 MB with the defaults and 105 MB with these
-#: (0.72 s against 0.68 s), and the bench's driver peaked in such a phase (docs/performance.md, nineteenth).
+#: that lakecat sets unless the process's environment has its own. By default jemalloc keeps the pages a read freed
+#: for seconds and returns them only when the library allocates again, so each open of a large table's log would leave
+#: its memory in the process; with no decay they go back to the OS at once.
 #: The variable is jemalloc's own for every Rust library built on tikv-jemallocator (polars too).
 ALLOCATOR_ENVIRONMENT = {"_RJEM_MALLOC_CONF": "dirty_decay_ms:0,muzzy_decay_ms:0"}
 

@@ -18,7 +18,7 @@ _COMPACTED = re.compile(r"(\d{20})\.(\d{20})\.compacted\.json\Z")
 def arrow(data: Any) -> Any:
     """A delta-rs answer (an arro3 table: ``get_add_actions``, ``deletion_vectors``) as a pyarrow ``Table``, through the
     Arrow C stream. Not ``pyarrow.table(data)``: it asks pandas whether ``data`` is a DataFrame, and that imports pandas
-    (+49 MB RSS and 0.35 s in a process that had no use for it; docs/performance.md, twelfth)."""
+    (slow, and memory a process that has no use for pandas keeps)."""
     import pyarrow as pa
 
     return pa.RecordBatchReader.from_stream(data).read_all()

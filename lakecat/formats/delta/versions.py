@@ -178,7 +178,7 @@ class DeltaVersions:
             raise NotExactError(f"delta-rs does not read the change data feed of versions {start}..{until}: {e}") from e
 
         # delta-rs's own types (string_view, uint64 versions) become the table's through the reader's cast, in C++:
-        # per-column casts in Python cost ~0.1 s on a small range, and loading pyarrow.compute as much again
+        # per-column casts in Python, and loading pyarrow.compute for them, would cost more than a small range's read
         have = {f.name: f for f in reader.schema}
         mid = pa.schema([have.get(f.name, f) for f in schema])
 

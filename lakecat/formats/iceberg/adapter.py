@@ -213,10 +213,10 @@ class IcebergFormat(IcebergVersions, IcebergMaintenance, IcebergHealth, IcebergE
 
     _sql_catalogs: ClassVar[dict[tuple[str, str], Any]] = {}
     # pyiceberg tables read from metadata files, by file (immutable; parsed once per process, not once per question)
+
     _static: ClassVar[dict[str, Any]] = {}
     def local_servers(self) -> dict[str, LocalServerFactory]:
         return {"rest": LocalRestCatalog}
-
 
     # --- catalog entries --------------------------------------------------------------------
     def check_config(self, config: CatalogConfig) -> None:
@@ -412,7 +412,7 @@ class IcebergFormat(IcebergVersions, IcebergMaintenance, IcebergHealth, IcebergE
 
     def metadata_doc(self, table: TableHandle) -> dict[str, Any]:
         """The table's current metadata as its metadata file's JSON document: read from the file alone where lakecat's
-        catalog names it (no pyiceberg import: ~1.5 s of a ``describe``), through pyiceberg otherwise (a REST catalog)."""
+        catalog names it (no pyiceberg import, the larger part of a ``describe``), through pyiceberg otherwise (a REST catalog)."""
         doc = self.metadata_file_doc(table)
         if doc is None:
             import json

@@ -131,7 +131,7 @@ def _metadata_json(location: str) -> dict[str, Any]:
 
     from ...files import fs_for, norm_path
 
-    if "://" not in location or location.startswith("file:"):  # a local file: no pyarrow import (~0.3 s)
+    if "://" not in location or location.startswith("file:"):  # a local file: no pyarrow import
         with open(norm_path(location) if location.startswith("file:") else location, "rb") as fh:
             data = fh.read()
     else:
@@ -167,7 +167,7 @@ class IcebergVersions:
 
     def snapshot_metadata(self, table: TableHandle) -> Any:
         """The table's snapshots, current snapshot, snapshot log and refs: from the metadata file alone where lakecat's
-        catalog names it (no pyiceberg import, ~0.7 s of a short command such as ``rollback``); pyiceberg's otherwise."""
+        catalog names it (no pyiceberg import, the larger part of a short command such as ``rollback``); pyiceberg's otherwise."""
         doc = self.metadata_file_doc(table)
         if doc is not None:
             return snapshot_view(doc)
