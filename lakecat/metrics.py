@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import LakecatError
+from .units import parse_timestamp
 
 if TYPE_CHECKING:
     from .results import HealthResult
@@ -124,8 +125,6 @@ def health_registry(result: HealthResult) -> Any:
 
     class _Collector:
         def collect(self):  # type: ignore[no-untyped-def]
-            from .units import parse_timestamp
-
             families = {k: GaugeMetricFamily(n, d, labels=labels) for k, (n, d) in {**gauges, **stamps}.items()}
             verdict = GaugeMetricFamily("lakecat_table_health_verdict", "1 for the table's verdict, 0 for the others.",
                                         labels=[*labels, "verdict"])  # fmt: skip

@@ -1,8 +1,8 @@
 """Guards of the architecture (README "Layout"): the format contract is the only place formats differ.
 
-- no format name as a literal, and so no branch on the format, in ``lakecat/`` outside ``lakecat/formats/``, the
-  benchmark suite and the chaos soak included: their hand-written per-format jobs and independent readers are each
-  adapter's ``Baseline`` (``TableFormat.baseline``);
+- no format name as a literal, and so no branch on the format, in ``lakecat/`` outside ``lakecat/formats/``;
+- the lab beside the product: nothing under ``lakecat/`` imports ``benchmarks/`` (the suite, the soak, each format's
+  hand-written baseline), and the wheel holds none of it;
 - no circle of modules importing each other in the library and its CLI, imports inside functions and
   ``TYPE_CHECKING`` blocks included: operations take the protocols of ``lakecat/protocols.py``, the façade
   (``catalog.py``, ``table.py``) imports the operations, never the other way round;
@@ -27,12 +27,6 @@ BUILTIN = ("iceberg", "delta")
 
 def _modules() -> list[Path]:
     return list(PACKAGE.rglob("*.py"))
-
-
-def _core_modules() -> list[Path]:
-    """The library without its harnesses (the benchmark suite and the chaos soak, whose modules import each other's
-    helpers inside functions)."""
-    return [p for p in _modules() if not {"bench", "soak"} & set(p.relative_to(PACKAGE).parts)]
 
 
 def _docstrings(tree: ast.AST) -> set[int]:
@@ -104,24 +98,29 @@ def _runtime_imports(path: Path, modules: set[str]) -> set[str]:
 # Libraries slow to import or absent from a light install; a function may import them where it needs them.
 HEAVY = {"pyspark", "py4j", "delta", "pyiceberg", "deltalake", "duckdb", "confluent_kafka", "pyarrow", "pandas",
          "sqlalchemy", "prometheus_client", "grpc", "requests"}  # fmt: skip
+# The CLI builds only the command a command line names (commands/main.py), and its commands import the library and
+# rich (the human renderer; ``--json`` never loads it) inside themselves, so that ``lakecat --help`` stays fast.
+CLI_DEFERS = {"lakecat", "rich"}
 
 
 def _all_modules() -> dict[str, Path]:
     """Every module of the library and of its CLI (``commands/`` installs as ``lakecat.commands``)."""
     out = {}
-    for path in [*_core_modules(), *(ROOT / "commands").rglob("*.py")]:
+    for path in [*_modules(), *(ROOT / "commands").rglob("*.py")]:
         name = _module_name(path)
         out["lakecat." + name if name.startswith("commands") else name] = path
     return out
 
 
 def _imports(name: str, path: Path, modules: set[str]) -> list[tuple[ast.Import | ast.ImportFrom, str, set[str]]]:
-    """Every import statement of ``path`` (module level, ``TYPE_CHECKING``, inside functions): the statement, where
-    it sits (``top``/``local``) and the modules of ``modules`` it names."""
+    """Every import statement of ``path``: the statement, where it sits (``top``, ``typing`` for a ``TYPE_CHECKING``
+    block, ``local`` inside a function) and the modules of ``modules`` it names."""
     tree = ast.parse(path.read_text())
     package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
     local = {id(n) for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
              for n in ast.walk(f) if n is not f}  # fmt: skip
+    typing = {id(n) for i in ast.walk(tree) if isinstance(i, ast.If) and "TYPE_CHECKING" in ast.unparse(i.test)
+              for n in ast.walk(i)}  # fmt: skip
     out = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -141,7 +140,7 @@ def _imports(name: str, path: Path, modules: set[str]) -> list[tuple[ast.Import 
                 t = t.rsplit(".", 1)[0] if "." in t else ""
             if t and t != name:
                 found.add(t)
-        out.append((node, "local" if id(node) in local else "top", found))
+        out.append((node, "local" if id(node) in local else "typing" if id(node) in typing else "top", found))
     return out
 
 
@@ -185,9 +184,9 @@ def test_local_imports_only_defer_heavy_libraries():
     names = set(modules)
     imports = {name: _imports(name, path, names) for name, path in modules.items()}
 
-    def heavy_libraries(node: ast.Import | ast.ImportFrom) -> bool:
+    def heavy_libraries(node: ast.Import | ast.ImportFrom, allowed: set[str] = HEAVY) -> bool:
         roots = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
-        return not getattr(node, "level", 0) and all(r.split(".")[0] in HEAVY for r in roots)
+        return not getattr(node, "level", 0) and all(r.split(".")[0] in allowed for r in roots)
 
     loads_heavy: set[str] = set()  # lakecat modules whose import (at module level, transitively) loads a heavy library
     changed = True
@@ -195,10 +194,7 @@ def test_local_imports_only_defer_heavy_libraries():
         changed = False
         for name, found in imports.items():
             if name not in loads_heavy and any(
-                where == "top"
-                and not _in_type_checking(node, modules[name])
-                and (heavy_libraries(node) or t & loads_heavy)
-                for node, where, t in found
+                where == "top" and (heavy_libraries(node) or t & loads_heavy) for node, where, t in found
             ):
                 loads_heavy.add(name)
                 changed = True
@@ -206,21 +202,15 @@ def test_local_imports_only_defer_heavy_libraries():
         f"{modules[name].relative_to(ROOT)}:{node.lineno}: {ast.unparse(node)}"
         for name, found in imports.items()
         for node, where, t in found
-        if where == "local" and not heavy_libraries(node) and not (t and t <= loads_heavy)
+        if where == "local"
+        and not heavy_libraries(node, HEAVY | CLI_DEFERS if name.startswith("lakecat.commands.") else HEAVY)
+        and not (t and t <= loads_heavy)
     ]
     assert not bad, "imports inside functions that defer no heavy library (import them at the top):\n" + "\n".join(bad)
 
 
-def _in_type_checking(node: ast.AST, path: Path, _cache: dict[Path, set[int]] = {}) -> bool:  # noqa: B006 - a cache
-    if path not in _cache:
-        tree = ast.parse(path.read_text())
-        _cache[path] = {id(n) for i in ast.walk(tree) if isinstance(i, ast.If) and "TYPE_CHECKING" in ast.unparse(i.test)
-                        for n in ast.walk(i)}  # fmt: skip
-    return id(node) in _cache[path]
-
-
 def test_adapters_do_not_import_the_layers_above():
-    modules = {_module_name(p) for p in _core_modules()}
+    modules = {_module_name(p) for p in _modules()}
     for path in (PACKAGE / "formats").rglob("*.py"):
         above = {m for m in _runtime_imports(path, modules) if m in ("lakecat.catalog", "lakecat.table", "lakecat.ingest",
                                                                       "lakecat.cdc", "lakecat.versions", "lakecat.maintenance")}  # fmt: skip
@@ -266,13 +256,48 @@ def test_the_pipeline_holds_only_the_source_interface():
         assert not names & {"KafkaSource", "FileSource"}, f"{rel} dispatches on source classes"
 
 
+def test_nothing_in_lakecat_imports_the_benchmarks():
+    """``benchmarks/`` sits beside the package: it imports lakecat, never the other way round (a lakecat module that
+    imported it would fail in every installed copy, where the checkout's ``benchmarks`` is absent)."""
+    found = [f"{path.relative_to(ROOT)}: {name}" for path in [*_modules(), *(ROOT / "commands").rglob("*.py")]
+             for name in _imported_names(path) if name == "benchmarks" or name.startswith("benchmarks.")]  # fmt: skip
+    assert not found, "imports of the benchmarks from the package:\n" + "\n".join(found)
+
+
+def _wheel_files() -> list[str]:
+    """The files the wheel's packages hold (``[tool.setuptools]`` packages, each in its package-dir): the sources and
+    package data setuptools puts into ``pip wheel .``, without building one."""
+    import tomllib
+
+    tool = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    dirs = tool.get("package-dir", {})
+    out = []
+    for package in tool["packages"]:
+        parent = next(
+            (p for p in sorted(dirs, key=len, reverse=True) if package == p or package.startswith(p + ".")), None
+        )
+        base = ROOT / (dirs[parent] + package[len(parent) :].replace(".", "/") if parent else package.replace(".", "/"))
+        out += [f"{package}/{f.name}" for f in base.iterdir() if f.is_file() and not f.name.endswith(".pyc")]
+    return out
+
+
+def test_the_wheel_holds_no_benchmark_soak_or_experiment():
+    packages = __import__("tomllib").loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    assert all(p == "lakecat" or p.startswith("lakecat.") for p in packages), packages
+    files = _wheel_files()
+    assert "lakecat/catalog.py" in files and "lakecat.commands/main.py" in files, files  # the walk sees the package
+    lab = [f for f in files if any(word in f.lower() for word in ("bench", "soak", "baseline", "experiment"))]
+    assert not lab, f"the lab in the wheel: {lab}"
+    assert not [p for p in PACKAGE.rglob("*") if p.name in ("bench", "soak", "benchmarks", "baseline.py")]
+
+
 @pytest.mark.slow
 def test_core_is_mypy_clean():
     import subprocess
     import sys
 
     proc = subprocess.run(
-        [sys.executable, "-m", "mypy", "lakecat"], cwd=ROOT, capture_output=True, text=True, timeout=600
+        [sys.executable, "-m", "mypy", "lakecat", "benchmarks"], cwd=ROOT, capture_output=True, text=True, timeout=600
     )
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
 
@@ -300,24 +325,6 @@ def test_third_format_capabilities_come_from_what_it_implements(jsonlog):
     assert not any(caps.values()), caps
     assert get_format("delta").capabilities["compact_sort"] is False
     assert get_format("iceberg").capabilities["compact_sort"] is True
-
-
-def test_every_builtin_format_has_its_baseline_and_a_third_one_exit_3(jsonlog):
-    """The bench's and the soak's hand-written yardstick lives with each format (``Baseline``): every member there for
-    the built-in ones, exit 3 (not another format's code) for a format without one."""
-    from lakecat.errors import UnsupportedOperationError
-    from lakecat.formats import get_format
-    from lakecat.formats.base import Baseline
-
-    members = [m for m in vars(Baseline) if not m.startswith("_")] + list(Baseline.__annotations__)
-    for name in BUILTIN:
-        baseline = get_format(name).baseline()
-        missing = [m for m in members if not hasattr(baseline, m)]
-        assert not missing, (name, missing)
-        assert set(baseline.light_one_liners) == {"timetravel_count", "changes_count", "where_limit"}
-    with pytest.raises(UnsupportedOperationError) as e:
-        get_format(jsonlog).baseline()
-    assert e.value.exit_code == 3 and f"not supported for {jsonlog} tables" in str(e.value)
 
 
 def test_third_format_answers_exit_3_for_everything_it_lacks(cli, catalog, ns, jsonlog, tmp_path):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import operator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,9 +21,6 @@ FILE_FORMATS = ("json", "csv", "parquet")
 
 
 def _any(conditions: Any) -> Any:
-    import functools
-    import operator
-
     return functools.reduce(operator.or_, conditions)
 
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import logging
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -42,8 +44,6 @@ def _offsets(value: Any) -> dict[str, dict[str, int]]:
     try:
         parsed = json.loads(value)
     except ValueError:
-        import ast
-
         parsed = ast.literal_eval(value)
     if not isinstance(parsed, dict):
         raise ValueError(f"not a Kafka offsets map: {value!r}")
@@ -86,8 +86,6 @@ class KafkaSource(Source):
         if self.starting_offsets not in STARTING_OFFSETS:
             raise InvalidArgumentError(f"invalid starting offsets {self.starting_offsets!r}: use earliest or latest")
         if self.topic_pattern:
-            import re
-
             try:
                 re.compile(self.topic_pattern)
             except re.error as e:
@@ -127,8 +125,6 @@ class KafkaSource(Source):
         Raises:
             LakecatError: the broker does not answer within ``timeout`` seconds, or a topic is missing.
         """
-        import re
-
         from confluent_kafka import KafkaException
         from confluent_kafka.admin import AdminClient
 

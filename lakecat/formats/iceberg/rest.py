@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
-from ...errors import InvalidConfigError, LakecatError, TableNotFoundError
+from ...errors import InvalidArgumentError, InvalidConfigError, LakecatError, TableNotFoundError
 from ...identifiers import TableIdent
 from ...metastore import TableEntry, normalize_location
 from .spark import SECTION
@@ -160,8 +160,6 @@ def get_entry(fmt: str, config: CatalogConfig, ident: TableIdent) -> TableEntry 
 def list_entries(fmt: str, config: CatalogConfig, namespace: str | None) -> list[TableEntry]:
     """Every table of the REST catalog lakecat can name (``namespace.table``: one namespace level)."""
     from pyiceberg.exceptions import NoSuchNamespaceError
-
-    from ...errors import InvalidArgumentError
 
     with rest_errors(config, f"list catalog {config.name}"):
         cat = catalog(config)

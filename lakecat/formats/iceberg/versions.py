@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+import gzip
+import json
 import uuid
+from functools import reduce
+from types import SimpleNamespace as View
 from typing import TYPE_CHECKING, Any
 
 from ...engine import is_connect, sql_string, to_int
 from ...errors import NotExactError
+from ...files import fs_for, norm_path
 from ...identifiers import quote
 from ...records import CDC_KEY_PROPERTY, spark_lookup
 from ..base import Commit, VersionLog, unified_summary
+from . import rest
+from .markers import MARKER_QUERY
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -99,7 +106,6 @@ class IcebergVersionLog(VersionLog):
 def snapshot_view(doc: dict[str, Any]) -> Any:
     """The snapshot half of a parsed metadata file, shaped as pyiceberg's ``TableMetadata`` shows it (``snapshots``,
     ``current_snapshot_id``, ``snapshot_log``): what the version log, the lineage and rollback read."""
-    from types import SimpleNamespace as View
 
     def summary(d: dict[str, Any] | None) -> Any:
         if not d:
@@ -126,10 +132,6 @@ def snapshot_view(doc: dict[str, Any]) -> Any:
 
 def _metadata_json(location: str) -> dict[str, Any]:
     """An Iceberg table metadata file, parsed (gzip-compressed ones too: ``*.gz.metadata.json``)."""
-    import gzip
-    import json
-
-    from ...files import fs_for, norm_path
 
     if "://" not in location or location.startswith("file:"):  # a local file: no pyarrow import
         with open(norm_path(location) if location.startswith("file:") else location, "rb") as fh:
@@ -155,8 +157,6 @@ class IcebergVersions:
     def metadata_file_doc(self, table: TableHandle) -> dict[str, Any] | None:
         """The table's current metadata file, parsed, where lakecat's catalog names it (no pyiceberg import); None for a
         table of an external catalog (REST) or a file that is missing or unreadable (``load()`` then says so)."""
-        from . import rest
-
         if rest.is_external(table.catalog.config):
             return None
         entry = table.refresh()
@@ -234,8 +234,6 @@ class IcebergVersions:
 
     def _diff_changes(self, table: TableHandle, commits: dict[int, Commit]) -> DataFrame:
         """Changes as the difference of each commit and its parent: slower, but it sees merge-on-read deletes."""
-        from functools import reduce
-
         from pyspark.sql import functions as F
 
         parts = []
@@ -290,8 +288,6 @@ class IcebergVersions:
         return _stream(tbl, meta.schema(), parts, extra)
 
     def streams_undone_by(self, table: TableHandle, target: int, current: int | None) -> list[str]:
-        from .markers import MARKER_QUERY
-
         meta = self.snapshot_metadata(table)
         kept = set(_ancestors(meta, target))
         by_id = {s.snapshot_id: s for s in meta.snapshots}
