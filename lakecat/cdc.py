@@ -443,7 +443,6 @@ def ensure_key(table: TableLike, keys: list[str]) -> list[str]:
 
 
 # --- batch upserts -----------------------------------------------------------------------------
-UpsertReport = UpsertResult  # the name of earlier releases
 
 
 def _read_path(

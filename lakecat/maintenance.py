@@ -56,7 +56,6 @@ DEFAULT_MIN_INPUT_FILES = 5  # `maintain` compacts a partition once it has this 
 AUTO_MIN_INPUT_FILES = 2  # `maintain --auto` compacts what health counts: small files sharing a partition
 MAINTAIN_ACTIONS = ("compact", "expire", "clean-orphans", "rewrite-metadata")
 APPLY_DELETES = "apply-deletes"  # a policy entry `maintain --auto` sets when deletes call for compaction
-MaintainReport = MaintainResult  # the name of earlier releases
 Decide = Callable[["TableLike", dict[str, str]], tuple[list[str], dict[str, Any]]]
 
 POLICY_KEYS = {

@@ -32,9 +32,6 @@ ACTIONS = ["view", "view", "view", "click", "click", "add_to_cart", "purchase"]
 COUNTRIES = ["DE", "FR", "US", "US", "BR", "IN", "JP", "NL"]
 
 
-QuickstartReport = QuickstartResult  # the name of earlier releases
-
-
 def clickstream(n: int, *, malformed: int, seed: int | None = None) -> list[bytes]:
     """``n`` realistic click events as JSON, with ``malformed`` broken ones mixed in."""
     rnd = random.Random(seed)

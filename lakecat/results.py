@@ -2,7 +2,7 @@
 
 One naming scheme: what an API call returns is a ``...Result`` (``CompactResult``, ``IngestResult``,
 ``HistoryResult``); the records inside a result are plain nouns (``HistoryEntry``, ``ColumnInfo``,
-``PartitionPlan``). The names of earlier releases stay as aliases at the end of this module.
+``PartitionPlan``).
 """
 
 from __future__ import annotations
@@ -553,13 +553,3 @@ class QuickstartResult(Result):
     tables: dict[str, dict[str, Any]] = field(default_factory=dict)
     next_commands: list[str] = field(default_factory=list)
     duration_s: float = 0.0
-
-
-# Names of earlier releases.
-TableList = ListResult
-TableDescription = DescribeResult
-History = HistoryResult
-MaintainReport = MaintainResult
-IngestReport = IngestResult
-UpsertReport = UpsertResult
-QuickstartReport = QuickstartResult

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
         CompactResult,
         DescribeResult,
         ExpireResult,
+        HistoryResult,
         MetadataResult,
         OrphanResult,
         PropertiesResult,
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
         TagsResult,
         UpsertResult,
     )
-    from .versions import History, TableAsOf, TableChanges
+    from .versions import TableAsOf, TableChanges
 
 
 class Table:
@@ -107,7 +108,7 @@ class Table:
         return input_fields(self.spark_schema(), self.adapter.generated_columns(self))
 
     # --- versions (lakecat/versions.py) ---------------------------------------------------------
-    def history(self, *, limit: int | None = None) -> History:
+    def history(self, *, limit: int | None = None) -> HistoryResult:
         """The table's commits, newest first (``version`` = Delta version / Iceberg snapshot id); no JVM."""
         return versions.history(self, limit=limit)
 

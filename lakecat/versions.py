@@ -37,8 +37,6 @@ CHANGE_COLUMNS = ("_change_type", "_commit_version", "_commit_timestamp")
 DEFAULT_ROW_LIMIT = 100
 ENGINES = ("light", "spark")
 
-History = HistoryResult  # the name of earlier releases
-
 
 @contextlib.contextmanager
 def _engine_errors(what: str, table: TableLike, version: int | None = None) -> Iterator[None]:
@@ -85,7 +83,7 @@ def _check_limit(limit: int | None) -> int | None:
 
 
 # --- history (light path) ----------------------------------------------------------------------
-def history(table: TableLike, *, limit: int | None = None) -> History:
+def history(table: TableLike, *, limit: int | None = None) -> HistoryResult:
     """The table's commits, newest first, from metadata alone (no JVM)."""
     limit = _check_limit(limit)
     v = table.adapter.versions(table)
