@@ -163,10 +163,6 @@ def cli():
     return invoke
 
 
-# Benchmarks print figures; they are scripts, not tests.
-collect_ignore = ["bench"]
-
-
 @pytest.fixture(scope="session")
 def kafka_bootstrap(tmp_path_factory):
     """A real single-node KRaft broker for the whole run, on a free port; yields "127.0.0.1:port"."""

@@ -12,10 +12,14 @@ from pathlib import Path
 import pytest
 from helpers import read_rows
 
-from lakecat.bench import suite as bench
+from benchmarks import cli, compaction, freshness, ingest, measure, report, suite
+from benchmarks.baselines import BASELINES, Baseline, baseline
+from lakecat.formats import format_names
+
+ROOT = Path(__file__).resolve().parent.parent
 
 SAMPLE = {
-    "suite": "lakecat.bench",
+    "suite": "benchmarks",
     "quick": False,
     "machine": {
         "cpu_count": 2,
@@ -144,35 +148,20 @@ SAMPLE = {
     },  # fmt: skip
 }
 
-README = """# lakecat
-
-Intro.
-
-## Performance
-
-Old hand-written figures that the generator replaces.
-
-| old | table |
-|---|---|
-
-## Known limitations
-
-- keep me
-"""
-
 
 def test_help_runs_without_spark() -> None:
-    res = subprocess.run([sys.executable, "-m", "lakecat.bench", "--help"], capture_output=True, text=True, timeout=120,
-                         env={**os.environ, "PYSPARK_PYTHON": "/nonexistent"})  # fmt: skip
+    res = subprocess.run([sys.executable, "-m", "benchmarks", "--help"], capture_output=True, text=True, timeout=120,
+                         cwd=ROOT, env={**os.environ, "PYSPARK_PYTHON": "/nonexistent"})  # fmt: skip
     assert res.returncode == 0, res.stderr
-    for flag in ("--quick", "--out", "--docs", "--readme", "--from-json", "--sections"):
+    for flag in ("--quick", "--out", "--docs", "--from-json", "--sections", "--set", "--formats", "--scale"):
         assert flag in res.stdout
     assert "--child" not in res.stdout  # internal
+    assert "--readme" not in res.stdout  # the suite writes the docs' generated block, never the README
 
 
 def test_markdown_has_every_table_and_the_machine() -> None:
-    md = bench.render_markdown(SAMPLE)
-    assert md.startswith(bench.START_MARK) and md.endswith(bench.END_MARK)
+    md = report.render_markdown(SAMPLE)
+    assert md.startswith(report.START_MARK) and md.endswith(report.END_MARK)
     assert "2 × Test CPU @ 2.0GHz, 23.4 GiB RAM" in md and "PySpark 4.1.1" in md and "Java 17.0.15" in md
     assert "| Iceberg | 15,730 | 14,900 | 1.2 | 0.95× |" in md
     assert "| Delta | 1.30 s / 2.00 s | 1.35 s / 2.10 s | 1.04× |" in md
@@ -191,13 +180,13 @@ def test_dedupe_rows_and_ratio() -> None:
     doc["ingest"].update({"repeat": 3, "statistic": "median", "dedupe": {"key": "id", "watermark": "60d", "results": {
         "delta": {"plain_rows_per_s": 9000, "lakecat_rows_per_s": 8640, "ratio": 0.96, "plain_cpu_s": 20.0,
                   "lakecat_cpu_s": 21.0, "cpu_ratio": 1.05, "lakecat_setup_s": 0.4}}}})  # fmt: skip
-    md = bench.render_markdown(doc)
+    md = report.render_markdown(doc)
     assert "median of 3 runs each, alternating order" in md and "dropDuplicatesWithinWatermark" in md
     assert "| Delta, `--dedupe-key` | 9,000 | 8,640 | – | 0.96× | 20.0 / 21.0 | 0.40 s |" in md
-    assert bench.ratios(doc)["ingest.delta.dedupe_throughput"]["value"] == 0.96
-    assert bench._modes("json, dedupe") == ("json", "dedupe")
+    assert report.ratios(doc)["ingest.delta.dedupe_throughput"]["value"] == 0.96
+    assert ingest.parse_modes("json, dedupe") == ("json", "dedupe")
     try:
-        bench._modes("json,upsert")
+        ingest.parse_modes("json,upsert")
     except ValueError as e:
         assert "upsert" in str(e)
     else:
@@ -207,33 +196,9 @@ def test_dedupe_rows_and_ratio() -> None:
 def test_markdown_tolerates_missing_and_failed_sections() -> None:
     doc = {"machine": SAMPLE["machine"], "ingest": {"error": "RuntimeError: boom"},
            "cdc": {"skipped": "tests/bench/bench_cdc.py not found"}}  # fmt: skip
-    md = bench.render_markdown(doc)
+    md = report.render_markdown(doc)
     assert "failed in this run" in md and "not measured in this run" in md
     assert "Compaction" not in md and "Freshness" not in md
-
-
-def test_update_readme_replaces_the_section_then_only_the_markers() -> None:
-    first = bench.update_readme(README, bench.render_markdown(SAMPLE))
-    assert "Old hand-written figures" not in first
-    assert first.index("## Performance") < first.index(bench.START_MARK) < first.index(bench.END_MARK)
-    assert first.index(bench.END_MARK) < first.index("## Known limitations")
-    assert first.startswith("# lakecat\n\nIntro.\n") and first.endswith("- keep me\n")
-    changed = json.loads(json.dumps(SAMPLE))
-    changed["ingest"]["results"]["iceberg"]["lakecat_rows_per_s"] = 16000
-    second = bench.update_readme(first, bench.render_markdown(changed))
-    assert "16,000" in second and "14,900" not in second
-    assert second.count(bench.START_MARK) == 1 and second.count("## Performance") == 1
-    assert bench.update_readme(second, bench.render_markdown(changed)) == second  # idempotent
-
-
-def test_from_json_rewrites_the_readme(tmp_path, capsys) -> None:
-    saved = tmp_path / "bench.json"
-    saved.write_text(json.dumps(SAMPLE))
-    readme = tmp_path / "README.md"
-    readme.write_text(README)
-    assert bench.main(["--from-json", str(saved), "--readme", str(readme)]) == 0
-    assert json.loads(capsys.readouterr().out)["ingest"]["events"] == 200000
-    assert bench.START_MARK in readme.read_text() and "- keep me" in readme.read_text()
 
 
 DOCS_PAGE = """# Performance
@@ -255,27 +220,39 @@ def test_from_json_rewrites_the_docs_page(tmp_path, capsys, monkeypatch) -> None
     page.parent.mkdir()
     page.write_text(DOCS_PAGE)
     monkeypatch.chdir(tmp_path)  # --docs without a value: docs/performance.md of the current directory
-    assert bench.main(["--from-json", str(saved), "--docs"]) == 0
+    assert cli.main(["--from-json", str(saved), "--docs"]) == 0
     assert json.loads(capsys.readouterr().out)["ingest"]["events"] == 200000
     text = page.read_text()
     assert "old generated block" not in text and "| Iceberg | 15,730 | 14,900 | 1.2 | 0.95× |" in text
-    assert text.startswith("# Performance\n\n" + bench.START_MARK) and text.endswith(
+    assert text.startswith("# Performance\n\n" + report.START_MARK) and text.endswith(
         "## What profiling found\n\n- keep me\n"
     )
     assert "--from-json bench.json --docs" in text
 
 
+def test_the_generated_block_is_replaced_and_nothing_else() -> None:
+    first = report.replace_generated_block(DOCS_PAGE, report.render_markdown(SAMPLE))
+    assert "old generated block" not in first and first.startswith("# Performance\n\n" + report.START_MARK)
+    assert first.endswith(report.END_MARK + "\n\n## What profiling found\n\n- keep me\n")
+    changed = json.loads(json.dumps(SAMPLE))
+    changed["ingest"]["results"]["iceberg"]["lakecat_rows_per_s"] = 16000
+    second = report.replace_generated_block(first, report.render_markdown(changed))
+    assert "16,000" in second and "14,900" not in second and second.count(report.START_MARK) == 1
+    assert report.replace_generated_block(second, report.render_markdown(changed)) == second  # idempotent
+    with pytest.raises(ValueError, match="no generated block"):  # a page without the markers is never rewritten
+        report.replace_generated_block("# Performance\n\nprose\n", report.render_markdown(SAMPLE))
+
+
 def test_the_docs_performance_page_is_generated_from_the_checked_in_json() -> None:
-    root = Path(__file__).resolve().parent.parent
-    doc = json.loads((root / "docs" / "bench-full.json").read_text())
-    page = (root / bench.DOCS_PAGE).read_text()
-    assert bench.render_markdown(doc) in page, (
-        "regenerate: python -m lakecat.bench --from-json docs/bench-full.json --docs"
+    doc = json.loads((ROOT / "docs" / "bench-full.json").read_text())
+    page = (ROOT / report.DOCS_PAGE).read_text()
+    assert report.render_markdown(doc) in page, (
+        "regenerate: python -m benchmarks --from-json docs/bench-full.json --docs"
     )
 
 
 def test_ratios_are_flat_with_a_direction() -> None:
-    r = bench.ratios(SAMPLE)
+    r = report.ratios(SAMPLE)
     assert r["ingest.iceberg.throughput"] == {
         "value": 0.947,
         "better": "higher",
@@ -285,21 +262,21 @@ def test_ratios_are_flat_with_a_direction() -> None:
     assert r["cdc.delta.throughput"] == {
         "value": 1.027,
         "better": "higher",
-        "what": "lakecat events/s / plain events/s (lakecat.bench.cdc)",
+        "what": "lakecat events/s / plain events/s (benchmarks.cdc)",
     }
     assert r["compact.iceberg.time_vs_engine"]["value"] == 1.32
     assert r["metadata.list_vs_spark_start"]["value"] == 0.039
 
 
 def test_failed_sections_and_quantiles() -> None:
-    assert bench.failed_sections(SAMPLE) == []
-    assert bench.failed_sections({"compact": {"error": "x"}, "cdc": {"skipped": "y"}}) == ["compact"]
-    assert bench.failed_sections({"compact": {"results": {}, "big": {"error": "MemoryError"}}}) == ["compact.big"]
-    assert bench.failed_sections({"ingest": {"results": {}, "big": {"error": "ConnectionRefusedError"}}}) == [
+    assert suite.failed_sections(SAMPLE) == []
+    assert suite.failed_sections({"compact": {"error": "x"}, "cdc": {"skipped": "y"}}) == ["compact"]
+    assert suite.failed_sections({"compact": {"results": {}, "big": {"error": "MemoryError"}}}) == ["compact.big"]
+    assert suite.failed_sections({"ingest": {"results": {}, "big": {"error": "ConnectionRefusedError"}}}) == [
         "ingest.big"
     ]
-    assert bench._pct([3.0, 1.0, 2.0, 4.0], 0.5) == 2.5
-    assert bench._pct([], 0.5) is None
+    assert measure.quantile([3.0, 1.0, 2.0, 4.0], 0.5) == 2.5
+    assert measure.quantile([], 0.5) is None
 
 
 def test_a_failed_section_keeps_the_spark_logs(tmp_path) -> None:
@@ -308,18 +285,18 @@ def test_a_failed_section_keeps_the_spark_logs(tmp_path) -> None:
     (home / "child.log").write_text("[bench] ingest at 2,000,000 events failed\n")
     (home / "logs" / "spark.log").write_text("java.lang.OutOfMemoryError: Java heap space\n")
     ok = {"ingest": {"results": {"iceberg": {"ratio": 1.0}}}, "compact": {"results": {}}}
-    assert bench.failed_sections(ok) == [] and bench.keep_logs(home, ok) is None
+    assert suite.failed_sections(ok) == [] and suite.keep_logs(home, ok) is None
     failed = {
         "ingest": {"results": {}, "big": {"events": 2_000_000, "error": "ConnectionRefusedError(111)"}},
         "freshness": {"error": "ConnectionRefusedError(111)"},
     }
-    assert bench.failed_sections(failed) == ["freshness", "ingest.big"]
-    kept = bench.keep_logs(home, failed)
+    assert suite.failed_sections(failed) == ["freshness", "ingest.big"]
+    kept = suite.keep_logs(home, failed)
     assert kept is not None and kept.parent != home and not kept.is_relative_to(home)
     assert (kept / "spark.log").read_text().startswith("java.lang.OutOfMemoryError")
     assert (kept / "child.log").read_text().startswith("[bench] ingest")
-    assert bench.keep_logs(home, {"spark_child_error": "spark child exited 1: ..."}) is not None
-    assert bench.keep_logs(tmp_path / "empty", failed) is None  # nothing to keep
+    assert suite.keep_logs(home, {"spark_child_error": "spark child exited 1: ..."}) is not None
+    assert suite.keep_logs(tmp_path / "empty", failed) is None  # nothing to keep
 
 
 def test_the_ingest_at_scale_renders_and_has_its_ratios() -> None:
@@ -338,30 +315,30 @@ def test_the_ingest_at_scale_renders_and_has_its_ratios() -> None:
         "events": 2_000_000, "batch": 50000, "repeat": 3, "statistic": "median", "topic_partitions": 3,
         "input_bytes": 161_377_780, "topic_disk_bytes": 181_465_054, "results": {"delta": dict(row, ratio=0.96)},
         "dedupe": {"key": "id", "watermark": "60d", "results": {"iceberg": row}}}})  # fmt: skip
-    md = bench.render_markdown(doc)
+    md = report.render_markdown(doc)
     assert "**Ingest at 2,000,000 events** (2,000,000 JSON events — 161 MB of JSON, 181 MB of Kafka log on disk" in md
     assert "| Iceberg, `--dedupe-key` | 34,913 | 33,415 | 2.7 | 0.96× | 91.6 / 97.8 | 0.21 s |" in md
     assert "unloads Spark's state stores" in md
-    r = bench.ratios(doc)
+    r = report.ratios(doc)
     assert (
         r["ingest_big.iceberg.dedupe_throughput"]["value"] == 0.957
         and r["ingest_big.delta.throughput"]["value"] == 0.96
     )
     assert r["ingest.iceberg.throughput"]["value"] == doc["ingest"]["results"]["iceberg"]["ratio"]  # the 200k keys stay
     doc["ingest"]["big"] = {"events": 2_000_000, "error": "RuntimeError: boom"}
-    assert "**Ingest at scale**: failed in this run (RuntimeError: boom)." in bench.render_markdown(doc)
+    assert "**Ingest at scale**: failed in this run (RuntimeError: boom)." in report.render_markdown(doc)
 
 
 def test_process_tree_usage_sees_this_process() -> None:
-    usage = bench.tree_usage()
+    usage = measure.tree_usage()
     assert usage["total_mb"] > 1 and usage["cpu_s"] > 0 and usage["jvm_mb"] >= 0
 
 
 def test_scale_sets_the_ingest_events() -> None:
-    assert bench._scale("2m") == 2_000_000 and bench._scale("200k") == 200_000 and bench._scale("1.5M") == 1_500_000
-    assert bench._scale("50000") == 50_000
-    res = subprocess.run([sys.executable, "-m", "lakecat.bench", "--scale", "lots", "--sections", "ingest"],
-                         capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert cli._scale("2m") == 2_000_000 and cli._scale("200k") == 200_000 and cli._scale("1.5M") == 1_500_000
+    assert cli._scale("50000") == 50_000
+    res = subprocess.run([sys.executable, "-m", "benchmarks", "--scale", "lots", "--sections", "ingest"],
+                         capture_output=True, text=True, timeout=120, cwd=ROOT)  # fmt: skip
     assert res.returncode == 2 and "invalid scale 'lots'" in res.stderr
 
 
@@ -376,20 +353,20 @@ def test_the_many_small_files_compaction_and_the_input_size_render() -> None:
               "peak_mb": {"python_mb": 350, "jvm_mb": 1400, "total_mb": 1750}} for fmt in ("iceberg", "delta")}}  # fmt: skip
     doc["memory"]["spark_driver"]["compact_big_delta"] = {"python_mb": 350, "jvm_mb": 1400, "total_mb": 1750}
     doc["memory"]["spark_driver"]["ingest_tuned_delta"] = {"python_mb": 230, "jvm_mb": 1640, "total_mb": 1870}
-    md = bench.render_markdown(doc)
+    md = report.render_markdown(doc)
     assert "200,000 JSON events — 22 MB of JSON, 30 MB of Kafka log on disk" in md
     assert "**Compaction of 10,000 small files**" in md and "| files before → after | 10,000 → 3 | 10,000 → 3 |" in md
     assert "| of it: the engine's procedure / lakecat's own part | 41.2 s / 0.80 s |" in md
     assert "| driver peak (Python + JVM) | 1,750 MB | 1,750 MB |" in md
     assert "| compact big delta | 350 | 1,400 | 1,750 |" in md
     assert "| ingest tuned delta | 230 | 1,640 | 1,870 |" in md  # the tuned plain job's phases are measured too
-    assert bench.ratios(doc)["compact.delta.big_time_vs_engine"]["value"] == 1.05
+    assert report.ratios(doc)["compact.delta.big_time_vs_engine"]["value"] == 1.05
 
 
 def test_the_freshness_poll_counts_what_a_reader_sees(catalog, spark, ns, table_format):
     """The freshness section's poll on a real table, both ways (a full run once failed here after the format refactor)."""
-    t = catalog.create_table(f"{ns}.fresh_poll", schema=bench.SCHEMA, format=table_format)
-    metadata, by_spark = bench.visible_rows(catalog, t, "metadata"), bench.visible_rows(catalog, t, "spark")
+    t = catalog.create_table(f"{ns}.fresh_poll", schema=ingest.SCHEMA, format=table_format)
+    metadata, by_spark = freshness.visible_rows(catalog, t, "metadata"), freshness.visible_rows(catalog, t, "spark")
     assert metadata() == 0 and by_spark() == 0
     spark.sql(f"""INSERT INTO {t.spark_name} VALUES (1, TIMESTAMP '2024-01-01 00:00:00', 'a', 1.50),
         (2, NULL, 'b', NULL), (3, TIMESTAMP '2024-01-02 00:00:00', NULL, 2.00)""")
@@ -412,7 +389,7 @@ def test_the_compaction_pair_alternates_and_rolls_back_between_rounds(catalog, s
     before = lt.describe().files
     row: dict = {}
     commits_before = len(tables["f"].history().entries)
-    bench._compact_pair(catalog, spark, lt, et, 64 * 1024 * 1024, row, repeat=3, first=tables["f"])
+    compaction._compact_pair(catalog, spark, lt, et, 64 * 1024 * 1024, row, repeat=3, first=tables["f"])
     # the third copy: compacted in each of the 4 rounds (warm-up included), rolled back in between
     assert tables["f"].describe().files == 1
     assert len(tables["f"].history().entries) - commits_before >= 4
@@ -431,7 +408,7 @@ def test_the_compaction_pair_alternates_and_rolls_back_between_rounds(catalog, s
     assert spark.table(lt.spark_name).count() == 3 and spark.table(et.spark_name).count() == 3
     for t in (lt, et):  # read by pyiceberg / delta-rs: the rolled-back-and-compacted tables are valid and whole
         assert sorted((r["id"], r["region"]) for r in read_rows(catalog, t)) == [(0, "r0"), (1, "r1"), (2, "r2")]
-    md = bench._rounds_note({"x": row})
+    md = report._rounds_note({"x": row})
     assert "after one warm-up round that is not counted, 3 rounds in alternating order" in md
     assert "lakecat / engine the median of the rounds' ratios" in md
 
@@ -444,8 +421,8 @@ def test_the_ingest_section_runs_both_sizes_apart_and_releases_state(catalog, ka
     (a shared checkpoint would make its runs no-ops), every run keeps every event, and the state stores are released."""
     sizes = {"events": 400, "batch": 200, "ingest_repeat": 1, "ingest_modes": "dedupe", "ingest_plain": 1,
              "ingest_big_events": 600, "ingest_big_repeat": 1}  # fmt: skip
-    out = bench.ingest_section(catalog, kafka_bootstrap, sizes, formats=["iceberg", "delta"], home=tmp_path,
-                               sampler=bench.TreeSampler())  # fmt: skip
+    out = ingest.ingest_section(catalog, kafka_bootstrap, sizes, formats=["iceberg", "delta"], home=tmp_path,
+                               sampler=measure.TreeSampler())  # fmt: skip
     for doc, n in ((out, 400), (out["big"], 600)):
         assert doc["events"] == n and doc["state_released"] is True and doc["order"] == "by_row"
         for fmt in ("iceberg", "delta"):
@@ -458,4 +435,18 @@ def test_the_ingest_section_runs_both_sizes_apart_and_releases_state(catalog, ka
             (f"bench.i_lead_dedupe_{fmt}", 400),
         ):  # each row's untimed first run, of the full size
             assert sorted(r["id"] for r in read_rows(catalog, name)) == list(range(n))
-    assert "each row's runs together after one untimed run of it" in bench.render_markdown({"ingest": out})
+    assert "each row's runs together after one untimed run of it" in report.render_markdown({"ingest": out})
+
+
+def test_every_builtin_format_has_its_hand_written_baseline() -> None:
+    """Each format's baseline is registered by name inside the benchmarks (no adapter knows the harness): every member
+    of the protocol for the built-in formats; a format without one is named in the error."""
+    members = [m for m in vars(Baseline) if not m.startswith("_")] + list(Baseline.__annotations__)
+    assert set(BASELINES) == set(format_names(builtin_only=True))
+    for name in BASELINES:
+        plain = baseline(name)
+        missing = [m for m in members if not hasattr(plain, m)]
+        assert not missing, (name, missing)
+        assert set(plain.light_one_liners) == {"timetravel_count", "changes_count", "where_limit"}
+    with pytest.raises(LookupError, match="no hand-written baseline for jsonlog tables"):
+        baseline("jsonlog")

@@ -1,5 +1,5 @@
 """The chaos soak's short form: the plain event streams of both formats for two minutes (the on-demand form adds the
-Debezium CDC streams and runs for 20 minutes: `python -m lakecat.soak --minutes 20`, see docs/reliability.md).
+Debezium CDC streams and runs for 20 minutes: `python -m benchmarks.soak --minutes 20`, see docs/reliability.md).
 
 Real everything: a KRaft broker, `lakecat ingest` processes for both formats (plain and Debezium CDC) killed with
 SIGKILL and restarted, the broker restarted, `maintain` looping with forced short windows, a concurrent `upsert`;
@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -19,9 +20,9 @@ pytestmark = [pytest.mark.spark, pytest.mark.kafka, pytest.mark.slow]
 
 
 def test_short_chaos_soak_loses_and_doubles_nothing(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "lakecat.soak", "--minutes", "2", "--kills", "1", "--seed", "7", "--no-cdc",
+    proc = subprocess.run([sys.executable, "-m", "benchmarks.soak", "--minutes", "2", "--kills", "1", "--seed", "7", "--no-cdc",
                            "--work", str(tmp_path / "soak")], capture_output=True, text=True, timeout=2400,
-                          env=dict(os.environ), check=False)  # fmt: skip
+                          env=dict(os.environ), check=False, cwd=Path(__file__).resolve().parent.parent)  # fmt: skip
     assert proc.stdout.strip(), proc.stderr[-3000:]
     figures = json.loads(proc.stdout)
     summary = json.dumps({k: v for k, v in figures.items() if k != "tables"}, default=str)

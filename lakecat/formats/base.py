@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
 from ..engine import to_int
 from ..errors import NotExactError, UnsupportedOperationError, VersionNotFoundError
+from ..files import local_path
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -75,46 +76,6 @@ class TableHandle(Protocol):
         ...
 
     def refresh(self) -> TableEntry: ...
-
-
-class Baseline(Protocol):
-    """The same work written by hand with the format's own API, as a user would without lakecat: the yardstick of
-    ``python -m lakecat.bench`` (every figure is a ratio against it) and the independent reader of
-    ``python -m lakecat.soak``. Not lakecat's code path: it lives with its format so that the bench and the soak
-    above stay format-neutral."""
-
-    #: ``python -c`` one-liners of the format's light library for the bench's light reads (``timetravel_count``,
-    #: ``changes_count``, ``where_limit``); ``str.format`` fields: loc, version, since, until, start, where, catalog,
-    #: uri, warehouse, ident.
-    light_one_liners: dict[str, str]
-    #: Table properties for a build of many small files (the compaction section's tables).
-    many_files_properties: dict[str, str]
-
-    def stream_to(self, writer: Any, catalog: Any, table: Any) -> Any:
-        """Start ``writer`` (a ``DataStreamWriter``) into ``table`` with the format's own sink."""
-        ...
-
-    def read(self, spark: SparkSession, table: Any) -> DataFrame:
-        """The table's current rows, read the plain way."""
-        ...
-
-    def append(self, data: DataFrame, table: Any) -> None: ...
-
-    def append_small_files(self, spark: SparkSession, data: DataFrame, table: Any, rows_per_file: int) -> None:
-        """Append ``data`` in files of ``rows_per_file`` rows each (one commit)."""
-        ...
-
-    def compact(self, spark: SparkSession, catalog: Any, table: Any, target_bytes: int) -> Callable[[], Any]:
-        """The engine's own compaction of ``table``, as a user calls it: a callable that runs it once."""
-        ...
-
-    def row_count_poll(self, table: Any) -> Callable[[], int]:
-        """A callable answering the newest snapshot's row count from metadata, without Spark."""
-        ...
-
-    def read_rows(self, catalog: Any, entry: TableEntry) -> list[dict[str, Any]]:
-        """Every row, read by the format's own light library (pyiceberg, delta-rs), not by lakecat."""
-        ...
 
 
 @dataclass
@@ -255,6 +216,45 @@ class VersionLog:
     def missing(self, version: int) -> VersionNotFoundError:
         return VersionNotFoundError(
             f"version {version} of {self.name} does not exist (never committed, or expired); "
+            f"`lakecat history {self.name}` lists the versions"
+        )
+
+    def not_an_ancestor(self, since: int, until: int) -> Exception:
+        """The error for ``--since`` off the line of history that leads to ``--until``."""
+        return VersionNotFoundError(
+            f"version {since} of {self.name} is not an ancestor of version {until} (rolled back, or on "
+            "another branch): changes are read along one line of history"
+        )
+
+
+# capability -> the adapter methods that provide it (all must be overridden)
+CAPABILITY_METHODS: dict[str, tuple[str, ...]] = {
+    "time_travel": ("read_version",),
+    "changes": ("read_changes",),
+    "light_time_travel": ("scan_version_light",),
+    "light_changes": ("changes_light",),
+    "rollback": ("rollback",),
+    "ingest": ("append_batch", "committed_batch", "read_current"),
+    "merge": ("merge_marker_conf", "committed_batch", "read_current"),
+    "alter_properties": ("set_properties",),
+    "add_column": ("add_column",),
+    "rename_column": ("rename_column",),
+    "drop_column": ("drop_column",),
+    "widen_column": ("widen_column",),
+    "comment_column": ("set_column_comment",),
+    "partition_evolution": ("evolve_partitioning",),
+    "tags": ("create_tag", "drop_tag"),
+    "branches": ("create_branch", "publish"),
+    "compact": ("compact", "data_files"),
+    "expire": ("expire",),
+    "clean_orphans": ("find_orphans", "delete_orphans"),
+    "rewrite_metadata": ("rewrite_metadata",),
+    "health": ("health_facts",),
+    "register": ("find_table", "register"),
+    "convert": ("convert",),
+}
+_COMPACT_STRATEGIES = ("binpack", "sort", "zorder")
+
 #: What a failed read of a version or a change range means (``TableFormat.classify_read_error``).
 ReadFailure = Literal["files_gone", "no_change_data"]
 #: Spark's and Hadoop's words for a file that is not there, whatever the format.
@@ -287,51 +287,6 @@ class LocalServerFactory(Protocol):
 
     def __call__(self, *, data_dir: Path, port: int, catalog: CatalogContext | None = None) -> LocalServer: ...
 
-            f"`lakecat history {self.name}` lists the versions"
-        )
-
-    def not_an_ancestor(self, since: int, until: int) -> Exception:
-        """The error for ``--since`` off the line of history that leads to ``--until``."""
-        return VersionNotFoundError(
-            f"version {since} of {self.name} is not an ancestor of version {until} (rolled back, or on "
-            "another branch): changes are read along one line of history"
-        )
-
-
-# capability -> the adapter methods that provide it (all must be overridden)
-CAPABILITY_METHODS: dict[str, tuple[str, ...]] = {
-    "time_travel": ("read_version",),
-    "changes": ("read_changes",),
-    "light_time_travel": ("scan_version_light",),
-    "light_changes": ("changes_light",),
-    "rollback": ("rollback",),
-    "ingest": ("append_batch", "committed_batch", "read_current"),
-    "merge": ("merge_marker_conf", "committed_batch", "read_current"),
-    "alter_properties": ("set_properties",),
-    "add_column": ("add_column",),
-    "rename_column": ("rename_column",),
-    "drop_column": ("drop_column",),
-    "widen_column": ("widen_column",),
-    "comment_column": ("set_column_comment",),
-    #: Words of the format's engine errors that say a version's files are gone (expired or vacuumed).
-    files_gone_markers: ClassVar[tuple[str, ...]] = ()
-    #: Words of its engine errors that say change data was not recorded for part of a range.
-    no_change_data_markers: ClassVar[tuple[str, ...]] = ()
-    #: The table property that turns change data on, named when it was off (None: the format has none).
-    change_data_property: ClassVar[str | None] = None
-    "partition_evolution": ("evolve_partitioning",),
-    "tags": ("create_tag", "drop_tag"),
-    "branches": ("create_branch", "publish"),
-    "compact": ("compact", "data_files"),
-    "expire": ("expire",),
-    "clean_orphans": ("find_orphans", "delete_orphans"),
-    "rewrite_metadata": ("rewrite_metadata",),
-    "health": ("health_facts",),
-    "register": ("find_table", "register"),
-    "convert": ("convert",),
-}
-_COMPACT_STRATEGIES = ("binpack", "sort", "zorder")
-
 
 class TableFormat(ABC):
     """One table format: everything lakecat does with it, and how.
@@ -346,10 +301,6 @@ class TableFormat(ABC):
     #: Partition transforms it keeps hidden (derived from a source column without a visible column).
     hidden_partitioning: ClassVar[bool] = False
     #: Compaction strategies ``compact`` accepts.
-    def local_servers(self) -> dict[str, LocalServerFactory]:
-        """Development servers the format ships, by the name ``lakecat local`` gives them (``{"rest": ...}``)."""
-        return {}
-
     compact_strategies: ClassVar[tuple[str, ...]] = ()
     #: Shortest window expiry and orphan cleanup accept without ``force``, and why.
     safety_floor: ClassVar[timedelta] = timedelta(days=7)
@@ -362,6 +313,12 @@ class TableFormat(ABC):
     partition_evolution_in_place: ClassVar[bool] = False
     #: Why the format lacks a capability, for the exit-3 sentence (capability -> reason).
     gap_reasons: ClassVar[dict[str, str]] = {}
+    #: Words of the format's engine errors that say a version's files are gone (expired or vacuumed).
+    files_gone_markers: ClassVar[tuple[str, ...]] = ()
+    #: Words of its engine errors that say change data was not recorded for part of a range.
+    no_change_data_markers: ClassVar[tuple[str, ...]] = ()
+    #: The table property that turns change data on, named when it was off (None: the format has none).
+    change_data_property: ClassVar[str | None] = None
 
     # --- capabilities -------------------------------------------------------------------------
     @property
@@ -378,10 +335,6 @@ class TableFormat(ABC):
                 caps[f"compact_{strategy}"] = caps["compact"] and strategy in self.compact_strategies
         return caps
 
-    def baseline(self) -> Baseline:
-        """The format's hand-written yardstick for the bench and the soak (``Baseline``)."""
-        raise self.unsupported("a hand-written baseline", "the bench and the soak have no yardstick for this format")
-
     def supports(self, capability: str) -> bool:
         return bool(self.capabilities.get(capability, False))
 
@@ -392,6 +345,10 @@ class TableFormat(ABC):
         """Raise ``UnsupportedOperationError`` (exit 3) unless the format has ``capability``."""
         if not self.supports(capability):
             raise self.unsupported(what or capability.replace("_", " "), why or self.gap_reasons.get(capability, ""))
+
+    def local_servers(self) -> dict[str, LocalServerFactory]:
+        """Development servers the format ships, by the name ``lakecat local`` gives them (``{"rest": ...}``)."""
+        return {}
 
     # --- catalog entries (light path) ----------------------------------------------------------
     def prepare_metastore(self, metastore: Metastore) -> None:  # noqa: B027 - optional hook
@@ -489,16 +446,6 @@ class TableFormat(ABC):
     def properties(self, table: TableHandle) -> dict[str, str]:
         """The table's properties, from metadata (no JVM)."""
         return dict(self.describe(table).properties)
-    def classify_read_error(self, exc: BaseException) -> ReadFailure | None:
-        """What an engine error of a read at a version or over a change range means: ``"files_gone"`` (expiry or
-        vacuum removed its files), ``"no_change_data"`` (the range was written without change data), or None."""
-        text = str(exc)
-        if any(m in text for m in (*_ENGINE_FILE_GONE_MARKERS, *self.files_gone_markers)):
-            return "files_gone"
-        if any(m in text for m in self.no_change_data_markers):
-            return "no_change_data"
-        return None
-
 
     # --- versions (light path) -------------------------------------------------------------
     @abstractmethod
@@ -541,6 +488,16 @@ class TableFormat(ABC):
         ``_commit_timestamp`` from ``commits``. ``NotExactError`` when only Spark reads the range exactly.
         """
         raise NotExactError(f"change reads without a JVM are not implemented for {self.name} tables")
+
+    def classify_read_error(self, exc: BaseException) -> ReadFailure | None:
+        """What an engine error of a read at a version or over a change range means: ``"files_gone"`` (expiry or
+        vacuum removed its files), ``"no_change_data"`` (the range was written without change data), or None."""
+        text = str(exc)
+        if any(m in text for m in (*_ENGINE_FILE_GONE_MARKERS, *self.files_gone_markers)):
+            return "files_gone"
+        if any(m in text for m in self.no_change_data_markers):
+            return "no_change_data"
+        return None
 
     def generated_columns(self, table: TableHandle) -> set[str]:
         """Columns the format computes itself (writers must not fill them)."""
@@ -683,6 +640,4 @@ class TableFormat(ABC):
 
     @staticmethod
     def local_dir(location: str) -> Path | None:
-        from ..files import local_path
-
         return local_path(location)

@@ -37,7 +37,6 @@ if TYPE_CHECKING:
     from ...partitioning import PartitionField
     from ...schema import Column
     from ..base import CatalogContext, TableHandle
-    from .baseline import DeltaBaseline
 
 REGISTRY_TABLE = "lakecat_delta_tables"
 LOG_DIR = "_delta_log"
@@ -93,13 +92,13 @@ class DeltaFormat(DeltaVersions, DeltaMaintenance, DeltaHealth, DeltaEvolution, 
         "widen_column": "Delta widens a type in place only with the typeWidening table feature (reader version 3), "
                         "which delta-rs and other readers cannot read yet; lakecat does not lock them out",
         "branches": "Delta has no branches (one line of versions); use a tag, or a copy of the table, to stage writes",
+    }  # fmt: skip
     files_gone_markers = (
         "DELTA_FILE_NOT_FOUND", "DELTA_CHANGE_DATA_FILE_NOT_FOUND", "DELTA_VERSIONS_NOT_CONTIGUOUS",
         "DELTA_LOG_FILE_NOT_FOUND", "VersionNotFoundException", "DELTA_CANNOT_RECONSTRUCT_PATH_FROM_URI",
     )  # fmt: skip
     no_change_data_markers = ("DELTA_MISSING_CHANGE_DATA", "enableChangeDataFeed", "change data was not recorded")
     change_data_property = CDF_PROPERTY
-    }  # fmt: skip
 
     # --- catalog entries --------------------------------------------------------------------
     def _registry(self, metastore: Metastore) -> Registry:
@@ -240,11 +239,6 @@ class DeltaFormat(DeltaVersions, DeltaMaintenance, DeltaHealth, DeltaEvolution, 
         TagStore(ctx.metastore).remove(entry.ident)
 
     # --- reads ------------------------------------------------------------------------------
-    def baseline(self) -> DeltaBaseline:
-        from .baseline import DeltaBaseline
-
-        return DeltaBaseline()
-
     def read_current(self, table: TableHandle) -> DataFrame:
         return table.catalog.session().read.format("delta").load(table.location)
 

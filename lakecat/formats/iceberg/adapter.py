@@ -41,7 +41,6 @@ if TYPE_CHECKING:
     from ...partitioning import PartitionField
     from ...schema import Column
     from ..base import CatalogContext, TableHandle
-    from .baseline import IcebergBaseline
 
 
 #: Iceberg's JdbcCatalog tables in the metastore (Spark's JdbcCatalog and pyiceberg's SqlCatalog share them)
@@ -208,13 +207,13 @@ class IcebergFormat(IcebergVersions, IcebergMaintenance, IcebergHealth, IcebergE
     safety_floor_reason = ("Iceberg's orphan-file rule: files younger than that may belong to a commit still in flight, "
                            "and readers may still be planning against those snapshots")  # fmt: skip
     default_orphan_window = timedelta(days=3)
-    files_gone_markers = ("Cannot find snapshot",)
     metadata_upkeep_threshold = 5  # manifests in the current snapshot
+    files_gone_markers = ("Cannot find snapshot",)
 
     _sql_catalogs: ClassVar[dict[tuple[str, str], Any]] = {}
     # pyiceberg tables read from metadata files, by file (immutable; parsed once per process, not once per question)
-
     _static: ClassVar[dict[str, Any]] = {}
+
     def local_servers(self) -> dict[str, LocalServerFactory]:
         return {"rest": LocalRestCatalog}
 
@@ -461,11 +460,6 @@ class IcebergFormat(IcebergVersions, IcebergMaintenance, IcebergHealth, IcebergE
         # Spark's Iceberg catalog caches table metadata: another engine (pyiceberg) may have committed since.
         spark.sql(f"REFRESH TABLE {self.spark_name(table.catalog, table.entry)}")  # the table, not a branch of it
         return spark
-
-    def baseline(self) -> IcebergBaseline:
-        from .baseline import IcebergBaseline
-
-        return IcebergBaseline()
 
     def read_current(self, table: TableHandle) -> DataFrame:
         return self.refreshed_session(table).table(table.spark_name)

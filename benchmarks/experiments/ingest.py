@@ -1,7 +1,7 @@
 """Benchmark: `lakecat ingest` against a plain hand-written Structured Streaming job, both formats.
 
-Not a test. Run:  python tests/bench/bench_ingest.py [--events 200000] [--batch 50000] [--repeat 2] [--freshness]
-A thin wrapper over the suite (`python -m lakecat.bench --sections ingest`, logic in lakecat/bench.py): N JSON
+Not a test. Run:  python -m benchmarks.experiments.ingest [--events 200000] [--batch 50000] [--repeat 2] [--freshness]
+A thin wrapper over the suite (`python -m benchmarks --sections ingest`, logic in benchmarks/): N JSON
 events on a 3-partition topic of a private local KRaft broker (or --bootstrap), drained with trigger available-now
 into a fresh table of each format, once by lakecat (parse + validate + dead-letter split + idempotent foreachBatch
 writes) and once by the plain job (readStream kafka -> from_json -> writeStream), same Spark session and batch
@@ -14,7 +14,7 @@ import argparse
 import json
 import sys
 
-from lakecat.bench import FULL, failed_sections, run_suite
+from ..suite import FULL, failed_sections, run_suite
 
 
 def main() -> int:

@@ -1,7 +1,7 @@
 """Benchmark: metadata commands (light path, no JVM) against a bare Spark session start.
 
-Not a test. Run:  python tests/bench/bench_metadata.py [--repeat 5] [--commits 20]
-A thin wrapper over the suite (`python -m lakecat.bench --sections metadata`, logic in lakecat/bench.py): median
+Not a test. Run:  python -m benchmarks.experiments.metadata [--repeat 5] [--commits 20]
+A thin wrapper over the suite (`python -m benchmarks --sections metadata`, logic in benchmarks/): median
 wall-clock seconds and peak RSS of whole `lakecat` processes (`list`, `describe` and `history` on an Iceberg and
 a Delta table) and of a plain Python process that only starts a Spark session with the same jars (what any
 Spark-based tool pays before its first answer). Prints one JSON document.
@@ -13,7 +13,7 @@ import argparse
 import json
 import sys
 
-from lakecat.bench import FULL, failed_sections, run_suite
+from ..suite import FULL, failed_sections, run_suite
 
 
 def main() -> int:

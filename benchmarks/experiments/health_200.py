@@ -4,7 +4,7 @@ The tables are written without Spark — pyiceberg into lakecat's metastore (the
 and delta-rs into a directory registered in lakecat's Delta registry — so building 200 tables takes
 seconds, not 200 Spark commits. Prints the median wall time of a few runs and checks no JVM was started.
 
-    python tests/bench/health_200.py [--tables 200] [--runs 5] [--home DIR]
+    python -m benchmarks.experiments.health_200 [--tables 200] [--runs 5] [--home DIR]
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The chaos soak: exactly once for every format under kill -9, a broker restart and maintenance running beside.
 
-``python -m lakecat.soak [--minutes N] [--kills K] [--seed S]`` (the short form CI runs: ``--minutes 3``).
+``python -m benchmarks.soak [--minutes N] [--kills K] [--seed S]`` from the checkout's root (the short form CI runs: ``--minutes 3``).
 
 What runs, all at once, against a private catalog (``LAKECAT_HOME`` in a temporary directory) and a real local
 KRaft broker:
@@ -22,7 +22,8 @@ the events tables hold every valid event exactly once (plus the upserted rows), 
 of every key (deleted keys absent), the dead-letter tables hold every malformed record exactly once. The figures are
 printed as one JSON document; exit code 0 when nothing was lost or doubled, 1 otherwise.
 
-This module is a harness outside the core (like the benchmark): it reads tables with per-format libraries.
+A harness beside the package (like the benchmark suite): it reads tables with each format's own library, through the
+hand-written baselines of ``benchmarks.baselines``.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from __future__ import annotations
 import argparse
 import base64
 import json
+import logging
 import os
 import random
 import shutil
@@ -43,6 +45,13 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
+
+import lakecat
+from lakecat import kafka_local
+from lakecat.formats import format_names
+from lakecat.kafka_local import send
+
+from ..baselines import baseline
 
 EVENTS_SCHEMA = "id BIGINT NOT NULL, k STRING, seq BIGINT, amount DECIMAL(10,2), ts TIMESTAMP"
 CDC_SCHEMA = "id BIGINT NOT NULL, name STRING, amt DECIMAL(10,2), ts TIMESTAMP"
@@ -298,8 +307,6 @@ class Soak:
     def produce(self, events_topic: str, cdc_topic: str) -> None:
         from confluent_kafka import Producer
 
-        from ..kafka_local import send
-
         producer = Producer({"bootstrap.servers": self.bootstrap, "acks": "all", "enable.idempotence": True,
                              "linger.ms": 20, "message.timeout.ms": 600_000, "logger": _quiet_logger()})  # fmt: skip
         errors: list[str] = []
@@ -351,7 +358,6 @@ class Soak:
 
     # --- the run ---
     def run(self) -> dict[str, Any]:
-        from .. import kafka_local
 
         t_start = time.monotonic()
         (self.work / "home").mkdir(parents=True, exist_ok=True)
@@ -472,9 +478,7 @@ class Soak:
 
 # --- helpers ---------------------------------------------------------------------------------------------------
 def _quiet_logger() -> Any:
-    import logging
-
-    log = logging.getLogger("lakecat.soak.producer")
+    log = logging.getLogger("benchmarks.soak.producer")
     log.setLevel(logging.CRITICAL)  # the broker's restart makes librdkafka complain; deliveries are checked instead
     return log
 
@@ -557,21 +561,15 @@ def _topic_truth(
 
 
 def _read(soak: Soak, name: str, fmt: str) -> list[dict[str, Any]]:
-    """A table's rows read by the format's own library, not by lakecat (its adapter's ``Baseline.read_rows``)."""
-    import lakecat
-
-    from ..formats import get_format
-
+    """A table's rows read by the format's own library, not by lakecat (``benchmarks.baselines``)."""
     cat = lakecat.connect()  # LAKECAT_HOME is the run's (main() sets it before anything reads it)
     if not cat.table_exists(name):
         return []
-    return get_format(fmt).baseline().read_rows(cat, cat.entry(name))
+    return baseline(fmt).read_rows(cat, cat.entry(name))
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ..formats import format_names
-
-    ap = argparse.ArgumentParser(prog="python -m lakecat.soak", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.soak", description=__doc__.split("\n\n")[0])
     ap.add_argument("--minutes", type=float, default=20.0, help="how long the chaos runs (default 20)")
     ap.add_argument(
         "--kills", type=int, default=None, help="kill -9s per format (default: one per 2 minutes, at least 2)"

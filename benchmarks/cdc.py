@@ -1,12 +1,13 @@
 """Benchmark: `lakecat ingest --cdc debezium` against the same MERGE written by hand as a plain foreachBatch job.
 
-Run:  python -m lakecat.bench.cdc [--events 50000] [--keys 5000] [--batch 10000] [--bootstrap HOST:PORT]
+Run from the checkout's root:  python -m benchmarks.cdc [--events 50000] [--keys 5000] [--batch 10000] [--bootstrap HOST:PORT]
 Produces N Debezium change events (creates, updates, deletes with tombstones; heavy key repetition) keyed by id to a
 3-partition topic of a private local KRaft broker (or --bootstrap), then drains the topic with trigger available-now
 into a fresh table of each format: once with lakecat (envelope parse + validation + dead-letter split + last event per
 key + one idempotent MERGE per batch) and once with a plain job (readStream kafka -> from_json -> foreachBatch:
 row_number per key by offset -> MERGE INTO). Same Spark session, same batch size; both tables must end equal.
-Prints one JSON document: events/s for each, and lakecat / plain.
+Prints one JSON document: events/s for each, and lakecat / plain. The suite's ``cdc`` section runs it as a
+subprocess (``run_section``), in a JVM of its own.
 """
 
 from __future__ import annotations
@@ -21,6 +22,9 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
+from typing import Any
+
+from .measure import child_env, last_json, rounded, run_measured
 
 SCHEMA = "id BIGINT NOT NULL, name STRING, amt DECIMAL(10,2), ts TIMESTAMP, region STRING"
 
@@ -144,5 +148,26 @@ def main() -> None:
         shutil.rmtree(work, ignore_errors=True)
 
 
+def run_section(*, events: int | None, bootstrap: str | None, timeout: float) -> dict[str, Any]:
+    """Runs this benchmark as a subprocess (own JVM) and returns its JSON plus its peak RSS."""
+    cmd = [sys.executable, "-m", "benchmarks.cdc"]
+    if events:
+        cmd += ["--events", str(events)]
+    if bootstrap:
+        cmd += ["--bootstrap", bootstrap]
+    env = child_env({k: v for k, v in os.environ.items() if k != "LAKECAT_HOME"})
+    run = run_measured(cmd, env=env, timeout=timeout, interval=0.25)
+    if run["rc"] != 0:
+        return {"error": f"benchmarks.cdc exited {run['rc']}: {run['stderr'].strip()[-800:]}", "command": cmd[1:]}
+    try:
+        doc = last_json(run["stdout"])
+    except ValueError:
+        return {"error": f"benchmarks.cdc printed no JSON: {run['stdout'].strip()[-400:]}", "command": cmd[1:]}
+    doc = doc if isinstance(doc, dict) else {"output": doc}
+    doc["wall_s"] = rounded(run["seconds"], 1)
+    doc["peak_mb"] = run["peak_mb"]
+    return doc
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

@@ -1,7 +1,7 @@
 """Benchmark: `lakecat compact` against the engines' own compaction, both formats.
 
-Not a test. Run:  python tests/bench/bench_compact.py [--files 2000] [--rows 200000] [--target 64MB]
-A thin wrapper over the suite (`python -m lakecat.bench --sections compact`, logic in lakecat/bench.py): for each
+Not a test. Run:  python -m benchmarks.experiments.compact [--files 2000] [--rows 200000] [--target 64MB]
+A thin wrapper over the suite (`python -m benchmarks --sections compact`, logic in benchmarks/): for each
 format, one write repartitioned into N files builds a table of many small files, and an identical copy. lakecat's
 compaction (dry-run planning from metadata + the engine call + before/after metadata reads) runs on one, the
 engine's own command on the other (Iceberg `CALL <catalog>.system.rewrite_data_files`, Delta `OPTIMIZE`), same
@@ -14,7 +14,7 @@ import argparse
 import json
 import sys
 
-from lakecat.bench import FULL, failed_sections, run_suite
+from ..suite import FULL, failed_sections, run_suite
 
 
 def main() -> int:

@@ -1,4 +1,4 @@
-"""The ``light`` section of ``python -m lakecat.bench``: time travel and change reads without a JVM.
+"""The ``light`` section of ``python -m benchmarks``: time travel and change reads without a JVM.
 
 Whole fresh processes, both formats: ``lakecat timetravel --count``, ``lakecat changes --count`` and
 ``lakecat timetravel --where ... --limit 10`` against the one-liner a user would write with the format's own
@@ -16,7 +16,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..formats import get_format
+from .baselines import baseline
+from .measure import rounded, run_measured, say
 
 WHERE = "region = 'eu' AND amt > 10"
 
@@ -50,8 +51,6 @@ def make_tables(cat: Any, *, rows: int, big_rows: int, big_files: int, formats: 
 
 def measure(home: Path, tables: dict[str, Any], *, repeat: int, formats: list[str]) -> dict[str, Any]:
     """Median whole-process seconds and peak RSS: lakecat (light path) vs the light library's one-liner."""
-    from .suite import _r, _say, run_measured
-
     env = {**os.environ, "LAKECAT_HOME": str(home), "NO_COLOR": "1"}
     lakecat_cmd = [sys.executable, "-m", "lakecat.commands.main"]
     results: dict[str, Any] = {}
@@ -68,7 +67,7 @@ def measure(home: Path, tables: dict[str, Any], *, repeat: int, formats: list[st
         fill = {"loc": tb["location"], "version": version, "since": since, "until": until, "start": since + 1,
                 "where": WHERE, "catalog": cat["name"], "uri": cat["uri"], "warehouse": cat["warehouse"],
                 "ident": tb["ident"]}  # fmt: skip
-        scripts = get_format(fmt).baseline().light_one_liners  # the same read, the way a user writes it
+        scripts = baseline(fmt).light_one_liners  # the same read, the way a user writes it
         for name, args in reads.items():
             mine, theirs = [], []
             for _ in range(repeat):  # alternating order
@@ -78,51 +77,18 @@ def measure(home: Path, tables: dict[str, Any], *, repeat: int, formats: list[st
             if bad:
                 raise RuntimeError(f"light {fmt} {name} failed: {bad[0]['stderr'].strip()[-500:]}")
             engine = json.loads(mine[-1]["stdout"]).get("engine")
-            row = {"lakecat_s": _r(statistics.median(r["seconds"] for r in mine)),
-                   "library_s": _r(statistics.median(r["seconds"] for r in theirs)),
+            row = {"lakecat_s": rounded(statistics.median(r["seconds"] for r in mine)),
+                   "library_s": rounded(statistics.median(r["seconds"] for r in theirs)),
                    "lakecat_peak_mb": max(r["peak_mb"]["total_mb"] for r in mine),
                    "library_peak_mb": max(r["peak_mb"]["total_mb"] for r in theirs), "engine": engine}  # fmt: skip
-            row["ratio"] = _r(row["lakecat_s"] / row["library_s"]) if row["library_s"] else None
+            row["ratio"] = rounded(row["lakecat_s"] / row["library_s"]) if row["library_s"] else None
             results[f"{fmt}.{name}"] = row
-            _say(f"light {fmt} {name}: lakecat {row['lakecat_s']}s vs library {row['library_s']}s ({engine})")
+            say(f"light {fmt} {name}: lakecat {row['lakecat_s']}s vs library {row['library_s']}s ({engine})")
         for name, args in {"big_limit": ["--limit", "10"], "big_count": ["--count"]}.items():
             r = run_measured([*lakecat_cmd, "timetravel", tb["big"], "--version", str(tb["big_version"]), *args, "--json"],
                              env=env, timeout=600)  # fmt: skip
             if r["rc"] != 0:
                 raise RuntimeError(f"light {fmt} {name} failed: {r['stderr'].strip()[-500:]}")
-            results[f"{fmt}.{name}"] = {"lakecat_s": _r(r["seconds"]), "lakecat_peak_mb": r["peak_mb"]["total_mb"],
+            results[f"{fmt}.{name}"] = {"lakecat_s": rounded(r["seconds"]), "lakecat_peak_mb": r["peak_mb"]["total_mb"],
                                         "engine": json.loads(r["stdout"]).get("engine")}  # fmt: skip
     return {"unit": "seconds (median, whole process)", "repeat": repeat, "where": WHERE, "results": results}
-
-
-def render(section: dict[str, Any], sizes: dict[str, Any]) -> list[str]:
-    """Markdown lines for the Performance section."""
-    from .suite import _fmt_name, _n, _s, _x
-
-    res = section.get("results") or {}
-    if not res:
-        return ["", f"**Light reads**: failed in this run ({str(section.get('error', '?'))[:200]})."] if section else []
-    lines = ["", f"**Time travel and changes without a JVM** (whole fresh processes, median of {section.get('repeat')}; "
-             f"a table of {sizes.get('light_rows', '?'):,} rows in 5 appends; library = the delta-rs / pyiceberg "
-             "one-liner for the same read; pyiceberg has no change scan, so its `changes` figure counts both ends):", "",
-             "| format | read | lakecat (light) | library one-liner | lakecat / library | lakecat peak RSS |",
-             "|---|---|---|---|---|---|"]  # fmt: skip
-    labels = {"timetravel_count": "`timetravel --count`", "changes_count": "`changes --count`",
-              "where_limit": f"`timetravel --where \"{section.get('where')}\" --limit 10`"}  # fmt: skip
-    big = []
-    for key, r in res.items():
-        fmt, _, name = key.partition(".")
-        if name in labels:
-            lines.append(f"| {_fmt_name(fmt)} | {labels[name]} | {_s(r.get('lakecat_s'))} | {_s(r.get('library_s'))} | "
-                         f"{_x(r.get('ratio'))} | {_n(r.get('lakecat_peak_mb'))} MB |")  # fmt: skip
-        else:
-            big.append((fmt, name, r))
-    if big:
-        lines += ["", f"Streaming: a table of {sizes.get('light_big_rows', '?'):,} rows in {sizes.get('light_big_files', '?')} "
-                  "files, one `lakecat timetravel` process each:", "", "| format | read | time | peak RSS |", "|---|---|---|---|"]  # fmt: skip
-        for fmt, name, r in big:
-            label = "`--limit 10`" if name == "big_limit" else "`--count`"
-            lines.append(
-                f"| {_fmt_name(fmt)} | {label} | {_s(r.get('lakecat_s'))} | {_n(r.get('lakecat_peak_mb'))} MB |"
-            )
-    return lines

@@ -1,5 +1,5 @@
 import sys
 
-from .suite import main
+from .cli import main
 
 sys.exit(main())

@@ -1,5 +1,4 @@
-"""Iceberg written by hand, as a user would without lakecat: the yardstick of ``python -m lakecat.bench`` and the
-independent reader of ``python -m lakecat.soak`` (``TableFormat.baseline``). Not lakecat's code path."""
+"""Iceberg written by hand, as a user would without lakecat (see ``benchmarks.baselines``)."""
 
 from __future__ import annotations
 

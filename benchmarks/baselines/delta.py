@@ -1,10 +1,12 @@
-"""Delta written by hand, as a user would without lakecat: the yardstick of ``python -m lakecat.bench`` and the
-independent reader of ``python -m lakecat.soak`` (``TableFormat.baseline``). Not lakecat's code path."""
+"""Delta written by hand, as a user would without lakecat (see ``benchmarks.baselines``)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
+
+from lakecat.engine import spark_conf
+from lakecat.formats.delta.log import add_actions  # lakecat's read of the add actions (no pandas import)
 
 
 class DeltaBaseline:
@@ -30,8 +32,6 @@ class DeltaBaseline:
         data.write.format("delta").mode("append").save(table.location)
 
     def append_small_files(self, spark: Any, data: Any, table: Any, rows_per_file: int) -> None:
-        from ...engine import spark_conf
-
         with spark_conf(spark, {"spark.sql.files.maxRecordsPerFile": str(rows_per_file)}):
             data.write.format("delta").option("maxRecordsPerFile", str(rows_per_file)).mode("append").save(
                 table.location
@@ -52,8 +52,6 @@ class DeltaBaseline:
     def row_count_poll(self, table: Any) -> Callable[[], int]:
         import pyarrow.compute as pc
         from deltalake import DeltaTable
-
-        from .log import add_actions  # the adapter's read of the add actions (no pandas import)
 
         dt = DeltaTable(table.location)
 

@@ -1,1 +1,0 @@
-"""The chaos soak, ``python -m lakecat.soak`` (a harness outside the core; see ``run.py``)."""
