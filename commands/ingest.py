@@ -9,105 +9,120 @@ import time
 from typing import Annotated, Any
 
 import typer
+from rich.console import Console
 
 from lakecat.errors import InvalidArgumentError
+from lakecat.ingest import IngestOptions
+from lakecat.results import IngestResult
+from lakecat.sources import FileSource, KafkaSource, Source
 
 from ._options import CatalogOpt, JsonOpt, VerboseOpt, connect, parse_properties
 from ._output import Output, run
 from ._render import human_duration, thousands
 
+NameArg = Annotated[str, typer.Argument(help="namespace.table to write to.")]
+KafkaOpt = Annotated[str | None, typer.Option("--kafka", help="Kafka bootstrap servers, e.g. localhost:9092.")]
+TopicOpt = Annotated[str | None, typer.Option("--topic", help="Topic to read (several: comma-separated).")]
+TopicPatternOpt = Annotated[
+    str | None, typer.Option("--topic-pattern", help="Read every topic whose name matches this Java regex.")
+]
+FilesOpt = Annotated[str | None, typer.Option("--files", help="Directory of landed files to read (new files only).")]
+FileFormatOpt = Annotated[str, typer.Option("--file-format", help="json (one object per line), csv or parquet.")]
+TriggerOpt = Annotated[
+    str,
+    typer.Option("--trigger", help="available-now (drain what exists, then exit) or 'every 10s' (run until stopped)."),
+]
+CheckpointOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--checkpoint", help="Checkpoint directory (default: <warehouse>/_lakecat/checkpoints/<table>/<source>)."
+    ),
+]
+StartingOffsetsOpt = Annotated[
+    str, typer.Option("--starting-offsets", help="earliest or latest; only used when the checkpoint is new.")
+]
+DlqOpt = Annotated[
+    str | None, typer.Option("--dlq", help="Dead-letter table (default <table>_dlq, created when missing).")
+]
+NoDlqOpt = Annotated[bool, typer.Option("--no-dlq", help="Fail on the first bad record instead of dead-lettering.")]
+MergeSchemaOpt = Annotated[
+    bool, typer.Option("--merge-schema", help="Add new fields of the events as new columns (else: ignored, counted).")
+]
+DedupeKeyOpt = Annotated[
+    str | None, typer.Option("--dedupe-key", help="Drop events whose key columns were seen within --watermark.")
+]
+WatermarkOpt = Annotated[str | None, typer.Option("--watermark", help="How long to remember keys, e.g. 1h.")]
+EventTimeOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--event-time",
+        help="Event-time column for --watermark: a TIMESTAMP or TIMESTAMP_NTZ column, NTZ read as UTC (default: the first such column).",
+    ),
+]
+MaxRecordsOpt = Annotated[
+    int | None, typer.Option("--max-records-per-batch", help="Kafka: at most N records per micro-batch.")
+]
+MaxFilesOpt = Annotated[
+    int | None, typer.Option("--max-files-per-batch", help="Files: at most N files per micro-batch.")
+]
+KafkaMetadataOpt = Annotated[
+    bool,
+    typer.Option(
+        "--with-kafka-metadata", help="Fill _kafka_key/_kafka_topic/_kafka_partition/_kafka_offset/_kafka_timestamp."
+    ),
+]
+KafkaSettingOpt = Annotated[
+    list[str] | None, typer.Option("--kafka-option", help="Extra Kafka client setting key=value (repeatable).")
+]
+MetricsFileOpt = Annotated[str | None, typer.Option("--metrics-file", help="Append one JSON line per batch here.")]
+MetricsPortOpt = Annotated[
+    int | None,
+    typer.Option("--metrics-port", help="Serve Prometheus /metrics on this port for the life of the stream."),
+]
+CdcOpt = Annotated[
+    str | None, typer.Option("--cdc", help="Events are change events: debezium (applied with MERGE by --key).")
+]
+KeyOpt = Annotated[str | None, typer.Option("--key", help="With --cdc: the column(s) identifying a row, e.g. id.")]
+BranchOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--branch", help="Write to this branch (Iceberg write-audit-publish; see `lakecat branch` / `lakecat publish`)."
+    ),
+]
+UnknownFieldsOpt = Annotated[
+    str,
+    typer.Option(
+        "--unknown-fields", help="Check events for fields the table lacks: sample (1 record in 16), all, or off."
+    ),
+]
+
 
 def ingest(
-    name: Annotated[str, typer.Argument(help="namespace.table to write to.")],
-    kafka: Annotated[str | None, typer.Option("--kafka", help="Kafka bootstrap servers, e.g. localhost:9092.")] = None,
-    topic: Annotated[str | None, typer.Option("--topic", help="Topic to read (several: comma-separated).")] = None,
-    topic_pattern: Annotated[
-        str | None, typer.Option("--topic-pattern", help="Read every topic whose name matches this Java regex.")
-    ] = None,
-    files: Annotated[
-        str | None, typer.Option("--files", help="Directory of landed files to read (new files only).")
-    ] = None,
-    file_format: Annotated[
-        str, typer.Option("--file-format", help="json (one object per line), csv or parquet.")
-    ] = "json",
-    trigger: Annotated[
-        str,
-        typer.Option(
-            "--trigger", help="available-now (drain what exists, then exit) or 'every 10s' (run until stopped)."
-        ),
-    ] = "available-now",
-    checkpoint: Annotated[
-        str | None,
-        typer.Option(
-            "--checkpoint", help="Checkpoint directory (default: <warehouse>/_lakecat/checkpoints/<table>/<source>)."
-        ),
-    ] = None,
-    starting_offsets: Annotated[
-        str, typer.Option("--starting-offsets", help="earliest or latest; only used when the checkpoint is new.")
-    ] = "earliest",
-    dlq: Annotated[
-        str | None, typer.Option("--dlq", help="Dead-letter table (default <table>_dlq, created when missing).")
-    ] = None,
-    no_dlq: Annotated[
-        bool, typer.Option("--no-dlq", help="Fail on the first bad record instead of dead-lettering.")
-    ] = False,
-    merge_schema: Annotated[
-        bool,
-        typer.Option("--merge-schema", help="Add new fields of the events as new columns (else: ignored, counted)."),
-    ] = False,
-    dedupe_key: Annotated[
-        str | None, typer.Option("--dedupe-key", help="Drop events whose key columns were seen within --watermark.")
-    ] = None,
-    watermark: Annotated[str | None, typer.Option("--watermark", help="How long to remember keys, e.g. 1h.")] = None,
-    event_time: Annotated[
-        str | None,
-        typer.Option(
-            "--event-time",
-            help="Event-time column for --watermark: a TIMESTAMP or TIMESTAMP_NTZ column, NTZ read as UTC (default: the first such column).",
-        ),
-    ] = None,
-    max_records_per_batch: Annotated[
-        int | None, typer.Option("--max-records-per-batch", help="Kafka: at most N records per micro-batch.")
-    ] = None,
-    max_files_per_batch: Annotated[
-        int | None, typer.Option("--max-files-per-batch", help="Files: at most N files per micro-batch.")
-    ] = None,
-    with_kafka_metadata: Annotated[
-        bool,
-        typer.Option(
-            "--with-kafka-metadata",
-            help="Fill _kafka_key/_kafka_topic/_kafka_partition/_kafka_offset/_kafka_timestamp.",
-        ),
-    ] = False,
-    kafka_option: Annotated[
-        list[str] | None, typer.Option("--kafka-option", help="Extra Kafka client setting key=value (repeatable).")
-    ] = None,
-    metrics_file: Annotated[
-        str | None, typer.Option("--metrics-file", help="Append one JSON line per batch here.")
-    ] = None,
-    metrics_port: Annotated[
-        int | None,
-        typer.Option("--metrics-port", help="Serve Prometheus /metrics on this port for the life of the stream."),
-    ] = None,
-    cdc: Annotated[
-        str | None, typer.Option("--cdc", help="Events are change events: debezium (applied with MERGE by --key).")
-    ] = None,
-    key: Annotated[
-        str | None, typer.Option("--key", help="With --cdc: the column(s) identifying a row, e.g. id.")
-    ] = None,
-    branch: Annotated[
-        str | None,
-        typer.Option(
-            "--branch",
-            help="Write to this branch (Iceberg write-audit-publish; see `lakecat branch` / `lakecat publish`).",
-        ),
-    ] = None,
-    unknown_fields: Annotated[
-        str,
-        typer.Option(
-            "--unknown-fields", help="Check events for fields the table lacks: sample (1 record in 16), all, or off."
-        ),
-    ] = "sample",
+    name: NameArg,
+    kafka: KafkaOpt = None,
+    topic: TopicOpt = None,
+    topic_pattern: TopicPatternOpt = None,
+    files: FilesOpt = None,
+    file_format: FileFormatOpt = "json",
+    trigger: TriggerOpt = "available-now",
+    checkpoint: CheckpointOpt = None,
+    starting_offsets: StartingOffsetsOpt = "earliest",
+    dlq: DlqOpt = None,
+    no_dlq: NoDlqOpt = False,
+    merge_schema: MergeSchemaOpt = False,
+    dedupe_key: DedupeKeyOpt = None,
+    watermark: WatermarkOpt = None,
+    event_time: EventTimeOpt = None,
+    max_records_per_batch: MaxRecordsOpt = None,
+    max_files_per_batch: MaxFilesOpt = None,
+    with_kafka_metadata: KafkaMetadataOpt = False,
+    kafka_option: KafkaSettingOpt = None,
+    metrics_file: MetricsFileOpt = None,
+    metrics_port: MetricsPortOpt = None,
+    cdc: CdcOpt = None,
+    key: KeyOpt = None,
+    branch: BranchOpt = None,
+    unknown_fields: UnknownFieldsOpt = "sample",
     catalog: CatalogOpt = None,
     json_: JsonOpt = False,
     verbose: VerboseOpt = False,
@@ -121,60 +136,66 @@ def ingest(
     out = Output(json_, verbose)
     stop = threading.Event()
 
-    def api():  # type: ignore[no-untyped-def]
-        import lakecat
-
+    def api() -> IngestResult:
         if (kafka is None) == (files is None):
             raise InvalidArgumentError("give either --kafka BOOTSTRAP with --topic, or --files DIR")
         if no_dlq and dlq:
             raise InvalidArgumentError("--dlq and --no-dlq exclude each other")
-        if kafka is not None:
-            if not topic and not topic_pattern:
-                raise InvalidArgumentError("--kafka needs --topic or --topic-pattern")
-            source: Any = lakecat.KafkaSource(kafka, topic or None, topic_pattern or None, starting_offsets=starting_offsets,
-                                              with_metadata=with_kafka_metadata, options=parse_properties(kafka_option))  # fmt: skip
-        else:
-            if topic or topic_pattern or with_kafka_metadata:
-                raise InvalidArgumentError("--topic, --topic-pattern and --with-kafka-metadata need --kafka")
-            source = lakecat.FileSource(files or "", format=file_format)
+        source = _source(kafka, topic, topic_pattern, files, file_format, starting_offsets, with_kafka_metadata,
+                         kafka_option)  # fmt: skip
+        options = IngestOptions(
+            trigger=trigger, checkpoint=checkpoint, dlq=False if no_dlq else (dlq or True), merge_schema=merge_schema,
+            dedupe_key=dedupe_key, watermark=watermark, event_time=event_time,
+            max_records_per_batch=max_records_per_batch, max_files_per_batch=max_files_per_batch,
+            metrics_file=metrics_file, metrics_port=metrics_port, count_unknown_fields=unknown_fields, cdc=cdc,
+            key=key, branch=branch,
+        )  # fmt: skip
         cat = connect(catalog)
         display = _Display(out)
         try:
             with _signals(stop):
-                return cat.ingest(
-                    name, source, trigger=trigger, checkpoint=checkpoint, dlq=False if no_dlq else (dlq or True),
-                    merge_schema=merge_schema, dedupe_key=dedupe_key, watermark=watermark, event_time=event_time,
-                    max_records_per_batch=max_records_per_batch, max_files_per_batch=max_files_per_batch,
-                    metrics_file=metrics_file, metrics_port=metrics_port, on_progress=display.update, stop_event=stop,
-                    cdc=cdc, key=key, count_unknown_fields=unknown_fields, branch=branch,
-                )  # fmt: skip
+                result: IngestResult = cat.ingest(name, source, options=options, on_progress=display.update,
+                                                  stop_event=stop)  # fmt: skip
+                return result
         finally:
             display.close()
 
-    def human(console, r):  # type: ignore[no-untyped-def]
-        what = "change events applied" if r.cdc else "rows written"
-        console.print(
-            f"{thousands(r.rows_written)} {what} to {r.table}"
-            + (f" branch {r.branch}" if r.branch else "")
-            + f" ({r.format}), {thousands(r.rows_dead_lettered)} dead-lettered"
-            + (f" to {r.dlq_table}" if r.dlq_table else "")
-            + f", {r.batches} batches in {human_duration(r.duration_s)}"
-            + (f" ({r.batches_skipped} already committed)" if r.batches_skipped else "")
-        )
-        if r.unknown_fields:
-            checked = (
-                f" of {thousands(r.unknown_fields_checked)} checked"
-                if r.unknown_fields_checked < r.rows_written
-                else ""
-            )
-            console.print(f"{thousands(r.unknown_fields)} records{checked} had fields the table lacks (ignored): "
-                          f"{', '.join(r.unknown_field_names)}")  # fmt: skip
-        if r.added_columns:
-            console.print(f"columns added: {', '.join(r.added_columns)}")
-        if r.stopped_by not in ("drained",):
-            console.print(f"stopped: {r.stopped_by}")
+    run(out, api, _human)
 
-    run(out, api, human)
+
+def _source(kafka: str | None, topic: str | None, topic_pattern: str | None, files: str | None, file_format: str,
+            starting_offsets: str, with_kafka_metadata: bool, kafka_option: list[str] | None) -> Source:  # fmt: skip
+    """The source the flags describe: Kafka or landed files."""
+    if kafka is not None:
+        if not topic and not topic_pattern:
+            raise InvalidArgumentError("--kafka needs --topic or --topic-pattern")
+        return KafkaSource(kafka, topic or None, topic_pattern or None, starting_offsets=starting_offsets,
+                           with_metadata=with_kafka_metadata, options=parse_properties(kafka_option))  # fmt: skip
+    if topic or topic_pattern or with_kafka_metadata:
+        raise InvalidArgumentError("--topic, --topic-pattern and --with-kafka-metadata need --kafka")
+    return FileSource(files or "", format=file_format)
+
+
+def _human(console: Console, r: IngestResult) -> None:
+    what = "change events applied" if r.cdc else "rows written"
+    console.print(
+        f"{thousands(r.rows_written)} {what} to {r.table}"
+        + (f" branch {r.branch}" if r.branch else "")
+        + f" ({r.format}), {thousands(r.rows_dead_lettered)} dead-lettered"
+        + (f" to {r.dlq_table}" if r.dlq_table else "")
+        + f", {r.batches} batches in {human_duration(r.duration_s)}"
+        + (f" ({r.batches_skipped} already committed)" if r.batches_skipped else "")
+    )
+    if r.unknown_fields:
+        checked = (
+            f" of {thousands(r.unknown_fields_checked)} checked" if r.unknown_fields_checked < r.rows_written else ""
+        )
+        console.print(f"{thousands(r.unknown_fields)} records{checked} had fields the table lacks (ignored): "
+                      f"{', '.join(r.unknown_field_names)}")  # fmt: skip
+    if r.added_columns:
+        console.print(f"columns added: {', '.join(r.added_columns)}")
+    if r.stopped_by not in ("drained",):
+        console.print(f"stopped: {r.stopped_by}")
 
 
 class _signals:

@@ -14,7 +14,7 @@ from .errors import ConfigError, InvalidArgumentError, LakecatError, TableAlread
 from .files import local_path
 from .formats import all_formats, get_format
 from .identifiers import TableIdent, validate_part
-from .ingest import IngestHandle, run_ingest, start_ingest
+from .ingest import IngestHandle, IngestOptions, ProgressCallback, run_ingest, start_ingest
 from .metastore import Metastore, TableEntry
 from .partitioning import parse_partition_spec
 from .results import (
@@ -295,24 +295,11 @@ class Catalog:
         table: str | TableIdent,
         source: Source,
         *,
-        trigger: str = "available-now",
         background: Literal[False] = False,
-        checkpoint: str | None = None,
-        dlq: str | bool | None = True,
-        merge_schema: bool = False,
-        dedupe_key: str | list[str] | None = None,
-        watermark: str | None = None,
-        event_time: str | None = None,
-        max_records_per_batch: int | None = None,
-        max_files_per_batch: int | None = None,
-        metrics_file: str | Path | None = None,
-        metrics_port: int | None = None,
-        count_unknown_fields: bool | str = "sample",
-        cdc: str | None = None,
-        key: str | list[str] | None = None,
-        branch: str | None = None,
-        on_progress: Callable[..., None] | None = None,
+        options: IngestOptions | None = None,
+        on_progress: ProgressCallback | None = None,
         stop_event: threading.Event | None = None,
+        **kwargs: Any,
     ) -> IngestResult: ...
 
     @overload
@@ -321,23 +308,11 @@ class Catalog:
         table: str | TableIdent,
         source: Source,
         *,
-        trigger: str = "available-now",
         background: Literal[True],
-        checkpoint: str | None = None,
-        dlq: str | bool | None = True,
-        merge_schema: bool = False,
-        dedupe_key: str | list[str] | None = None,
-        watermark: str | None = None,
-        event_time: str | None = None,
-        max_records_per_batch: int | None = None,
-        max_files_per_batch: int | None = None,
-        metrics_file: str | Path | None = None,
-        count_unknown_fields: bool | str = "sample",
-        cdc: str | None = None,
-        key: str | list[str] | None = None,
-        branch: str | None = None,
-        on_progress: Callable[..., None] | None = None,
+        options: IngestOptions | None = None,
+        on_progress: ProgressCallback | None = None,
         stop_event: threading.Event | None = None,
+        **kwargs: Any,
     ) -> IngestHandle: ...
 
     def ingest(
@@ -345,46 +320,23 @@ class Catalog:
         table: str | TableIdent,
         source: Source,
         *,
-        trigger: str = "available-now",
         background: bool = False,
-        checkpoint: str | None = None,
-        dlq: str | bool | None = True,
-        merge_schema: bool = False,
-        dedupe_key: str | list[str] | None = None,
-        watermark: str | None = None,
-        event_time: str | None = None,
-        max_records_per_batch: int | None = None,
-        max_files_per_batch: int | None = None,
-        metrics_file: str | Path | None = None,
-        metrics_port: int | None = None,
-        count_unknown_fields: bool | str = "sample",
-        cdc: str | None = None,
-        key: str | list[str] | None = None,
-        branch: str | None = None,
-        on_progress: Callable[..., None] | None = None,
+        options: IngestOptions | None = None,
+        on_progress: ProgressCallback | None = None,
         stop_event: threading.Event | None = None,
+        **kwargs: Any,
     ) -> IngestResult | IngestHandle:
         """Stream a source (``KafkaSource``, ``FileSource``) into a table of any format, exactly once.
 
         Args:
             table: ``namespace.table``.
             source: ``lakecat.KafkaSource(bootstrap, topic)`` or ``lakecat.FileSource(dir, format="json")``.
-            trigger: ``available-now`` (drain and return) or ``every <duration>`` (runs until stopped).
             background: return an ``IngestHandle`` at once (``.stop()``, ``.await_termination()``, ``.report()``).
-            checkpoint: the stream's checkpoint (default: one per table and source under the warehouse).
-            dlq: the dead-letter table (a name, True for ``<table>_dlq``, False to fail on bad records).
-            merge_schema: add new top-level JSON fields as columns.
-            dedupe_key: drop records whose key was seen within ``watermark`` (with ``event_time``).
-            max_records_per_batch: Kafka records per micro-batch; ``max_files_per_batch``: files per batch.
-            metrics_file: append one JSON line per batch.
-            metrics_port: serve Prometheus ``/metrics`` on this port while the ingest runs (not with ``background``).
-            count_unknown_fields: check records for fields the table lacks: ``sample`` (1 in 16), ``all``, ``off``.
-            cdc: ``"debezium"`` with ``key=[...]`` applies Debezium change events with MERGE (upserts and
-                deletes, last event per key per batch, exactly once).
-            branch: write to this branch of the table (Iceberg; made with ``Table.branch``, published with
-                ``Table.publish``): write-audit-publish for streams. The dead letters go to the dead-letter table's main line.
+            options: an ``IngestOptions`` (trigger, checkpoint, dead-letter table, dedupe, CDC, branch, ...).
             on_progress: called with ``(handle, progress)`` per finished batch (not with ``background``).
             stop_event: a ``threading.Event`` that stops the stream after the batch in flight when set.
+            **kwargs: ``IngestOptions`` fields, set on top of ``options`` (``trigger="every 10s"``); an unknown one
+                is an ``InvalidArgumentError``.
 
         Returns:
             An ``IngestResult`` (or an ``IngestHandle`` with ``background=True``).
@@ -392,21 +344,14 @@ class Catalog:
         Example:
             >>> cat.ingest("sales.orders", lakecat.KafkaSource("localhost:9092", "orders")).rows_written
         """
-
-        options: dict[str, Any] = dict(
-            trigger=trigger, checkpoint=checkpoint, dlq=dlq, merge_schema=merge_schema, dedupe_key=dedupe_key,
-            watermark=watermark, event_time=event_time, max_records_per_batch=max_records_per_batch,
-            max_files_per_batch=max_files_per_batch, metrics_file=metrics_file,
-            count_unknown_fields=count_unknown_fields, cdc=cdc, key=key, branch=branch,
-        )  # fmt: skip
+        opts = IngestOptions.of(options, **kwargs)
         if background:
-            if metrics_port is not None:
+            if opts.metrics_port is not None:
                 raise InvalidArgumentError(
                     "metrics_port serves /metrics while ingest waits for its stream: not with background=True"
                 )
-            return start_ingest(self, table, source, **options)
-        return run_ingest(self, table, source, on_progress=on_progress, stop_event=stop_event, metrics_port=metrics_port,
-                          **options)  # fmt: skip
+            return start_ingest(self, table, source, opts)
+        return run_ingest(self, table, source, opts, on_progress=on_progress, stop_event=stop_event)
 
     # --- maintenance (lakecat/maintenance.py) ---------------------------------------------------
     def maintain(self, pattern: str | None = None, *, plan: str | Path | dict[str, Any] | None = None,

@@ -441,7 +441,8 @@ def test_the_streaming_plan_counts_each_batch(catalog, ns, table_format, tmp_pat
     import logging
 
     import lakecat
-    from lakecat.ingest import _Pipeline, start_ingest
+    from lakecat.ingest import start_ingest
+    from lakecat.ingest.batch import BatchWriter
 
     landing = tmp_path / "landing"
     landing.mkdir()
@@ -452,14 +453,14 @@ def test_the_streaming_plan_counts_each_batch(catalog, ns, table_format, tmp_pat
     name = f"{ns}.counted"
     catalog.create_table(name, schema=SCHEMA, format=table_format)
     counted: list[dict] = []
-    real = _Pipeline._counted_by_stream
+    real = BatchWriter._counted_by_stream
 
     def spy(self, df, batch_id):  # type: ignore[no-untyped-def]
         m = real(self, df, batch_id)
         counted.append(m)
         return m
 
-    monkeypatch.setattr(_Pipeline, "_counted_by_stream", spy)
+    monkeypatch.setattr(BatchWriter, "_counted_by_stream", spy)
     caplog.set_level(logging.WARNING, logger="lakecat.ingest")
     handle = start_ingest(catalog, name, lakecat.FileSource(str(landing), format="json"), max_files_per_batch=1)
     assert handle._pipeline.stream_observation is not None
@@ -607,7 +608,7 @@ def test_human_output_and_metrics_lines(cli, catalog, ns, tmp_path):
 def test_progress_is_read_from_the_newest_end_only_past_the_mark(spark, tmp_path):
     """The ingest's poll converts only the progresses after the last one it has settled (and always the newest), the
     same dicts as PySpark's recentProgress gives; many batches between two polls are all there, in order."""
-    from lakecat.ingest import _progress, _progress_key, _progress_since
+    from lakecat.ingest.progress import progress_dict, progress_key, progress_since
 
     src = tmp_path / "in"
     src.mkdir()
@@ -616,11 +617,11 @@ def test_progress_is_read_from_the_newest_end_only_past_the_mark(spark, tmp_path
     q = (spark.readStream.schema("id BIGINT").option("maxFilesPerTrigger", 1).json(str(src)).writeStream.format("noop")
          .option("checkpointLocation", str(tmp_path / "ck")).trigger(availableNow=True).start())  # fmt: skip
     q.awaitTermination()
-    every = [_progress(p) for p in q.recentProgress]
+    every = [progress_dict(p) for p in q.recentProgress]
     assert [p["batchId"] for p in every] == list(range(6))
-    assert _progress_since(q, ("", -1)) == every
-    assert _progress_since(q, _progress_key(every[2])) == every[3:]
-    assert _progress_since(q, _progress_key(every[-1])) == every[-1:]  # nothing new: still the latest
+    assert progress_since(q, ("", -1)) == every
+    assert progress_since(q, progress_key(every[2])) == every[3:]
+    assert progress_since(q, progress_key(every[-1])) == every[-1:]  # nothing new: still the latest
 
 
 @pytest.mark.spark
@@ -629,10 +630,10 @@ def test_wrong_type_detail_names_the_fields_whatever_their_names(spark):
     name (plain, dotted or spaced names), and with a second parse where none can (a name with a bracket)."""
     from pyspark.sql import types as T
 
-    from lakecat.ingest import _json_path, _parse_json, json_detail_of_raw
+    from lakecat.ingest.parse import json_detail_of_raw, json_path, parse_json
     from lakecat.records import DETAIL, ERROR
 
-    assert _json_path("id") == "$['id']" and _json_path("a.b c") == "$['a.b c']" and _json_path("x[0]") is None
+    assert json_path("id") == "$['id']" and json_path("a.b c") == "$['a.b c']" and json_path("x[0]") is None
     for names in (["id", "a.b c"], ["id", "x[0]"]):
         fields = [T.StructField(names[0], T.LongType()), T.StructField(names[1], T.IntegerType())]
         values = [json.dumps({names[0]: 1, names[1]: 2}), json.dumps({names[0]: "one", names[1]: "two"}),
@@ -640,7 +641,7 @@ def test_wrong_type_detail_names_the_fields_whatever_their_names(spark):
         raw = spark.createDataFrame([(v.encode(), None, "t", 0, i, None, "t") for i, v in enumerate(values)],
                                     "value BINARY, _lakecat_key BINARY, _lakecat_topic STRING, _lakecat_partition INT, "
                                     "_lakecat_offset BIGINT, _lakecat_ts TIMESTAMP, _lakecat_source STRING")  # fmt: skip
-        rows = _parse_json(raw, fields, keep_value=False, count_unknown="sample").orderBy("_lakecat_offset").collect()
+        rows = parse_json(raw, fields, keep_value=False, count_unknown="sample").orderBy("_lakecat_offset").collect()
         assert [(r[ERROR], r[DETAIL]) for r in rows] == [
             (None, None),
             ("type_mismatch", f"wrong type: {names[0]} (expected BIGINT), {names[1]} (expected INT)"),
@@ -648,7 +649,7 @@ def test_wrong_type_detail_names_the_fields_whatever_their_names(spark):
             ("type_mismatch", f"wrong type: {names[1]} (expected INT)"),
         ], names
         # parsed without the detail (a stream's batches), it is computed from the bad records' raw values alone
-        lazy = _parse_json(raw, fields, keep_value=False, count_unknown="sample", detail=False)
+        lazy = parse_json(raw, fields, keep_value=False, count_unknown="sample", detail=False)
         assert DETAIL not in lazy.columns
         bad = lazy.where(lazy[ERROR].isNotNull()).select("_lakecat_offset", json_detail_of_raw(fields).alias(DETAIL))
         assert [r[DETAIL] for r in bad.orderBy("_lakecat_offset").collect()] == [rows[1][DETAIL], rows[3][DETAIL]]
@@ -662,7 +663,7 @@ def test_batches_carry_a_bad_records_columns_packed_in_one_struct(spark):
     stays as columns."""
     from pyspark.sql import types as T
 
-    from lakecat.ingest import _batch_columns, _pack_bad, _parse_json, _unpacked
+    from lakecat.ingest.parse import batch_columns, pack_bad, parse_json, unpacked
     from lakecat.records import BAD, CHECKED, DETAIL, ERROR, META, RAW, UNKNOWN
 
     fields = [T.StructField("id", T.LongType()), T.StructField("a.b c", T.StringType())]
@@ -670,8 +671,8 @@ def test_batches_carry_a_bad_records_columns_packed_in_one_struct(spark):
     raw = spark.createDataFrame([(v.encode(), b"k", "t", 0, i, None, "t") for i, v in enumerate(values)],
                                 "value BINARY, _lakecat_key BINARY, _lakecat_topic STRING, _lakecat_partition INT, "
                                 "_lakecat_offset BIGINT, _lakecat_ts TIMESTAMP, _lakecat_source STRING")  # fmt: skip
-    parsed = _parse_json(raw, fields, keep_value=False, count_unknown="sample")
-    packed = _pack_bad(parsed, _batch_columns(fields, with_metadata=False))
+    parsed = parse_json(raw, fields, keep_value=False, count_unknown="sample")
+    packed = pack_bad(parsed, batch_columns(fields, with_metadata=False))
     assert packed.columns == ["id", "a.b c", ERROR, CHECKED, UNKNOWN, BAD]
     rows = packed.orderBy(packed[BAD]["_lakecat_offset"].asc_nulls_first()).collect()
     assert [r[BAD] is None for r in rows] == [True, True, False, False]  # the good ones first (offsets 0 and 3)
@@ -679,11 +680,11 @@ def test_batches_carry_a_bad_records_columns_packed_in_one_struct(spark):
     before = {r["_lakecat_offset"]: [r[c] for c in wanted] for r in parsed.where(parsed[ERROR].isNotNull()).collect()}
     after = {
         r["_lakecat_offset"]: [r[c] for c in wanted]
-        for r in _unpacked(packed).where(packed[ERROR].isNotNull()).collect()
+        for r in unpacked(packed).where(packed[ERROR].isNotNull()).collect()
     }
     assert before == after and sorted(before) == [1, 2] and all(v[1] for v in after.values())  # the raw value is there
-    assert _unpacked(parsed) is parsed  # a batch without the struct (CDC, schema evolution) is read as it is
-    with_meta = _pack_bad(parsed, _batch_columns(fields, with_metadata=True))
+    assert unpacked(parsed) is parsed  # a batch without the struct (CDC, schema evolution) is read as it is
+    with_meta = pack_bad(parsed, batch_columns(fields, with_metadata=True))
     assert [c for c in with_meta.columns if c in META] == list(META)
     assert [f.name for f in with_meta.schema[BAD].dataType.fields] == [DETAIL, RAW]
 
@@ -750,7 +751,7 @@ def test_lakecat_from_json_parses_every_record_as_spark_from_json(spark):
     from pyspark.sql import types as T
 
     from lakecat import jvm
-    from lakecat.ingest import _parse_json
+    from lakecat.ingest.parse import parse_json
     from lakecat.records import ERROR, UNKNOWN
 
     assert jvm.available(spark), jvm.problem()
@@ -803,10 +804,10 @@ def test_lakecat_from_json_parses_every_record_as_spark_from_json(spark):
     raw = df.select(F.col("value"), F.lit(None).cast("binary").alias("_lakecat_key"), F.lit("t").alias("_lakecat_topic"),
                     F.lit(0).alias("_lakecat_partition"), F.col("i").cast("bigint").alias("_lakecat_offset"),
                     F.lit(None).cast("timestamp").alias("_lakecat_ts"), F.lit("t").alias("_lakecat_source"))  # fmt: skip
-    ours = _parse_json(raw, fields, keep_value=False, count_unknown="all")
+    ours = parse_json(raw, fields, keep_value=False, count_unknown="all")
     jvm._available[spark] = False
     try:
-        theirs = _parse_json(raw, fields, keep_value=False, count_unknown="all")
+        theirs = parse_json(raw, fields, keep_value=False, count_unknown="all")
     finally:
         jvm._available[spark] = True
     plan = {name: d._jdf.queryExecution().analyzed().toJSON() for name, d in (("ours", ours), ("theirs", theirs))}

@@ -1,0 +1,230 @@
+"""The batch writer: one micro-batch's good rows to the table and its bad ones to the dead-letter table, each once."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ..identifiers import quote
+from ..records import CHECKED, ERROR, UNKNOWN
+from .dead_letters import dead_letter_rows, refuse_bad, write_dead_letters
+from .parse import batch_columns
+from .state import BatchStats
+from .target import Target
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructField
+
+    from ..protocols import TableLike
+    from ..sources import Source
+    from .options import StreamSettings
+    from .state import IngestState
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Done:
+    """What a replayed batch has already committed: to the table, to the dead-letter table."""
+
+    table: bool
+    dlq: bool
+
+
+class BatchMode(Protocol):
+    """How a batch reaches the table (plain append, append after schema evolution, MERGE of change events)."""
+
+    def write(self, writer: BatchWriter, df: DataFrame, batch_id: int, stats: BatchStats, done: Done) -> list[str]:
+        """Write the batch; the names of the fields the table lacks that its records carried."""
+        ...
+
+
+@dataclass
+class BatchExprs:
+    """A batch write's Spark expressions, reused from batch to batch (see ``BatchWriter.batch_exprs``)."""
+
+    key: tuple[Any, ...]
+    metrics: list[Any]
+    good: Any
+    columns: list[Any]
+    inputs: set[str]  # the batch's columns that the metrics and the good rows read
+
+
+class BatchWriter:
+    """Writes the micro-batches of one stream, in process or in a Spark Connect engine's Python worker."""
+
+    def __init__(self, *, spark: SparkSession, table: TableLike, dlq: TableLike | None, source: Source,
+                 settings: StreamSettings, fields: list[StructField], state: IngestState, mode: BatchMode,
+                 scratch_dir: str, observation: str | None = None, query_name: str = "") -> None:  # fmt: skip
+        self.spark = spark
+        self.table = table
+        self.source = source
+        self.settings = settings
+        self.target = Target(table, settings.app_id)
+        self.dlq = Target(dlq, settings.app_id + "-dlq") if dlq is not None else None
+        self.fields = fields  # the columns events fill, as of now (merge schema may add more)
+        self.stream_fields = list(fields)  # the columns the streaming plan parses
+        self.state = state
+        self.mode = mode
+        self.scratch_dir = scratch_dir  # this run's own directory beside the checkpoint
+        # the name of the streaming plan's observation when the plan itself counts each batch; None: each batch
+        # observes itself
+        self.stream_observation = observation
+        self.query_name = query_name
+        self._exprs: BatchExprs | None = None
+        self._jquery: Any = None  # the running query's StreamExecution (JVM), looked up by its first batch
+
+    def forget_query(self) -> None:
+        """The query restarted: its execution is looked up again by the next batch."""
+        self._jquery = None
+
+    @property
+    def with_metadata(self) -> bool:
+        return self.settings.with_metadata
+
+    def run(self, df: DataFrame, batch_id: int) -> tuple[BatchStats, list[str]]:
+        """Write one batch (unless both its writes are committed already) and time it."""
+        started = time.monotonic()
+        stats = BatchStats(batch_id)
+        done = Done(
+            batch_id <= self.target.committed_batch(), self.dlq is None or batch_id <= self.dlq.committed_batch()
+        )
+        names: list[str] = []
+        if done.table and done.dlq:
+            stats.skipped = True
+        else:
+            names = self.mode.write(self, df, batch_id, stats, done)
+        stats.duration_s = round(time.monotonic() - started, 3)
+        stats.finished_at = time.time()
+        return stats, names
+
+    def append(self, df: DataFrame, batch_id: int, stats: BatchStats, done: Done, *, cache: bool,
+               prepare: Callable[[DataFrame], DataFrame] | None = None) -> list[str]:  # fmt: skip
+        """Append the batch's good rows and dead-letter its bad ones; ``prepare`` runs on the batch first.
+
+        The batch is cached only when it is read more than once before its table write (``prepare``, the check for
+        bad records without a dead-letter table). The dead-letter write reads it again only when the batch has bad
+        records, and then re-runs its plan: a stateful batch replays from the state version before it, and bad
+        records are salted so the dedupe never drops one, so both runs see the same records.
+        """
+        base = df.persist() if cache else df
+        df = base
+        names: list[str] = []
+        try:
+            if prepare is not None:
+                df = prepare(base)
+            if self.dlq is None:
+                refuse_bad(df, self.fields, self.spark)
+            if done.table:  # a replay after a crash between the two writes: the table has this batch already
+                bad = self.bad_rows(df, batch_id).count()
+                stats.skipped = bad == 0
+            else:
+                bad, names = self._write_good(df, batch_id, stats)
+            self.write_dead_letters(df, batch_id, bad, stats, done)
+        finally:
+            if df is not base:
+                df.unpersist()
+            if cache:
+                base.unpersist()
+        return names
+
+    def _write_good(self, df: DataFrame, batch_id: int, stats: BatchStats) -> tuple[int, list[str]]:
+        """Append the batch's good rows to the table and count the batch in the same job; its bad-record count and
+        the unknown field names."""
+        from pyspark.sql import Observation
+
+        columns = df.columns
+        has_unknown = UNKNOWN in columns
+        sampled = CHECKED in columns  # else every good record was checked
+        exprs = self.batch_exprs(has_unknown, sampled)
+        obs = None
+        if self.stream_observation is not None:  # the streaming plan counts the batch
+            observed = df
+        else:
+            obs = Observation(f"lakecat_{batch_id}_{uuid.uuid4().hex[:8]}")
+            # Spark does not prune columns below an observation: the unread ones are dropped so the table write does
+            # not build the dead letter's columns for every row. A drop of the few, not a select of the many: each
+            # column named costs py4j round trips on every batch.
+            unread = [c for c in columns if c not in exprs.inputs]
+            observed = (df.drop(*unread) if unread else df).observe(obs, *exprs.metrics)
+        write_started = time.monotonic()
+        self.target.write(observed.where(exprs.good).select(*exprs.columns), batch_id)
+        stats.commit_duration_s = round(time.monotonic() - write_started, 3)
+        m = obs.get if obs is not None else self._counted_by_stream(df, batch_id)
+        rows, bad = int(m["rows"] or 0), int(m["bad"] or 0)
+        stats.rows_written, stats.rows_read = rows - bad, rows
+        if not has_unknown:
+            return bad, []
+        stats.unknown_fields = int(m["unknown"] or 0)
+        stats.unknown_checked = int(m["checked"] or 0) if sampled else stats.rows_written
+        return bad, list(m["names"] or [])
+
+    def write_dead_letters(self, df: DataFrame, batch_id: int, bad: int, stats: BatchStats, done: Done) -> None:
+        if self.dlq is not None and not done.dlq and bad:
+            stats.dead_letter_reasons = write_dead_letters(self.dlq, df, batch_id, bad, self.fields, self.spark)
+            stats.rows_dead_lettered = bad
+
+    def bad_rows(self, df: DataFrame, batch_id: int) -> DataFrame:
+        return dead_letter_rows(df, batch_id, self.fields, self.spark)
+
+    def _counted_by_stream(self, df: DataFrame, batch_id: int) -> dict[str, Any]:
+        """The counters the streaming plan's observation took of this batch, read after the table write ran it.
+
+        ``foreachBatch`` hands over the rows of the query's execution of this batch (its ``lastExecution``), whose
+        observation holds what the write's job counted as it read them (``observedMetrics`` reads the accumulators at
+        the time of the call: after the dead-letter write, which runs the batch again, they would count twice). When
+        that cannot be read, or the execution is not this batch's, the batch is counted again by two jobs: slower,
+        never wrong."""
+        from pyspark.sql import functions as F
+
+        why = "not found"
+        try:
+            if self._jquery is None:
+                active = self.spark._jsparkSession.streams().active()  # type: ignore[attr-defined]
+                self._jquery = next(q for q in active if q.name() == self.query_name).streamingQuery()
+            execution = self._jquery.lastExecution()
+            if execution.currentBatchId() == batch_id:
+                found = execution.observedMetrics().get(self.stream_observation)
+                if found.isDefined():
+                    return dict(json.loads(found.get().json()))
+            else:
+                why = f"the query's execution is of batch {execution.currentBatchId()}"
+        except Exception as e:  # noqa: BLE001 - the fallback below counts the same
+            why = repr(e)
+        log.warning(
+            "ingest: the stream's counters of batch %s could not be read (%s); counting it again", batch_id, why
+        )
+        rows, bad = df.count(), df.where(F.col(ERROR).isNotNull()).count()
+        return {"rows": rows, "bad": bad, "unknown": None, "checked": None, "names": None}
+
+    def batch_exprs(self, has_unknown: bool, sampled: bool) -> BatchExprs:
+        """The counters and the good rows' filter and columns of a batch write, built once per set of columns: every
+        PySpark function call is a few py4j round trips."""
+        from pyspark.sql import functions as F
+
+        key = (tuple(f.name for f in self.fields), has_unknown, sampled)
+        if self._exprs is None or self._exprs.key != key:
+            metrics = [F.count(F.lit(1)).alias("rows"), F.count(F.col(ERROR)).alias("bad")]
+            if has_unknown:
+                metrics += [F.count(F.col(UNKNOWN)).alias("unknown"),
+                            F.slice(F.array_distinct(F.flatten(F.collect_set(F.col(UNKNOWN)))), 1, 100).alias("names")]  # fmt: skip
+            if sampled:
+                metrics.append(F.count(F.when(F.col(CHECKED), 1)).alias("checked"))
+            self._exprs = BatchExprs(key, metrics, F.col(ERROR).isNull(), self.good_columns(),
+                                     batch_columns(self.fields, self.with_metadata))  # fmt: skip
+        return self._exprs
+
+    def good_columns(self) -> list[Any]:
+        """The table's columns of a good record (and the source's metadata columns with --with-kafka-metadata)."""
+        from pyspark.sql import functions as F
+
+        cols = [F.col(quote(f.name)) for f in self.fields]  # a column named `a.b` is that column, not a field b of a
+        if self.with_metadata:
+            cols += self.source.metadata_values()
+        return cols

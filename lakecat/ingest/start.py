@@ -1,0 +1,214 @@
+"""Starting an ingest: every check before anything starts, then the stream; and running one until it ends."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..cdc import check_key, ensure_key
+from ..errors import InvalidArgumentError
+from ..identifiers import TableIdent
+from ..metrics import IngestExporter
+from ..records import input_fields, type_ddl
+from ..results import IngestResult
+from ..sources import Source
+from ..units import iso
+from .checkpoint import default_checkpoint
+from .dead_letters import dead_letter_table
+from .handle import IngestHandle
+from .metrics import MetricsWriter
+from .options import CDC_ALONE, IngestOptions, StreamSettings
+from .pipeline import Pipeline
+from .target import add_columns
+
+if TYPE_CHECKING:
+    from pyspark.sql.types import StructField
+
+    from ..protocols import CatalogLike, TableLike
+
+log = logging.getLogger(__name__)
+
+#: Called with ``(handle, progress)`` for every finished batch (and with the latest progress between batches).
+ProgressCallback = Callable[[IngestHandle, dict[str, Any] | None], None]
+
+
+def _check_source(options: IngestOptions, source: Source) -> None:
+    """The options a source cannot serve: change events and schema evolution need JSON records."""
+    if options.change_format is not None:
+        if source.with_metadata:
+            raise InvalidArgumentError(CDC_ALONE)
+        if not source.parses_json:
+            raise InvalidArgumentError("--cdc reads Debezium JSON events: from Kafka or json files")
+    if options.merge_schema and not source.parses_json:
+        raise InvalidArgumentError(
+            "--merge-schema applies to JSON events (Kafka or json files), not to csv/parquet files"
+        )
+
+
+def _unknown_mode(options: IngestOptions, source: Source) -> str:
+    if options.change_format is not None:
+        return "off"
+    if options.merge_schema:
+        return "all"  # evolving needs every new name
+    return options.unknown_mode if source.parses_json else "off"  # typed rows have no extra fields
+
+
+def _dlq_name(dlq: str | bool | None, ident: TableIdent) -> str | None:
+    if dlq is False or dlq is None:
+        return None
+    if dlq is True:
+        return str(TableIdent(ident.namespace, f"{ident.name}_dlq"))
+    name = str(TableIdent.parse(str(dlq)))
+    if name == str(ident):
+        raise InvalidArgumentError("the dead-letter table must not be the table itself")
+    return name
+
+
+def _checkpoint(catalog: CatalogLike, ident: TableIdent, source: Source, options: IngestOptions) -> str:
+    """The checkpoint as a URI (a local path made absolute)."""
+    ckpt = options.checkpoint or default_checkpoint(catalog.config, ident, source, options.branch)
+    return ckpt if "://" in ckpt else Path(ckpt).expanduser().resolve().as_uri()
+
+
+def _fields(table: TableLike, source: Source, options: IngestOptions) -> list[StructField]:
+    """The columns events fill; with the source's metadata, its columns are added first when ``merge_schema``."""
+    schema = table.spark_schema()
+    fields = input_fields(schema, table.adapter.generated_columns(table))
+    if not source.with_metadata:
+        return fields
+    names = {f.name for f in schema.fields}
+    missing = [(n, t) for n, t in source.metadata_columns.items() if n not in names]
+    if missing and not options.merge_schema:
+        raise InvalidArgumentError(
+            f"--with-kafka-metadata: table {table.entry.ident} lacks the column(s) {', '.join(n for n, _ in missing)}; "
+            "add them (" + ", ".join(f"{n} {t}" for n, t in missing) + ") or pass --merge-schema"
+        )
+    add_columns(table, missing)
+    return [f for f in table.writable_fields() if f.name not in source.metadata_columns]
+
+
+def _event_time(fields: list[StructField], options: IngestOptions, ident: TableIdent) -> str | None:
+    """The dedupe's event-time column, checked against the table ("_lakecat_ts" when the table has none)."""
+    from pyspark.sql import types as T
+
+    keys = options.dedupe_columns
+    if not keys:
+        return None
+    unknown = [k for k in keys if k not in {f.name for f in fields}]
+    if unknown:
+        raise InvalidArgumentError(f"--dedupe-key: table {ident} has no column {', '.join(unknown)}")
+    ts = [f.name for f in fields if isinstance(f.dataType, (T.TimestampType, T.TimestampNTZType))]
+    if options.event_time is None:
+        return ts[0] if ts else "_lakecat_ts"
+    if options.event_time not in ts:
+        found = next((f for f in fields if f.name == options.event_time), None)
+        if found is None:
+            raise InvalidArgumentError(f"--event-time: table {ident} has no column {options.event_time}")
+        raise InvalidArgumentError(f"--event-time: column {options.event_time} of table {ident} is "
+                                   f"{type_ddl(found.dataType)}, not a timestamp")  # fmt: skip
+    return options.event_time
+
+
+def _change_key(table: TableLike, fields: list[StructField], options: IngestOptions) -> list[str] | None:
+    """With change events: the key, checked and recorded on the table."""
+    if options.change_format is None:
+        return None
+    ident = table.entry.ident
+    keys = check_key(options.key, fields, str(ident))
+    for note in ensure_key(table, keys):
+        log.warning("%s: %s", ident, note)
+    return keys
+
+
+def start_ingest(catalog: CatalogLike, table: str | TableIdent, source: Source, options: IngestOptions | None = None,
+                 **kwargs: Any) -> IngestHandle:  # fmt: skip
+    """Validate everything, then start the stream; returns at once with a handle (see ``Catalog.ingest``).
+
+    ``kwargs`` are ``IngestOptions`` fields, set on top of ``options``.
+    """
+    opts = IngestOptions.of(options, **kwargs)
+    if not isinstance(source, Source):
+        raise InvalidArgumentError("source must be a lakecat source, e.g. lakecat.KafkaSource or lakecat.FileSource")
+    source.validate()
+    tbl = catalog.load_table(table)  # TableNotFoundError before anything starts
+    if opts.branch is not None:
+        tbl = tbl.on_branch(opts.branch)  # exit 3 where the format has no branches; VersionNotFoundError if unknown
+    ident = tbl.entry.ident
+    _check_source(opts, source)
+    dlq_name = _dlq_name(opts.dlq, ident)
+    source.check_reachable()
+    checkpoint = _checkpoint(catalog, ident, source, opts)
+    cdc = opts.change_format
+    tbl.adapter.require("merge" if cdc else "ingest", "ingest --cdc" if cdc else "ingest")
+    spark = catalog.session()
+    fields = _fields(tbl, source, opts)
+    settings = StreamSettings(options=opts, checkpoint=checkpoint, unknown_mode=_unknown_mode(opts, source),
+                              event_time=_event_time(fields, opts, ident), cdc_key=_change_key(tbl, fields, opts),
+                              with_metadata=bool(source.with_metadata))  # fmt: skip
+    source.check_types(spark, fields, str(ident))
+    dlq = dead_letter_table(catalog, dlq_name, tbl) if dlq_name is not None else None
+    report = IngestResult(table=str(ident), format=tbl.format, source=source.describe(), dlq_table=dlq_name,
+                          checkpoint=checkpoint, trigger=str(opts.trigger_spec), started_at=iso(datetime.now(UTC)),
+                          cdc=cdc, key=settings.cdc_key, branch=opts.branch)  # fmt: skip
+    pipeline = Pipeline(catalog, tbl, source, settings, report, dlq, fields)
+    pipeline.prefetch()
+    return IngestHandle(pipeline, pipeline.start())
+
+
+def run_ingest(catalog: CatalogLike, table: str | TableIdent, source: Source, options: IngestOptions | None = None, *,
+               on_progress: ProgressCallback | None = None, stop_event: threading.Event | None = None,
+               poll_s: float = 0.5, **kwargs: Any) -> IngestResult:  # fmt: skip
+    """Start an ingest and wait for it: until drained (available-now) or until ``stop_event`` is set.
+
+    With ``metrics_port``, Prometheus ``/metrics`` is served on that port for the life of the stream.
+    """
+    opts = IngestOptions.of(options, **kwargs)
+    exporter = None
+    if opts.metrics_port is not None:
+        target = catalog.load_table(table)  # TableNotFoundError before the port is bound
+        exporter = IngestExporter(target.name, target.format, int(opts.metrics_port))
+    try:
+        handle = start_ingest(catalog, table, source, opts)
+    except BaseException:
+        if exporter is not None:
+            exporter.close()
+        raise
+    metrics = MetricsWriter(handle, opts.metrics_path, source, exporter)
+    try:
+        _wait(handle, metrics, on_progress, stop_event, poll_s)
+    except KeyboardInterrupt:
+        handle.stop(reason="interrupted")
+    finally:
+        _, new = metrics.poll()
+        if on_progress is not None:
+            for p in new:
+                on_progress(handle, p)
+        source.close()
+        if exporter is not None:
+            exporter.close()
+    report = handle.report()
+    handle.close()
+    report.lag = metrics.lag
+    return report
+
+
+def _wait(handle: IngestHandle, metrics: MetricsWriter, on_progress: ProgressCallback | None,
+          stop_event: threading.Event | None, poll_s: float) -> None:  # fmt: skip
+    """Poll the stream until it ends or ``stop_event`` is set, reporting every finished batch once."""
+    while True:
+        ended = handle.await_termination(poll_s)
+        progress, new = metrics.poll()
+        handle.lag = metrics.lag
+        if on_progress is not None:
+            pending: list[dict[str, Any] | None] = [*new] or [progress]
+            for p in pending:  # every finished batch once, else the latest for a live refresh
+                on_progress(handle, p)
+        if ended:
+            return
+        if stop_event is not None and stop_event.is_set():
+            handle.stop(reason="signal")
+            return
