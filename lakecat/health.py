@@ -28,7 +28,7 @@ from .results import HealthResult, MaintainResult, SizeBucket, TableHealth, Vers
 from .units import format_duration, from_millis, human_size, iso, parse_duration, parse_size
 
 if TYPE_CHECKING:
-    from .formats.base import HealthFacts
+    from .formats.base import Commit, HealthFacts
     from .protocols import CatalogLike, TableLike
 
 VERDICTS = ("compact", "expire", "clean", "healthy")
@@ -85,16 +85,8 @@ def _iso_ms(ms: int | None) -> str | None:
     return iso(from_millis(ms)) if ms is not None else None
 
 
-def judge(table: TableLike, facts: HealthFacts, policy: dict[str, str], runs: dict[tuple[str, str], int],
-          now_ms: int | None = None) -> TableHealth:  # fmt: skip
-    """Figures and a verdict from one table's facts, its policy and lakecat's record of maintenance runs."""
-    now_ms = int(time.time() * 1000) if now_ms is None else now_ms
-    th = thresholds(table, policy)
-    h = TableHealth(table.name, table.format, "healthy", "", thresholds=th, current_version=facts.current_version,
-                    target_file_size=th["target_file_size"], small_file_bytes=th["small_file_bytes"],
-                    delete_kind=facts.delete_kind)  # fmt: skip
-
-    # files, sizes, partitions
+def _judge_files(h: TableHealth, facts: HealthFacts) -> None:
+    """Files, sizes, partitions and deletes."""
     sizes = [f.size for f in facts.files]
     h.data_files, h.data_bytes = len(sizes), sum(sizes)
     records = [f.records for f in facts.files]
@@ -115,14 +107,13 @@ def judge(table: TableLike, facts: HealthFacts, policy: dict[str, str], runs: di
         h.median_partition_bytes = int(statistics.median(bytes_by_part.values()))
         if h.partitions > 1 and h.median_partition_bytes:
             h.partition_skew = round(h.largest_partition_bytes / h.median_partition_bytes, 2)
-
-    # deletes
     h.delete_files, h.delete_bytes, h.deleted_rows = facts.delete_files, facts.delete_bytes, facts.deleted_rows
     if h.rows:
         h.deleted_rows_ratio = round(min(1.0, facts.deleted_rows / h.rows), 4)
 
-    # versions
-    commits = sorted(facts.commits, key=lambda c: c.timestamp_ms)
+
+def _judge_versions(h: TableHealth, facts: HealthFacts, commits: list[Commit], th: dict[str, Any], now_ms: int) -> None:
+    """How many versions, how old, how many expiry may remove, and the newest ones as a timeline."""
     h.versions = len(commits)
     if commits:
         h.oldest_version_at = _iso_ms(commits[0].timestamp_ms)
@@ -135,7 +126,15 @@ def judge(table: TableLike, facts: HealthFacts, policy: dict[str, str], runs: di
         VersionPoint(c.version, _iso_ms(c.timestamp_ms) or "", c.operation) for c in commits[-TIMELINE_LIMIT:]
     ]
 
-    # maintenance seen so far: the history's compactions, lakecat's own record of every run
+
+def _judge_maintenance(
+    h: TableHealth, table: TableLike, facts: HealthFacts, commits: list[Commit], runs: dict[tuple[str, str], int]
+) -> tuple[int | None, int | None]:
+    """Maintenance seen so far: the history's compactions and vacuums, lakecat's own record of every run.
+
+    Returns:
+        When expiry and orphan cleanup last ran (epoch ms, None: never).
+    """
     compacted = [c.timestamp_ms for c in commits if c.operation == "compact"]
     last = {a: runs.get((table.name, a)) for a in ("compact", "expire", "clean-orphans")}
     last_compact = max([*compacted, *([last["compact"]] if last["compact"] else [])], default=None)
@@ -147,8 +146,12 @@ def judge(table: TableLike, facts: HealthFacts, policy: dict[str, str], runs: di
         _iso_ms(last_clean),
     )
     h.stream_last_commit = _iso_ms(facts.stream_commit_ms)
+    return last["expire"], last_clean
 
-    # the verdict
+
+def _reasons(h: TableHealth, facts: HealthFacts, commits: list[Commit], th: dict[str, Any], now_ms: int,
+             last_expire: int | None, last_clean: int | None) -> dict[str, str]:  # fmt: skip
+    """What calls for maintenance (verdict -> why), from the figures ``h`` holds already."""
     reasons: dict[str, str] = {}
     small_why = (f"{h.compactable_small_files} small files (under {human_size(h.small_file_bytes)}, a quarter of the "
                  f"{human_size(h.target_file_size)} target) share partitions (threshold {th['small_files']})")  # fmt: skip
@@ -160,11 +163,27 @@ def judge(table: TableLike, facts: HealthFacts, policy: dict[str, str], runs: di
     if h.expirable_versions:
         reasons["expire"] = (f"{h.expirable_versions} versions are older than {th['expire_older_than']} beyond the newest "
                              f"{th['retain_last']}; files only old versions reference hold {human_size(h.old_version_bytes)}")  # fmt: skip
-    churn = [c.timestamp_ms for c in commits if c.operation in _REWRITES] + ([last["expire"]] if last["expire"] else [])
+    churn = [c.timestamp_ms for c in commits if c.operation in _REWRITES] + ([last_expire] if last_expire else [])
     since_clean = [t for t in churn if last_clean is None or t > last_clean]
     if since_clean and min(since_clean) < now_ms - th["orphans_older_than_s"] * 1000:
         reasons["clean"] = (f"files were rewritten or expired {format_duration(timedelta(seconds=int((now_ms - min(since_clean)) / 1000)))} ago and no "
                             "orphan cleanup ran since (failed writes leave files behind)")  # fmt: skip
+    return reasons
+
+
+def judge(table: TableLike, facts: HealthFacts, policy: dict[str, str], runs: dict[tuple[str, str], int],
+          now_ms: int | None = None) -> TableHealth:  # fmt: skip
+    """Figures and a verdict from one table's facts, its policy and lakecat's record of maintenance runs."""
+    now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+    th = thresholds(table, policy)
+    h = TableHealth(table.name, table.format, "healthy", "", thresholds=th, current_version=facts.current_version,
+                    target_file_size=th["target_file_size"], small_file_bytes=th["small_file_bytes"],
+                    delete_kind=facts.delete_kind)  # fmt: skip
+    _judge_files(h, facts)
+    commits = sorted(facts.commits, key=lambda c: c.timestamp_ms)
+    _judge_versions(h, facts, commits, th, now_ms)
+    last_expire, last_clean = _judge_maintenance(h, table, facts, commits, runs)
+    reasons = _reasons(h, facts, commits, th, now_ms, last_expire, last_clean)
     h.needs = [v for v in VERDICTS if v in reasons]
     if h.needs:
         h.verdict = h.needs[0]

@@ -12,12 +12,16 @@ import time
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
 
 from .catalog import Catalog
 from .config import lakecat_home
 from .formats import format_names, get_format
 from .results import QuickstartResult
 from .sources import KafkaSource
+
+if TYPE_CHECKING:
+    from .kafka_local import LocalKafka
 
 TOPIC = "lakecat_quickstart_clicks"
 NAMESPACE = "quickstart"
@@ -51,6 +55,68 @@ def clickstream(n: int, *, malformed: int, seed: int | None = None) -> list[byte
     return events
 
 
+def _broker(port: int | None) -> LocalKafka:
+    """The local broker on ``port``, on 9092 by default, or on a free port when 9092 is someone else's."""
+    from .kafka_local import LocalKafka, free_port, port_free  # loads confluent_kafka
+
+    broker = LocalKafka(data_dir=lakecat_home() / "kafka", port=port or 9092)
+    if not broker.status()["running"] and port is None and not port_free(9092):
+        broker = LocalKafka(data_dir=lakecat_home() / "kafka", port=free_port())
+    return broker
+
+
+def _tour_table(catalog: Catalog, fmt: str, name: str, *, run: int, bootstrap: str, records: int,
+                say: Callable[[str], None]) -> dict[str, Any]:  # fmt: skip
+    """Steps 3 to 6 on one format's table: create, ingest, time travel and changes, compaction and expiry."""
+    partitioning = PARTITIONING[get_format(fmt).supports("bucket_partitioning")]
+    say(f"3/7 {'using' if run > 1 else 'creating'} the {fmt} table {name} partitioned by {', '.join(partitioning)}")
+    table = catalog.create_table(name, schema=SCHEMA, format=fmt, partition_by=partitioning, if_not_exists=True)
+    say(f"4/7 ingesting Kafka -> {name} (available-now, exactly once, bad records to {name}_dlq)")
+    ingest = catalog.ingest(name, KafkaSource(bootstrap, TOPIC), trigger="available-now",
+                            max_records_per_batch=max(1, records // 3))  # fmt: skip
+    entries = list(table.history())
+    first = entries[-1].version
+    say(f"5/7 {name}: {len(entries)} versions; time travel to the first one and reading what changed since")
+    first_count = table.as_of(version=first).count()
+    change_count = table.changes(since=first).count()
+    say(f"6/7 {name}: compaction (dry run first), then expiry (dry run)")
+    plan = table.compact(dry_run=True)
+    compacted = table.compact()
+    expire = table.expire(retain_last=2, dry_run=True)
+    d = table.describe()
+    return {
+        "format": fmt,
+        "rows_written": ingest.rows_written,
+        "rows_dead_lettered": ingest.rows_dead_lettered,
+        "dlq_table": ingest.dlq_table,
+        "versions": len(entries),
+        "first_version": first,
+        "rows_at_first_version": first_count,
+        "changes_since_first_version": change_count,
+        "compaction": {
+            "would_rewrite": plan.files_rewritten,
+            "files_before": compacted.files_before,
+            "files_after": compacted.files_after,
+        },
+        "expire_dry_run": {"would_expire": len(expire.expired_versions), "older_than": expire.older_than},
+        "rows_now": d.records,
+        "files_now": d.files,
+    }
+
+
+def _next_commands(report: QuickstartResult, first_name: str, second_name: str) -> list[str]:
+    return [
+        "lakecat list quickstart",
+        f"lakecat describe {first_name}",
+        f"lakecat history {first_name}",
+        f"lakecat timetravel {first_name} --version {report.tables[first_name]['first_version']} --count",
+        f"lakecat changes {second_name} --since {report.tables[second_name]['first_version']} --limit 5",
+        f"lakecat compact {second_name} --dry-run",
+        f"lakecat expire {first_name} --retain-last 2 --dry-run",
+        "lakecat quickstart   # again: a second run ingests only the new events",
+    ]
+
+
 def run_quickstart(
     catalog: Catalog,
     *,
@@ -61,15 +127,11 @@ def run_quickstart(
     say: Callable[[str], None] = lambda _: None,
 ) -> QuickstartResult:
     """Run the whole tour on ``catalog`` (see ``lakecat quickstart``)."""
-    from .kafka_local import LocalKafka, create_topic, free_port, port_free, produce  # loads confluent_kafka
+    from .kafka_local import create_topic, produce  # loads confluent_kafka
 
     started = time.monotonic()
-    broker = LocalKafka(data_dir=lakecat_home() / "kafka", port=port or 9092)
-    status = broker.status()
-    was_running = bool(status["running"])
-    if not was_running and port is None and not port_free(9092):
-        # 9092 is someone else's: take a free port instead of failing
-        broker = LocalKafka(data_dir=lakecat_home() / "kafka", port=free_port())
+    broker = _broker(port)
+    was_running = bool(broker.status()["running"])
     say(
         "1/7 starting the local Kafka broker"
         + (" (already running)" if was_running else " (first start resolves its jars)")
@@ -84,59 +146,9 @@ def run_quickstart(
         produce(bootstrap, TOPIC, payload)
         report = QuickstartResult(run, bootstrap, TOPIC, events, malformed)
         for fmt, name in names.items():
-            partitioning = PARTITIONING[get_format(fmt).supports("bucket_partitioning")]
-            say(
-                f"3/7 {'using' if run > 1 else 'creating'} the {fmt} table {name} partitioned by {', '.join(partitioning)}"
-            )
-            table = catalog.create_table(name, schema=SCHEMA, format=fmt, partition_by=partitioning, if_not_exists=True)
-            say(f"4/7 ingesting Kafka -> {name} (available-now, exactly once, bad records to {name}_dlq)")
-            ingest = catalog.ingest(
-                name,
-                KafkaSource(bootstrap, TOPIC),
-                trigger="available-now",
-                max_records_per_batch=max(1, (events + malformed) // 3),
-            )
-            history = table.history()
-            entries = list(history)
-            first = entries[-1].version
-            say(f"5/7 {name}: {len(entries)} versions; time travel to the first one and reading what changed since")
-            first_count = table.as_of(version=first).count()
-            changes = table.changes(since=first)
-            change_count = changes.count()
-            say(f"6/7 {name}: compaction (dry run first), then expiry (dry run)")
-            plan = table.compact(dry_run=True)
-            compacted = table.compact()
-            expire = table.expire(retain_last=2, dry_run=True)
-            d = table.describe()
-            report.tables[name] = {
-                "format": fmt,
-                "rows_written": ingest.rows_written,
-                "rows_dead_lettered": ingest.rows_dead_lettered,
-                "dlq_table": ingest.dlq_table,
-                "versions": len(entries),
-                "first_version": first,
-                "rows_at_first_version": first_count,
-                "changes_since_first_version": change_count,
-                "compaction": {
-                    "would_rewrite": plan.files_rewritten,
-                    "files_before": compacted.files_before,
-                    "files_after": compacted.files_after,
-                },
-                "expire_dry_run": {"would_expire": len(expire.expired_versions), "older_than": expire.older_than},
-                "rows_now": d.records,
-                "files_now": d.files,
-            }
-        first_name, second_name = list(names.values())[:2]
-        report.next_commands = [
-            "lakecat list quickstart",
-            f"lakecat describe {first_name}",
-            f"lakecat history {first_name}",
-            f"lakecat timetravel {first_name} --version {report.tables[first_name]['first_version']} --count",
-            f"lakecat changes {second_name} --since {report.tables[second_name]['first_version']} --limit 5",
-            f"lakecat compact {second_name} --dry-run",
-            f"lakecat expire {first_name} --retain-last 2 --dry-run",
-            "lakecat quickstart   # again: a second run ingests only the new events",
-        ]
+            report.tables[name] = _tour_table(catalog, fmt, name, run=run, bootstrap=bootstrap,
+                                              records=events + malformed, say=say)  # fmt: skip
+        report.next_commands = _next_commands(report, *list(names.values())[:2])
     finally:
         if not was_running and not keep_broker:
             say("7/7 stopping the broker")
