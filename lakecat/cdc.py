@@ -243,16 +243,9 @@ def new_column_type(spec: dict[str, Any] | None, sample: Any) -> str | None:
     return "STRING"
 
 
-def parse_debezium(raw: DataFrame, fields: list[StructField], keys: list[str], *, allow_new: bool = False) -> DataFrame:
-    """One row per change event: ``OP``, the row image (the table's input columns), its position, and errors.
-
-    ``raw`` has ``value`` (BINARY) and the ``_lakecat_*`` provenance columns of :mod:`lakecat.ingest`.
-    Columns out: the input columns, ``OP``, ``CDC_TS``, and ERROR / DETAIL / RAW / META like a
-    plain parse, so the dead-letter path is shared. An upsert whose ``after`` has a column the table lacks (by the
-    schema block when the envelope has one, else by the JSON object's keys) is a ``schema_mismatch`` — unless
-    ``allow_new``: then ``NEW_COLUMNS`` names them and ``VALUE`` keeps the event for a second parse.
-    """
-    from pyspark.sql import functions as F
+def _envelopes(fields: list[StructField], keys: list[str]) -> tuple[Any, Any]:
+    """The Spark schemas of a Debezium value (``before``/``after``/``op``/``ts_ms``, with or without the
+    ``{"schema", "payload"}`` wrapper) and of its Kafka key, in the types the wire carries."""
     from pyspark.sql import types as T
 
     image = T.StructType([T.StructField(f.name, _wire_type(f.dataType), True) for f in fields])
@@ -270,26 +263,51 @@ def parse_debezium(raw: DataFrame, fields: list[StructField], keys: list[str], *
     key_image = T.StructType([T.StructField(k, _wire_type(by_name[k].dataType), True) for k in keys])
     key_envelope = T.StructType([*key_image.fields, T.StructField("payload", key_image, True),
                                  T.StructField("schema", T.StructType([T.StructField("fields", T.ArrayType(field_schema))]), True)])  # fmt: skip
+    return envelope, key_envelope
 
-    text = F.col("value").cast("string")
-    df = raw.select("*", from_json(text, envelope, CORRUPT, fast=available(raw.sparkSession)).alias("_e"),
+
+class _Event:
+    """The parts of a parsed change event, as columns of the DataFrame ``_parse`` returns."""
+
+    def __init__(self) -> None:
+        from pyspark.sql import functions as F
+
+        self.text = F.col("value").cast("string")
+        self.e = F.col("_e")
+        self.op, self.after, self.before, self.row_schema = (
+            F.col(c) for c in ("_lakecat_op", "_lakecat_after", "_lakecat_before", "_lakecat_rs")
+        )
+        self.k = F.col("_k")
+        self.tombstone = F.col("value").isNull() & F.col("_lakecat_key").isNotNull()
+
+    def part(self, name: str) -> Column:
+        """A field of the event, wrapped in ``payload`` or not."""
+        from pyspark.sql import functions as F
+
+        return F.when(self.e["payload"].isNotNull(), self.e["payload"][name]).otherwise(self.e[name])
+
+
+def _parse(raw: DataFrame, fields: list[StructField], keys: list[str]) -> tuple[DataFrame, _Event]:
+    """``raw`` with the value and key parsed, and the event's op, images and row schema as columns."""
+    from pyspark.sql import functions as F
+
+    envelope, key_envelope = _envelopes(fields, keys)
+    ev = _Event()
+    df = raw.select("*", from_json(ev.text, envelope, CORRUPT, fast=available(raw.sparkSession)).alias("_e"),
                     F.from_json(F.col("_lakecat_key").cast("string"), key_envelope).alias("_k"))  # fmt: skip
-    e = F.col("_e")
-    wrapped = e["payload"].isNotNull()
-
-    def part(name: str) -> Column:
-        return F.when(wrapped, e["payload"][name]).otherwise(e[name])
-
     # before and after share the row schema (the connector's <table>.Value); take it from the "after" section
-    df = df.select("*", F.lower(part("op")).alias("_lakecat_op"), part("after").alias("_lakecat_after"),
-                   part("before").alias("_lakecat_before"),
-                   F.filter(e["schema"]["fields"], lambda s: s["field"] == F.lit("after"))[0]["fields"].alias("_lakecat_rs"))  # fmt: skip
-    op, after, before, row_schema = (
-        F.col(c) for c in ("_lakecat_op", "_lakecat_after", "_lakecat_before", "_lakecat_rs")
-    )
-    k = F.col("_k")
-    kafka_key = {n: F.coalesce(k["payload"][n], k[n]) for n in keys}
-    tombstone = F.col("value").isNull() & F.col("_lakecat_key").isNotNull()
+    df = df.select("*", F.lower(ev.part("op")).alias("_lakecat_op"), ev.part("after").alias("_lakecat_after"),
+                   ev.part("before").alias("_lakecat_before"),
+                   F.filter(ev.e["schema"]["fields"], lambda s: s["field"] == F.lit("after"))[0]["fields"].alias("_lakecat_rs"))  # fmt: skip
+    return df, ev
+
+
+def _row_values(ev: _Event, fields: list[StructField], keys: list[str]) -> dict[str, Column]:
+    """Each input column's value: decoded from the ``after`` image, keys from ``before`` or the Kafka key for a
+    delete or a tombstone."""
+    from pyspark.sql import functions as F
+
+    kafka_key = {n: F.coalesce(ev.k["payload"][n], ev.k[n]) for n in keys}
 
     def declared(fields_schema: Column, name: str) -> tuple[Column, Column]:
         spec = F.filter(fields_schema, lambda s: s["field"] == F.lit(name))[0]
@@ -298,63 +316,58 @@ def parse_debezium(raw: DataFrame, fields: list[StructField], keys: list[str], *
     def typed(img: Column, f: StructField) -> Column:
         if not _decoded(f.dataType):
             return img[f.name]
-        return _decode(img[f.name], *declared(row_schema, f.name), f.dataType)
+        return _decode(img[f.name], *declared(ev.row_schema, f.name), f.dataType)
 
     def key_value(f: StructField) -> Column:
-        from_after = typed(after, f)
-        from_before = typed(before, f)
-        from_kafka = (_decode(kafka_key[f.name], *declared(k["schema"]["fields"], f.name), f.dataType)
+        from_after = typed(ev.after, f)
+        from_before = typed(ev.before, f)
+        from_kafka = (_decode(kafka_key[f.name], *declared(ev.k["schema"]["fields"], f.name), f.dataType)
                       if _decoded(f.dataType) else kafka_key[f.name])  # fmt: skip
-        return (F.when(tombstone, from_kafka).when(op == "d", F.coalesce(from_before, from_kafka))
+        return (F.when(ev.tombstone, from_kafka).when(ev.op == "d", F.coalesce(from_before, from_kafka))
                 .otherwise(from_after))  # fmt: skip
 
-    values = {f.name: (key_value(f) if f.name in keys else F.when(op.isin(*UPSERT_OPS), typed(after, f)))
-              for f in fields}  # fmt: skip
-    # Computed once, as columns: the checks, the error, its detail and the output refer to them by name. (Written
-    # inline, every reference repeated a value's whole decoding: a plan of ~250 KB that took seconds per batch to
-    # analyze, optimize and run.)
-    staged = {f.name: f"_lakecat_v{i}" for i, f in enumerate(fields)}
-    df = df.select("*", *[values[n].alias(c) for n, c in staged.items()])
-    values = {n: F.col(c) for n, c in staged.items()}
-    decoded = [f for f in fields if _decoded(f.dataType)]
-    time_errors = F.concat_ws(", ", *[F.when(after[f.name].isNotNull() & values[f.name].isNull(),
-                                             F.lit(f"{f.name} (expected {f.dataType.simpleString()})"))
-                                      for f in decoded]) if decoded else F.lit("")  # fmt: skip
-    known = [f.name.lower() for f in fields]
-    after_text = F.coalesce(F.get_json_object(text, "$.payload.after"), F.get_json_object(text, "$.after"))
-    after_names = F.when(row_schema.isNotNull(), F.transform(row_schema, lambda s: s["field"])).otherwise(
-        F.json_object_keys(after_text)
-    )
-    new_columns = F.when(op.isin(*UPSERT_OPS) & after.isNotNull(),
-                         F.filter(after_names, lambda n: ~F.lower(n).isin(*known)))  # fmt: skip
-    unknown_columns = F.array_join(new_columns, ", ")
-    missing_key = F.concat_ws(", ", *[F.when(values[n].isNull(), F.lit(n)) for n in keys])
-    required = [f.name for f in fields if not f.nullable and f.name not in keys]
-    missing = F.concat_ws(", ", *[F.when(values[n].isNull(), F.lit(n)) for n in required]) if required else F.lit("")
-    error = (
-        F.when(tombstone & (missing_key != ""), F.lit("invalid_cdc_event"))
-        .when(tombstone, F.lit(None))
+    return {f.name: (key_value(f) if f.name in keys else F.when(ev.op.isin(*UPSERT_OPS), typed(ev.after, f)))
+            for f in fields}  # fmt: skip
+
+
+def _event_error(ev: _Event, *, allow_new: bool, new_columns: Column, time_errors: Column, missing_key: Column,
+                 missing: Column) -> Column:  # fmt: skip
+    """The dead-letter reason of an event that cannot be applied (null: it can)."""
+    from pyspark.sql import functions as F
+
+    op, e = ev.op, ev.e
+    return (
+        F.when(ev.tombstone & (missing_key != ""), F.lit("invalid_cdc_event"))
+        .when(ev.tombstone, F.lit(None))
         .when(F.col("value").isNull(), F.lit("null_value"))
-        .when(~F.is_valid_utf8(text), F.lit("not_utf8"))
+        .when(~F.is_valid_utf8(ev.text), F.lit("not_utf8"))
         .when(e.isNull(), F.lit("invalid_json"))
         .when(
             e[CORRUPT].isNotNull(),
-            F.when(F.json_object_keys(text).isNotNull(), F.lit("type_mismatch")).otherwise(F.lit("invalid_json")),
+            F.when(F.json_object_keys(ev.text).isNotNull(), F.lit("type_mismatch")).otherwise(F.lit("invalid_json")),
         )
         .when(op.isNull() | ~op.isin(*UPSERT_OPS, "d"), F.lit("invalid_cdc_event"))
-        .when(op.isin(*UPSERT_OPS) & after.isNull(), F.lit("invalid_cdc_event"))
+        .when(op.isin(*UPSERT_OPS) & ev.after.isNull(), F.lit("invalid_cdc_event"))
         .when(F.lit(not allow_new) & (F.size(new_columns) > 0), F.lit("schema_mismatch"))
         .when(time_errors != "", F.lit("type_mismatch"))
         .when(missing_key != "", F.lit("missing_key"))
         .when(op.isin(*UPSERT_OPS) & (missing != ""), F.lit("missing_required"))
     )
-    detail = (
+
+
+def _error_detail(ev: _Event, *, unknown_columns: Column, time_errors: Column, missing_key: Column,
+                  missing: Column) -> Column:  # fmt: skip
+    """The dead letter's detail: what exactly is wrong with the event, in a sentence."""
+    from pyspark.sql import functions as F
+
+    op = ev.op
+    return (
         F.when(F.col(ERROR) == "null_value", F.lit("value is null and the record has no key"))
         .when(F.col(ERROR) == "not_utf8", F.lit("value is not valid UTF-8"))
         .when(F.col(ERROR) == "invalid_json", F.lit("value is not a JSON object"))
         .when(F.col(ERROR) == "type_mismatch",
               F.concat(F.lit("wrong type: "), F.when(time_errors != "", time_errors).otherwise(F.lit("a field of before/after"))))
-        .when(tombstone, F.concat(F.lit("tombstone whose key lacks: "), missing_key))
+        .when(ev.tombstone, F.concat(F.lit("tombstone whose key lacks: "), missing_key))
         .when(op.isNull(), F.lit("no op field: not a Debezium change event"))
         .when(~op.isin(*UPSERT_OPS, "d"), F.concat(F.lit("op "), op, F.lit(" is not applied (only c, r, u, d)")))
         .when(F.col(ERROR) == "invalid_cdc_event", F.concat(F.lit("op "), op, F.lit(" without an after image")))
@@ -363,11 +376,48 @@ def parse_debezium(raw: DataFrame, fields: list[StructField], keys: list[str], *
         .when(F.col(ERROR) == "missing_key", F.concat(F.lit("key column is null: "), missing_key))
         .when(F.col(ERROR) == "missing_required", F.concat(F.lit("missing required field: "), missing))
     )  # fmt: skip
-    df = df.select("*", error.alias(ERROR))
+
+
+def parse_debezium(raw: DataFrame, fields: list[StructField], keys: list[str], *, allow_new: bool = False) -> DataFrame:
+    """One row per change event: ``OP``, the row image (the table's input columns), its position, and errors.
+
+    ``raw`` has ``value`` (BINARY) and the ``_lakecat_*`` provenance columns of :mod:`lakecat.ingest`.
+    Columns out: the input columns, ``OP``, ``CDC_TS``, and ERROR / DETAIL / RAW / META like a
+    plain parse, so the dead-letter path is shared. An upsert whose ``after`` has a column the table lacks (by the
+    schema block when the envelope has one, else by the JSON object's keys) is a ``schema_mismatch`` — unless
+    ``allow_new``: then ``NEW_COLUMNS`` names them and ``VALUE`` keeps the event for a second parse.
+    """
+    from pyspark.sql import functions as F
+
+    df, ev = _parse(raw, fields, keys)
+    op, after = ev.op, ev.after
+    # Computed once, as columns: the checks, the error, its detail and the output refer to them by name. (Written
+    # inline, every reference would repeat a value's whole decoding, a plan too large to analyze quickly.)
+    staged = {f.name: f"_lakecat_v{i}" for i, f in enumerate(fields)}
+    values = _row_values(ev, fields, keys)
+    df = df.select("*", *[values[n].alias(c) for n, c in staged.items()])
+    values = {n: F.col(c) for n, c in staged.items()}
+    decoded = [f for f in fields if _decoded(f.dataType)]
+    time_errors = F.concat_ws(", ", *[F.when(after[f.name].isNotNull() & values[f.name].isNull(),
+                                             F.lit(f"{f.name} (expected {f.dataType.simpleString()})"))
+                                      for f in decoded]) if decoded else F.lit("")  # fmt: skip
+    known = [f.name.lower() for f in fields]
+    after_text = F.coalesce(F.get_json_object(ev.text, "$.payload.after"), F.get_json_object(ev.text, "$.after"))
+    after_names = F.when(ev.row_schema.isNotNull(), F.transform(ev.row_schema, lambda s: s["field"])).otherwise(
+        F.json_object_keys(after_text)
+    )
+    new_columns = F.when(op.isin(*UPSERT_OPS) & after.isNotNull(),
+                         F.filter(after_names, lambda n: ~F.lower(n).isin(*known)))  # fmt: skip
+    missing_key = F.concat_ws(", ", *[F.when(values[n].isNull(), F.lit(n)) for n in keys])
+    required = [f.name for f in fields if not f.nullable and f.name not in keys]
+    missing = F.concat_ws(", ", *[F.when(values[n].isNull(), F.lit(n)) for n in required]) if required else F.lit("")
+    checks = {"time_errors": time_errors, "missing_key": missing_key, "missing": missing}
+    df = df.select("*", _event_error(ev, allow_new=allow_new, new_columns=new_columns, **checks).alias(ERROR))
+    detail = _error_detail(ev, unknown_columns=F.array_join(new_columns, ", "), **checks)
     return df.select(
         *[values[f.name].alias(f.name) for f in fields],
-        F.when(tombstone | (op == "d"), F.lit("d")).otherwise(F.lit("u")).alias(OP),
-        part("ts_ms").alias(CDC_TS),
+        F.when(ev.tombstone | (op == "d"), F.lit("d")).otherwise(F.lit("u")).alias(OP),
+        ev.part("ts_ms").alias(CDC_TS),
         ERROR,
         *META,
         F.when(F.col(ERROR).isNotNull(), detail).alias(DETAIL),
