@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
+from lakecat.errors import InvalidArgumentError
 from lakecat.units import human_size
 
 from ._options import CatalogOpt, JsonOpt, VerboseOpt, connect, parse_properties
@@ -229,51 +230,93 @@ def maintain(
         raise typer.Exit(1)
 
 
+PropertyOpt = Annotated[
+    list[str] | None,
+    typer.Option("--property", help="Set key=value (repeatable), e.g. lakecat.expire.retain-last=10."),
+]
+UnsetOpt = Annotated[list[str] | None, typer.Option("--unset", help="Remove a property (repeatable).")]
+AddColumnOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--add-column",
+        help="Add a column: \"c TYPE\", optionally followed by NOT NULL, COMMENT '...', AFTER x or FIRST (repeatable).",
+    ),
+]
+RenameColumnOpt = Annotated[
+    list[str] | None,
+    typer.Option("--rename-column", help="Rename old=new (repeatable; Delta: needs column mapping, see --yes)."),
+]
+DropColumnOpt = Annotated[
+    list[str] | None,
+    typer.Option("--drop-column", help="Drop a column (repeatable; Delta: needs column mapping, see --yes)."),
+]
+WidenOpt = Annotated[
+    list[str] | None,
+    typer.Option("--widen", help="Widen c=TYPE: INT->BIGINT, FLOAT->DOUBLE, DECIMAL precision up (repeatable)."),
+]
+SetCommentOpt = Annotated[
+    list[str] | None, typer.Option("--set-comment", help="Set a column comment, c=text (repeatable).")
+]
+PartitionByOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--partition-by", help='New partitioning, e.g. "days(ts), region" (Iceberg: in place; Delta: --rewrite).'
+    ),
+]
+RewriteOpt = Annotated[
+    bool, typer.Option("--rewrite", help="Delta: rewrite every file into the new partitioning, in one commit.")
+]
+YesOpt = Annotated[
+    bool,
+    typer.Option(
+        "--yes", "-y", help="Allow what the format must enable first (Delta column mapping: a protocol upgrade)."
+    ),
+]
+
+
+def _print_properties(console, r) -> None:  # type: ignore[no-untyped-def]
+    t = table(key("property"), "value", title=f"{r.table} ({r.format}) properties")
+    for k, v in sorted(r.properties.items()):
+        t.add_row(k, v)
+    print_table(console, t)
+
+
+def _print_alter(console, r) -> None:  # type: ignore[no-untyped-def]
+    if not hasattr(r, "changes"):
+        _print_properties(console, r)
+        return
+    for note in r.upgrades:
+        console.print(f"{'would enable' if r.dry_run else 'enabled'}: {note}", markup=False)
+    for change in r.changes:
+        console.print(f"{'would ' if r.dry_run else ''}{change}", markup=False)
+    if r.rewrite_files:
+        console.print(
+            f"{'would rewrite' if r.dry_run else 'rewrote'} {r.rewrite_files:,} files ({human_size(r.rewrite_bytes)})",
+            markup=False,
+        )
+    t = table(key("column"), "type", "nullable", "comment", title=f"{r.table} ({r.format}) schema")
+    for c in r.schema:
+        t.add_row(c.name, c.type, "yes" if c.nullable else "no", c.comment or "")
+    print_table(console, t)
+    console.print(
+        f"partitioning: {', '.join(r.partitioning) or '(none)'}; column mapping: {r.column_mapping or '-'}",
+        markup=False,
+    )
+
+
 def alter(
     name: Annotated[str, typer.Argument(help="namespace.table")],
-    property: Annotated[
-        list[str] | None,
-        typer.Option("--property", help="Set key=value (repeatable), e.g. lakecat.expire.retain-last=10."),
-    ] = None,
-    unset: Annotated[list[str] | None, typer.Option("--unset", help="Remove a property (repeatable).")] = None,
-    add_column: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--add-column",
-            help="Add a column: \"c TYPE\", optionally followed by NOT NULL, COMMENT '...', AFTER x or FIRST (repeatable).",
-        ),
-    ] = None,
-    rename_column: Annotated[
-        list[str] | None,
-        typer.Option("--rename-column", help="Rename old=new (repeatable; Delta: needs column mapping, see --yes)."),
-    ] = None,
-    drop_column: Annotated[
-        list[str] | None,
-        typer.Option("--drop-column", help="Drop a column (repeatable; Delta: needs column mapping, see --yes)."),
-    ] = None,
-    widen: Annotated[
-        list[str] | None,
-        typer.Option("--widen", help="Widen c=TYPE: INT->BIGINT, FLOAT->DOUBLE, DECIMAL precision up (repeatable)."),
-    ] = None,
-    set_comment: Annotated[
-        list[str] | None, typer.Option("--set-comment", help="Set a column comment, c=text (repeatable).")
-    ] = None,
-    partition_by: Annotated[
-        str | None,
-        typer.Option(
-            "--partition-by", help='New partitioning, e.g. "days(ts), region" (Iceberg: in place; Delta: --rewrite).'
-        ),
-    ] = None,
-    rewrite: Annotated[
-        bool, typer.Option("--rewrite", help="Delta: rewrite every file into the new partitioning, in one commit.")
-    ] = False,
+    property: PropertyOpt = None,
+    unset: UnsetOpt = None,
+    add_column: AddColumnOpt = None,
+    rename_column: RenameColumnOpt = None,
+    drop_column: DropColumnOpt = None,
+    widen: WidenOpt = None,
+    set_comment: SetCommentOpt = None,
+    partition_by: PartitionByOpt = None,
+    rewrite: RewriteOpt = False,
     dry_run: DryRunOpt = False,
-    yes: Annotated[
-        bool,
-        typer.Option(
-            "--yes", "-y", help="Allow what the format must enable first (Delta column mapping: a protocol upgrade)."
-        ),
-    ] = False,
+    yes: YesOpt = False,
     catalog: CatalogOpt = None,
     json_: JsonOpt = False,
     verbose: VerboseOpt = False,
@@ -286,8 +329,6 @@ def alter(
     evolving = any([add_column, rename_column, drop_column, widen, set_comment, partition_by is not None])
 
     def api():  # type: ignore[no-untyped-def]
-        from lakecat.errors import InvalidArgumentError
-
         props = parse_properties(property)
         if evolving and (props or unset):
             raise InvalidArgumentError("give --property/--unset or schema/partition changes, not both in one alter")
@@ -299,32 +340,7 @@ def alter(
                            widen=widen or (), comments=set_comment or (), partition_by=partition_by, rewrite=rewrite,
                            dry_run=dry_run, yes=yes)  # fmt: skip
 
-    def human(console, r):  # type: ignore[no-untyped-def]
-        if not hasattr(r, "changes"):
-            t = table(key("property"), "value", title=f"{r.table} ({r.format}) properties")
-            for k, v in sorted(r.properties.items()):
-                t.add_row(k, v)
-            print_table(console, t)
-            return
-        for note in r.upgrades:
-            console.print(f"{'would enable' if r.dry_run else 'enabled'}: {note}", markup=False)
-        for change in r.changes:
-            console.print(f"{'would ' if r.dry_run else ''}{change}", markup=False)
-        if r.rewrite_files:
-            console.print(
-                f"{'would rewrite' if r.dry_run else 'rewrote'} {r.rewrite_files:,} files ({human_size(r.rewrite_bytes)})",
-                markup=False,
-            )
-        t = table(key("column"), "type", "nullable", "comment", title=f"{r.table} ({r.format}) schema")
-        for c in r.schema:
-            t.add_row(c.name, c.type, "yes" if c.nullable else "no", c.comment or "")
-        print_table(console, t)
-        console.print(
-            f"partitioning: {', '.join(r.partitioning) or '(none)'}; column mapping: {r.column_mapping or '-'}",
-            markup=False,
-        )
-
-    run(out, api, human)
+    run(out, api, _print_alter)
 
 
 def register(app: typer.Typer) -> None:
