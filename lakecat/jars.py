@@ -20,6 +20,7 @@ touches the network; a set that is not cached is then one error line naming it a
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import fcntl
 import hashlib
@@ -31,6 +32,9 @@ import shutil
 import subprocess
 import tempfile
 import time
+import urllib.error
+import urllib.request
+import xml.etree.ElementTree as ET
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -38,7 +42,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
-from .errors import ConfigError, EnvironmentProblemError
+from .config import expand_env
+from .errors import ConfigError, EnvironmentProblemError, InvalidArgumentError
 from .formats import all_formats
 
 if TYPE_CHECKING:
@@ -218,8 +223,6 @@ def sets_for(config: CatalogConfig, extras: Iterable[str] = ()) -> list[JarSet]:
     extras = [e.strip().lower() for e in extras if e.strip()]
     unknown = [e for e in extras if e not in EXTRAS]
     if unknown:
-        from .errors import InvalidArgumentError
-
         raise InvalidArgumentError(f"unknown jar set {', '.join(unknown)}: choose from {', '.join(EXTRAS)}")
     sets = [config_spark_set(config)]
     if "s3" in extras and not config.object_storage:
@@ -319,8 +322,6 @@ def parse_repository(raw: str, *, source: str) -> Repository:
         user_env = refs[0].group(1)  # type: ignore[union-attr]
         password_env = refs[1].group(1) if len(refs) > 1 else None  # type: ignore[union-attr]
     if _REF.search(rest):  # ${VAR} elsewhere (host, path): expanded, not secret
-        from .config import expand_env
-
         rest = expand_env(rest, source=source)
     parts = urlsplit(rest)
     if parts.scheme not in ("http", "https", "file") or (parts.scheme != "file" and not parts.hostname):
@@ -472,10 +473,6 @@ PROBE_PATH = "org/apache/ivy/ivy/2.5.3/ivy-2.5.3.pom"  # small, and on every mir
 
 def probe(repo: Repository, *, timeout: float = 5.0, credentials: bool = True) -> tuple[int | None, str]:
     """GET one small file of the repository: (HTTP status or None, the server's auth realm or the network error)."""
-    import base64
-    import urllib.error
-    import urllib.request
-
     request = urllib.request.Request(repo.url + PROBE_PATH, method="HEAD")
     creds = repo.credentials() if credentials else None
     if creds:
@@ -576,8 +573,6 @@ def resolve(jar_set: JarSet, *, config: CatalogConfig | None = None, timeout: fl
 
 def _jars_from_report(report: Path, root: Path) -> list[dict[str, Any]]:
     """Every jar of Ivy's resolve report (evicted modules left out), with size and SHA-1."""
-    import xml.etree.ElementTree as ET
-
     try:
         tree = ET.parse(report)
     except (OSError, ET.ParseError) as e:

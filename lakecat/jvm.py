@@ -26,6 +26,9 @@ import zipfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .errors import EnvironmentProblemError
+from .jars import _locked, cache_dir, env_flag, java_executable
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
@@ -50,9 +53,6 @@ def _spark_jars() -> Path:
 def _javac() -> str | None:
     """The ``javac`` of the JDK whose ``java`` runs Spark (``jars.java_executable``: they share a bin directory), else
     the one on ``PATH``."""
-    from .errors import EnvironmentProblemError
-    from .jars import java_executable
-
     try:
         beside = Path(os.path.realpath(java_executable())).parent / "javac"
     except EnvironmentProblemError:  # no java at all
@@ -64,16 +64,12 @@ def jar_path() -> Path:
     """Where the jar of this source and this pyspark lives (whether built yet or not)."""
     import pyspark
 
-    from .jars import cache_dir
-
     key = hashlib.sha256(SOURCE.read_bytes() + f"|{pyspark.__version__}|{JAVA_RELEASE}".encode()).hexdigest()[:16]
     return cache_dir() / "lakecat-spark" / f"lakecat-spark-{key}.jar"
 
 
 def disabled() -> bool:
     """``LAKECAT_NO_EXTENSION`` is set (to anything but empty, 0, false or no)."""
-    from .jars import env_flag
-
     return env_flag(DISABLE_ENV)
 
 
@@ -108,7 +104,6 @@ def _build(path: Path) -> Path | None:
     if javac is None:
         _problem = "no javac (a JDK's compiler) found: ingest parses JSON with Spark's from_json"
         return None
-    from .jars import _locked
 
     with _locked(path.with_suffix(".lock")):
         if path.is_file():  # another process built it while we waited

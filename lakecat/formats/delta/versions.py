@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote
 
 from ...engine import to_int
 from ...errors import InvalidArgumentError, NotExactError, VersionNotFoundError
 from ...files import local_path
 from ...records import spark_lookup
 from ..base import Commit, VersionLog, unified_summary
+from .log import commit_actions, log_entries, log_transactions
 from .maintenance import spark_path
 
 if TYPE_CHECKING:
@@ -81,7 +83,6 @@ class DeltaVersionLog(VersionLog):
         local = local_path(self.table.location)
         if local is None:  # object storage: listing every file costs more than finding out on read
             return
-        from urllib.parse import unquote
 
         dt = self.fmt.load(self.table, version=version)  # type: ignore[attr-defined]
         actions = dt.get_add_actions(flatten=False)
@@ -160,8 +161,6 @@ class DeltaVersions:
             if at.metadata().configuration.get("delta.enableChangeDataFeed", "false").lower() != "true":
                 raise NotExactError("the change data feed is not on for the whole range (Spark says where)")
         if start < until:
-            from .log import commit_actions, log_entries
-
             for _, meta in commit_actions(table.location, log_entries(table.location, table.name), start, until,
                                           ("metaData",)):  # fmt: skip
                 if str((meta.get("configuration") or {}).get("delta.enableChangeDataFeed", "false")).lower() != "true":
@@ -191,8 +190,6 @@ class DeltaVersions:
         return pa.RecordBatchReader.from_batches(mid, batches()).cast(schema)
 
     def streams_undone_by(self, table: TableHandle, target: int, current: int | None) -> list[str]:
-        from .log import log_entries, log_transactions
-
         if current is None or current <= target:
             return []
         return log_transactions(table.location, log_entries(table.location, table.name), target + 1, current)

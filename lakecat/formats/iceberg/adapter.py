@@ -6,6 +6,7 @@ Spark with Iceberg's runtime. Versions live in ``versions.py``, maintenance in `
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import uuid
@@ -14,8 +15,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from ...config import pyiceberg_io_properties
 from ...engine import first_line, spark_errors, sql_string, tblproperties, with_retries
-from ...errors import CommitConflictError, InvalidArgumentError, LakecatError
-from ...files import fs_for
+from ...errors import CommitConflictError, InvalidArgumentError, LakecatError, TableAlreadyExistsError
+from ...files import exists, fs_for
 from ...identifiers import TableIdent, quote
 from ...metastore import TableEntry, catalog_filter, key_of, normalize_location, table_key_columns
 from ...results import ColumnInfo, DescribeResult, PartitionSpecInfo
@@ -297,8 +298,6 @@ class IcebergFormat(IcebergVersions, IcebergMaintenance, IcebergHealth, IcebergE
     # --- existing tables (register, convert) ---------------------------------------------------
     def owns_location(self, location: str) -> bool:
         if location.endswith(METADATA_SUFFIX):
-            from ...files import exists
-
             return exists(location)
         return any(n.endswith(METADATA_SUFFIX) for n in _children(f"{location.rstrip('/')}/metadata"))
 
@@ -320,8 +319,6 @@ class IcebergFormat(IcebergVersions, IcebergMaintenance, IcebergHealth, IcebergE
 
     def register(self, ctx: CatalogContext, ident: TableIdent, found: FoundTable) -> TableEntry:
         from pyiceberg.exceptions import TableAlreadyExistsError as PyIcebergExists
-
-        from ...errors import TableAlreadyExistsError
 
         catalog = self.sql_catalog(ctx)
         catalog.create_namespace_if_not_exists(ident.namespace)
@@ -414,8 +411,6 @@ class IcebergFormat(IcebergVersions, IcebergMaintenance, IcebergHealth, IcebergE
         catalog names it (no pyiceberg import, the larger part of a ``describe``), through pyiceberg otherwise (a REST catalog)."""
         doc = self.metadata_file_doc(table)
         if doc is None:
-            import json
-
             doc = json.loads(self.load(table).metadata.model_dump_json())
         return doc
 
