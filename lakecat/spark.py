@@ -10,15 +10,28 @@ goes to ``$LAKECAT_HOME/logs/spark.log`` so that stdout stays clean for ``--json
 from __future__ import annotations
 
 import contextlib
+import json
+import logging
 import os
+import re
+import shlex
+import socket
+import subprocess
 import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from .config import CatalogConfig, lakecat_home
+from .engine import first_line, is_connect
 from .errors import ConfigError, EnvironmentProblemError
+from .extras import CONNECT_CLIENT, require
+from .formats import all_formats
+from .jars import config_spark_set, jar_paths, java_executable
+from .jvm import EXTENSION_CLASS, extension_jar
+from .processes import pid_alive
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -31,8 +44,6 @@ _storage: dict[str, str] | None = None  # the session's S3A settings; None: star
 
 def catalog_spark_conf(config: CatalogConfig) -> dict[str, str]:
     """Settings that register ``config``'s tables in a running session, from every format's adapter."""
-    from .formats import all_formats
-
     conf: dict[str, str] = {}
     for adapter in all_formats():
         conf.update(adapter.spark_catalog_conf(config))
@@ -41,9 +52,6 @@ def catalog_spark_conf(config: CatalogConfig) -> dict[str, str]:
 
 def session_spark_conf(config: CatalogConfig) -> dict[str, str]:
     """Settings fixed at session start: every format's SQL extension (one comma-separated value) and conf."""
-    from .formats import all_formats
-    from .jvm import EXTENSION_CLASS, extension_jar
-
     adapters = all_formats()
     extensions = [a.spark_extension for a in adapters if a.spark_extension]
     if extension_jar() is not None:  # lakecat's own (lakecat.jvm): its jar is among engine_jars
@@ -77,30 +85,21 @@ def storage_spark_conf(config: CatalogConfig) -> dict[str, str]:
 
 def _packages(config: CatalogConfig) -> list[str]:
     """The Maven coordinates of the session's jar set (resolved by lakecat.jars, never by Spark)."""
-    from .jars import config_spark_set
-
     return config_spark_set(config).coordinates
 
 
 def _excludes(config: CatalogConfig) -> list[str]:
-    from .jars import config_spark_set
-
     jar_set = config_spark_set(config)
     return [*(e for a in jar_set.artifacts for e in a.excludes), *jar_set.excludes]
 
 
 def engine_jars(config: CatalogConfig) -> list[str]:
     """The exact jar files of lakecat's Spark driver, in process or the local engine (resolved first when not cached yet)."""
-    from .jars import config_spark_set, jar_paths
-    from .jvm import extension_jar
-
     own = extension_jar()
     return [str(p) for p in jar_paths(config_spark_set(config), config=config)] + ([str(own)] if own else [])
 
 
 def _check_java() -> None:
-    from .jars import java_executable
-
     java_executable()
 
 
@@ -179,8 +178,6 @@ def running_tasks() -> tuple[int, int] | None:
     session = _session
     if session is None:
         return None
-    from .engine import is_connect
-
     if is_connect(session):
         return _connect_progress.tasks
     try:
@@ -284,8 +281,6 @@ def _jvm_environment() -> Iterator[None]:
 
 def _java_option_key(option: str) -> str:
     """What a JVM option sets: ``gc`` for a collector choice, the flag name of ``-XX:``, the property of ``-D``."""
-    import re
-
     if re.fullmatch(r"-XX:[+-]Use(?:Serial|Parallel|ParallelOld|G1|Z|Shenandoah|Epsilon|ConcMarkSweep)GC", option):
         return "gc"
     m = re.match(r"-XX:[+-]?(\w+)", option) or re.match(r"-D([^=]+)", option) or re.match(r"(-X(?:ms|mx|ss))", option)
@@ -294,8 +289,6 @@ def _java_option_key(option: str) -> str:
 
 def merge_java_options(ours: list[str] | tuple[str, ...], theirs: str) -> str:
     """lakecat's JVM options followed by the user's, minus those of ours that the user's set again."""
-    import shlex
-
     user = shlex.split(theirs)
     taken = {_java_option_key(o) for o in user}
     if "gc" in taken:  # another collector: lakecat's tuning of its own goes too
@@ -305,8 +298,6 @@ def merge_java_options(ours: list[str] | tuple[str, ...], theirs: str) -> str:
 
 def java_memory_options(*, server: bool = False) -> list[str]:
     """lakecat's JVM memory options: ``JAVA_MEMORY_OPTIONS``, with ``ENGINE_GC_OPTIONS``' collector for a server."""
-    import shlex
-
     return (
         shlex.split(merge_java_options(JAVA_MEMORY_OPTIONS, shlex.join(ENGINE_GC_OPTIONS)))
         if server
@@ -409,10 +400,6 @@ def engine_dir() -> Path:
 
 def engine_state(data_dir: Path, *, running: bool = True) -> dict[str, Any] | None:
     """The local engine's recorded state; with ``running``, only while its process runs."""
-    import json
-
-    from .processes import pid_alive
-
     try:
         state = json.loads((data_dir / ENGINE_STATE_FILE).read_text())
     except (OSError, ValueError):
@@ -432,9 +419,6 @@ def _check_remote(url: str, where: str) -> str:
 
 def _reachable(url: str, timeout: float = 5.0) -> None:
     """Fail fast on an endpoint that does not accept connections (the Connect client retries for minutes)."""
-    import socket
-    from urllib.parse import urlsplit
-
     parts = urlsplit(url.replace("sc://", "http://", 1))
     try:
         socket.create_connection((parts.hostname or "localhost", parts.port or 15002), timeout=timeout).close()
@@ -451,6 +435,8 @@ def _connect(config: CatalogConfig, url: str) -> SparkSession:
     from pyspark.sql import SparkSession
 
     shown = url.split(";", 1)[0].rstrip("/")
+    for module in CONNECT_CLIENT:  # pyspark[connect]: named in one line before pyspark fails on one of them
+        require(module, extra=None, feature="the Spark Connect client")
     _reachable(shown)
     try:
         settings = {"spark.sql.session.timeZone": "UTC", **catalog_spark_conf(config)}
@@ -462,8 +448,6 @@ def _connect(config: CatalogConfig, url: str) -> SparkSession:
             for k, v in settings.items():
                 spark.conf.set(k, v)
     except Exception as e:  # noqa: BLE001 - unreachable, refused, or not a Spark Connect server
-        from .engine import first_line
-
         raise EnvironmentProblemError(f"Spark Connect engine {shown} did not answer: {first_line(str(e))}") from e
     spark.registerProgressHandler(_connect_progress)
     _quiet_python_loggers()
@@ -480,11 +464,6 @@ _NO_MEMORY = ("Could not reserve enough space", "Cannot allocate memory", "Inval
 
 def java_version(java: str | None = None) -> tuple[int | None, str]:
     """The major version of ``java`` (default: the one lakecat would start) and its ``-version`` first line."""
-    import re
-    import subprocess
-
-    from .jars import java_executable
-
     try:
         proc = subprocess.run([java or java_executable(), "-version"], capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.SubprocessError) as e:
@@ -525,8 +504,6 @@ def _start_failure(error: Exception, log_path: Path) -> EnvironmentProblemError:
 
 def _quiet_python_loggers() -> None:
     # pyspark logs every analysis error with its full Java stack trace to stderr; lakecat reports one line.
-    import logging
-
     from pyspark.logger import PySparkLogger
 
     for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
