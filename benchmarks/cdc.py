@@ -102,7 +102,8 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="lakecat-bench-cdc-"))
     os.environ["LAKECAT_HOME"] = str(work / "home")
     import lakecat
-    from lakecat.kafka_local import LocalKafka, create_topic, free_port, produce
+    from lakecat.kafka_local import LocalKafka, create_topic, produce
+    from lakecat.processes import free_port
 
     broker = None
     try:

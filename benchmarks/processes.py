@@ -20,9 +20,9 @@ from .measure import last_json, rounded, run_measured, say
 
 SPARK_ONLY = """
 from pyspark.sql import SparkSession
-from lakecat import jars
+from lakecat import jar_sets, jars
 from lakecat.config import resolve_config
-paths = jars.jar_paths(jars.config_spark_set(resolve_config()))
+paths = jars.jar_paths(jar_sets.config_spark_set(resolve_config()))
 b = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
      .config("spark.jars", ",".join(map(str, paths))))
 s = b.getOrCreate(); s.range(1).count(); s.stop()

@@ -61,7 +61,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from lakecat.kafka_local import LocalKafka, free_port
+from lakecat.kafka_local import LocalKafka
+from lakecat.processes import free_port
 
 from . import cdc, light
 from .compaction import compaction

@@ -28,11 +28,9 @@ from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from .errors import EnvironmentProblemError
-from .jars import KAFKA_VERSION, JarResolutionError, jar_paths, kafka_set
-from .processes import free_port as free_port
-from .processes import listening, log_tail, read_state, start_server, terminate
-from .processes import pid_alive as pid_alive
-from .processes import port_free as port_free
+from .jar_sets import KAFKA_VERSION, kafka_set
+from .jars import JarResolutionError, jar_paths
+from .processes import free_port, listening, log_tail, pid_alive, port_free, read_state, start_server, terminate
 
 _LOG = logging.getLogger(__name__)
 # the producer's own log: transient retries ("Coordinator load in progress: retrying") are not worth a line;

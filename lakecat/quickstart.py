@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from .catalog import Catalog
 from .config import lakecat_home
 from .formats import format_names, get_format
+from .processes import free_port, port_free
 from .results import QuickstartResult
 from .sources import KafkaSource
 
@@ -57,7 +58,7 @@ def clickstream(n: int, *, malformed: int, seed: int | None = None) -> list[byte
 
 def _broker(port: int | None) -> LocalKafka:
     """The local broker on ``port``, on 9092 by default, or on a free port when 9092 is someone else's."""
-    from .kafka_local import LocalKafka, free_port, port_free  # loads confluent_kafka
+    from .kafka_local import LocalKafka  # loads confluent_kafka
 
     broker = LocalKafka(data_dir=lakecat_home() / "kafka", port=port or 9092)
     if not broker.status()["running"] and port is None and not port_free(9092):

@@ -29,7 +29,8 @@ from .engine import first_line, is_connect
 from .errors import ConfigError, EnvironmentProblemError
 from .extras import CONNECT_CLIENT, require
 from .formats import all_formats
-from .jars import config_spark_set, jar_paths, java_executable
+from .jar_sets import config_spark_set
+from .jars import jar_paths, java_executable
 from .jvm import EXTENSION_CLASS, extension_jar
 from .processes import pid_alive
 

@@ -166,7 +166,8 @@ def cli():
 @pytest.fixture(scope="session")
 def kafka_bootstrap(tmp_path_factory):
     """A real single-node KRaft broker for the whole run, on a free port; yields "127.0.0.1:port"."""
-    from lakecat.kafka_local import LocalKafka, free_port
+    from lakecat.kafka_local import LocalKafka
+    from lakecat.processes import free_port
 
     broker = LocalKafka(data_dir=tmp_path_factory.mktemp("kafka-session"), port=free_port())
     try:

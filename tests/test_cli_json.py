@@ -20,7 +20,7 @@ from lakecat.commands._common import leaf_commands
 from lakecat.commands.main import app, main
 from typer.main import get_command
 
-from lakecat.kafka_local import free_port
+from lakecat.processes import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -213,7 +213,7 @@ def _check_in_chromium(page, *, tables: int) -> None:
 @pytest.mark.spark
 def test_ingest_serves_prometheus_metrics(catalog, spark, ns, table_format, tmp_path):
     import lakecat
-    from lakecat.kafka_local import free_port
+    from lakecat.processes import free_port
 
     t = catalog.create_table(f"{ns}.events", schema="id BIGINT NOT NULL, v STRING", format=table_format)
     landing = tmp_path / "landing"
@@ -275,7 +275,8 @@ def test_ingest_metrics_show_kafka_lag_per_partition(catalog, spark, ns, table_f
     from helpers import new_topic
 
     import lakecat
-    from lakecat.kafka_local import free_port, produce
+    from lakecat.kafka_local import produce
+    from lakecat.processes import free_port
 
     t = catalog.create_table(f"{ns}.k", schema="id BIGINT NOT NULL, v STRING", format=table_format)
     topic = new_topic(kafka_bootstrap, partitions=3)

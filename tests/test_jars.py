@@ -23,11 +23,11 @@ from pathlib import Path
 
 import pytest
 
-from lakecat import jars
+from lakecat import jar_sets, jars
 from lakecat.config import load_config_file, resolve_config
 from lakecat.errors import ConfigError
 from lakecat.formats.delta.adapter import delta_coordinate
-from lakecat.kafka_local import free_port
+from lakecat.processes import free_port
 
 LAKECAT = [sys.executable, "-m", "lakecat.commands.main"]
 CENTRAL = "https://repo1.maven.org/maven2/"
@@ -72,7 +72,7 @@ def test_repository_setting_and_credentials(tmp_path, monkeypatch):
 
 def test_sets_and_their_pins():
     config = resolve_config()
-    spark = jars.config_spark_set(config)
+    spark = jar_sets.config_spark_set(config)
     coords = spark.coordinates
     assert delta_coordinate() == "io.delta:delta-spark_4.1_2.13:4.4.0"  # one source: delta's helper
     # every format's jars come from its adapter (TableFormat.spark_packages), the Delta one among them
@@ -83,10 +83,12 @@ def test_sets_and_their_pins():
     kafka_sql = next(a for a in spark.artifacts if a.name.startswith("spark-sql-kafka"))
     assert kafka_sql.excludes == ("org.apache.spark:spark-token-provider-kafka-0-10_2.13",)
     assert "org.apache.spark:spark-core_2.13" in spark.excludes  # what the pyspark wheel has is never fetched again
-    assert spark.key == jars.config_spark_set(config).key and spark.key != jars.spark_set(object_storage=True).key
-    names = [s.name for s in jars.sets_for(config, ["kafka", "rest", "s3", "postgres"])]
+    assert (
+        spark.key == jar_sets.config_spark_set(config).key and spark.key != jar_sets.spark_set(object_storage=True).key
+    )
+    names = [s.name for s in jar_sets.sets_for(config, ["kafka", "rest", "s3", "postgres"])]
     assert names == ["spark", "spark-s3", "kafka", "rest"]
-    rest = jars.rest_set()
+    rest = jar_sets.rest_set()
     assert {a.coordinate for a in rest.artifacts} >= {"org.apache.iceberg:iceberg-open-api:1.11.0:test-fixtures",
                                                       "org.apache.iceberg:iceberg-core:1.11.0:tests"}  # fmt: skip
     xml = jars.ivy_module_xml(rest)
@@ -100,7 +102,7 @@ def test_sets_and_their_pins():
     from lakecat.errors import InvalidArgumentError
 
     with pytest.raises(InvalidArgumentError, match="unknown jar set nope"):
-        jars.sets_for(config, ["nope"])
+        jar_sets.sets_for(config, ["nope"])
 
 
 # --- helpers: a blocked network, a mirror --------------------------------------------------------------
@@ -390,7 +392,7 @@ def test_offline_after_fetch(tmp_path):
     # a cached set that lost a file: the one line names that jar
     partial_cache = tmp_path / "partial-cache"
     (partial_cache / "sets").mkdir(parents=True)
-    manifest = jars.cached(jars.kafka_set())
+    manifest = jars.cached(jar_sets.kafka_set())
     assert manifest is not None
     shutil.copy(manifest.manifest, partial_cache / "sets")
     proc = subprocess.run([*LAKECAT, "local", "kafka", "start", *kafka], capture_output=True, text=True, timeout=120,

@@ -10,7 +10,9 @@ from collections.abc import Iterator
 import pytest
 from confluent_kafka import Consumer
 
-from lakecat.kafka_local import KAFKA_VERSION, LocalKafka, LocalKafkaError, create_topic, free_port, port_free, produce
+from lakecat.jar_sets import KAFKA_VERSION
+from lakecat.kafka_local import LocalKafka, LocalKafkaError, create_topic, produce
+from lakecat.processes import free_port, port_free
 
 pytestmark = pytest.mark.kafka
 

@@ -48,10 +48,10 @@ def test_no_network_to_maven_central(tmp_path):
     env = {"JAVA_TOOL_OPTIONS": proxy, "LAKECAT_JARS_CACHE": str(tmp_path / "empty-cache")}
     proc = _run(["create", "a.b", "--format", "delta", "--schema", "id INT", "--json"], env, tmp_path)
     assert proc.returncode == 1
-    from lakecat import jars
     from lakecat.config import resolve_config
+    from lakecat.jar_sets import config_spark_set
 
-    first = jars.config_spark_set(resolve_config()).coordinates[0]  # the first jar of the set is the first to fail
+    first = config_spark_set(resolve_config()).coordinates[0]  # the first jar of the set is the first to fail
     _one_line_error(proc, f"could not fetch {first}")
     line = [ln for ln in proc.stderr.splitlines() if ln.startswith("error:")][0]
     assert (

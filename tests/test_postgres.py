@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from lakecat.kafka_local import free_port
+from lakecat.processes import free_port
 
 pytestmark = [pytest.mark.spark, pytest.mark.postgres]
 

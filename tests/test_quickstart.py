@@ -7,7 +7,7 @@ import json
 import pytest
 from helpers import pyiceberg_catalog
 
-from lakecat.kafka_local import free_port
+from lakecat.processes import free_port
 
 pytestmark = [pytest.mark.spark, pytest.mark.kafka, pytest.mark.slow]
 

@@ -46,7 +46,7 @@ def served(rest_home):
 def rest_server(served, rest_home):
     """Iceberg's REST catalog server over ``served``, one JVM for the module; yields its URI."""
     from lakecat.formats.iceberg.rest_server import LocalRestCatalog
-    from lakecat.kafka_local import free_port
+    from lakecat.processes import free_port
 
     server = LocalRestCatalog(data_dir=rest_home / "server", port=free_port(), catalog=served)
     try:
@@ -245,7 +245,7 @@ def test_token_from_the_environment_401_and_403(cli, rest_home, guarded_uri, mon
 
 
 def test_unreachable_endpoint_is_one_line(cli, tmp_path):
-    from lakecat.kafka_local import free_port
+    from lakecat.processes import free_port
 
     conf = _rest_conf(tmp_path / "gone.toml", f"http://127.0.0.1:{free_port()}", name="gone")
     code, _, err = cli("list", "--catalog", conf)
@@ -290,7 +290,7 @@ def test_local_rest_commands(cli, served, rest_server, rest_home, tmp_path):
     assert code == 1 and "already in use" in _one_line(err)
     # a catalog whose Iceberg tables are behind REST already cannot be served
     conf = _rest_conf(tmp_path / "r.toml", rest_server, name="r")
-    from lakecat.kafka_local import free_port
+    from lakecat.processes import free_port
 
     code, _, err = cli("local", "rest", "start", "--port", free_port(), "--data-dir", tmp_path / "r", "--catalog", conf)
     assert code == 2 and "already" in _one_line(err)

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from lakecat.kafka_local import free_port
+from lakecat.processes import free_port
 
 pytestmark = [pytest.mark.s3]
 
@@ -180,7 +180,7 @@ def test_object_storage_config_resolution(monkeypatch, tmp_path):
     """How a warehouse on s3a:// turns into Spark, pyiceberg and delta-rs settings (no JVM, no server)."""
     from lakecat.config import load_config_file
     from lakecat.errors import ConfigError
-    from lakecat.jars import S3_EXCLUDES
+    from lakecat.jar_sets import S3_EXCLUDES
     from lakecat.spark import _excludes, _packages, storage_spark_conf
     from lakecat.spark import catalog_spark_conf as iceberg_catalog_conf
 
@@ -227,7 +227,7 @@ def test_hadoop_aws_matches_pyspark_hadoop():
     """hadoop-aws must be the Hadoop version pyspark bundles, or S3A fails with linkage errors."""
     import pyspark
 
-    from lakecat.jars import HADOOP_AWS
+    from lakecat.jar_sets import HADOOP_AWS
 
     bundled = sorted((Path(pyspark.__file__).parent / "jars").glob("hadoop-client-api-*.jar"))
     assert bundled, "pyspark ships no hadoop-client-api jar"

@@ -50,6 +50,7 @@ import lakecat
 from lakecat import kafka_local
 from lakecat.formats import format_names
 from lakecat.kafka_local import send
+from lakecat.processes import free_port
 
 from ..baselines import baseline
 
@@ -361,7 +362,7 @@ class Soak:
 
         t_start = time.monotonic()
         (self.work / "home").mkdir(parents=True, exist_ok=True)
-        self.broker = kafka_local.LocalKafka(data_dir=self.work / "kafka", port=kafka_local.free_port())
+        self.broker = kafka_local.LocalKafka(data_dir=self.work / "kafka", port=free_port())
         self.bootstrap = self.broker.start(timeout=120)
         events_topic, cdc_topic = "soak-events", "soak-cdc"
         for topic in (events_topic, cdc_topic):

@@ -22,7 +22,8 @@ import urllib.request
 from typing import TYPE_CHECKING, Any
 
 from ...errors import EnvironmentProblemError, InvalidConfigError, UnsupportedOperationError
-from ...jars import REST_ICEBERG_VERSION, JarResolutionError, jar_paths, rest_set
+from ...jar_sets import REST_ICEBERG_VERSION, rest_set
+from ...jars import JarResolutionError, jar_paths
 from ...processes import pid_alive, port_free, read_state, start_server, terminate
 from . import rest
 

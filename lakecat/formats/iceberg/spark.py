@@ -10,7 +10,7 @@ if TYPE_CHECKING:
 RUNTIME = "org.apache.iceberg:iceberg-spark-runtime-4.1_2.13:1.11.0"
 # Iceberg's S3FileIO plus AWS SDK v2 2.44.4 under its own package names: hadoop-aws links against the
 # same SDK classes, so the 600 MB software.amazon.awssdk:bundle that hadoop-aws asks for is excluded,
-# and so is analyticsaccelerator-s3, which iceberg-aws-bundle carries as well (lakecat.jars.S3_EXCLUDES).
+# and so is analyticsaccelerator-s3, which iceberg-aws-bundle carries as well (lakecat.jar_sets.S3_EXCLUDES).
 AWS_BUNDLE = "org.apache.iceberg:iceberg-aws-bundle:1.11.0"
 EXTENSION = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
 #: The catalog config's section for this format (``[iceberg]``: ``type``, ``uri``, ... as Iceberg's catalog properties).
