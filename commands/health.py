@@ -50,6 +50,10 @@ def health(
         from lakecat.health import check_fail_on
 
         check_fail_on(fail_on)  # a usage error before any table is read
+        if prometheus is not None:
+            from lakecat.metrics import require_client
+
+            require_client()  # a missing extra before the tables are read
         cat = connect(catalog)
         with out.progress("health") as update:
 

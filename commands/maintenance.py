@@ -196,6 +196,10 @@ def maintain(
     out = Output(json_, verbose)
 
     def api():  # type: ignore[no-untyped-def]
+        if prometheus is not None:
+            from lakecat.metrics import require_client
+
+            require_client()  # a missing extra before any table is maintained
         cat = connect(catalog)
         with out.progress("maintain") as update:
 

@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
-from .errors import ConfigError
+from .errors import ConfigError, MissingDependencyError
+from .extras import install_hint, require
 from .identifiers import validate_part
 
 DEFAULT_CATALOG = "local"
@@ -82,6 +83,20 @@ class Metastore:
         if self.kind == "postgresql" and "+" not in urlparse(self.url).scheme:
             return "postgresql+psycopg2://" + self.url.split("://", 1)[1]
         return self.url
+
+    def require_driver(self) -> None:
+        """Import the Python driver SQLAlchemy opens this metastore with, or fail with one line naming the extra.
+
+        Raises:
+            MissingDependencyError: psycopg2 (the ``postgres`` extra) or the driver the URL names is not installed.
+        """
+        if self.kind != "postgresql":
+            return  # SQLite: the standard library's driver
+        driver = urlparse(self.sqlalchemy_url).scheme.partition("+")[2]
+        if driver == "psycopg2":
+            require("psycopg2", extra="postgres", feature="the PostgreSQL metastore")
+        else:
+            require(driver, extra=None, feature=f"the PostgreSQL metastore (postgresql+{driver})")
 
     def jdbc(self) -> tuple[str, dict[str, str]]:
         """JDBC URI and connection properties for Iceberg's JdbcCatalog."""
@@ -147,8 +162,14 @@ def pyarrow_filesystem(uri: str) -> tuple[Any, str]:
     u = urlparse(uri)
     if u.scheme.lower() not in OBJECT_STORAGE_SCHEMES:
         return fs.FileSystem.from_uri(uri)
+    try:
+        s3_filesystem = fs.S3FileSystem
+    except ImportError as e:  # a pyarrow built without S3 (some conda and source builds; PyPI's wheels have it)
+        raise MissingDependencyError(
+            f"object storage needs pyarrow with S3 support ({e}): {install_hint('pyarrow', extra=None)} from PyPI"
+        ) from None
     props = pyiceberg_io_properties(uri)
-    s3 = fs.S3FileSystem(
+    s3 = s3_filesystem(
         region=props["s3.region"],
         endpoint_override=props.get("s3.endpoint"),
         force_virtual_addressing=props.get("s3.force-virtual-addressing") == "true",

@@ -28,6 +28,13 @@ class InvalidConfigError(ConfigError):
     exit_code = 2
 
 
+class MissingDependencyError(ConfigError):
+    """A feature needs a Python package that is not installed; the message names what to ``pip install``
+    (exit code 2: nothing was changed)."""
+
+    exit_code = 2
+
+
 class TableNotFoundError(LakecatError):
     """The named table is not in the catalog."""
 

@@ -24,13 +24,16 @@ import uuid
 from collections.abc import Iterable
 from typing import Any
 
-from confluent_kafka import KafkaError, KafkaException, Producer
-from confluent_kafka.admin import AdminClient, NewTopic
-
 from .errors import EnvironmentProblemError
+from .extras import require
 from .jar_sets import KAFKA_VERSION, kafka_set
 from .jars import JarResolutionError, jar_paths
 from .processes import free_port, listening, log_tail, pid_alive, port_free, read_state, start_server, terminate
+
+# Every user of this module needs the Kafka client: a missing one is one line naming it, not an import trace.
+require("confluent_kafka", extra=None, feature="the local Kafka broker")
+from confluent_kafka import KafkaError, KafkaException, Producer  # noqa: E402
+from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
 _LOG = logging.getLogger(__name__)
 # the producer's own log: transient retries ("Coordinator load in progress: retrying") are not worth a line;

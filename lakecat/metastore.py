@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from .config import CatalogConfig
 from .errors import ConfigError, TableAlreadyExistsError
+from .extras import require
 from .identifiers import TableIdent
 
 if TYPE_CHECKING:
@@ -91,6 +92,8 @@ class Metastore:
         with self._lock:
             if self._engine is not None:
                 return self
+            require("sqlalchemy", extra=None, feature="the metastore")
+            self.config.metastore.require_driver()  # psycopg2: one line naming the extra, not SQLAlchemy's trace
             import sqlalchemy as sa
 
             if self.sqlite_path is not None:

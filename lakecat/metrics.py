@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import LakecatError
+from .extras import require
 from .units import parse_timestamp
 
 if TYPE_CHECKING:
@@ -31,6 +32,7 @@ class IngestExporter:
     """``/metrics`` of one ingest stream on ``port`` (all interfaces), until ``close``."""
 
     def __init__(self, table: str, fmt: str, port: int, *, addr: str = "0.0.0.0") -> None:
+        require_client()
         from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
         self.labels = {"table": table, "format": fmt}
@@ -87,8 +89,15 @@ class IngestExporter:
         self.server.server_close()
 
 
+def require_client() -> None:
+    """prometheus_client (lakecat's ``metrics`` extra) is installed, else one line naming the extra (exit 2); a
+    command checks it before the work whose figures it exports."""
+    require("prometheus_client", extra="metrics", feature="exporting Prometheus metrics")
+
+
 def health_registry(result: HealthResult) -> Any:
     """The health figures of every table as gauges (and the file sizes as a histogram) in one registry."""
+    require_client()
     from prometheus_client import CollectorRegistry
     from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily
 

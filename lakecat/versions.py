@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from .engine import first_line, spark_errors
 from .errors import InvalidArgumentError, LakecatError, NotExactError, VersionNotFoundError
+from .extras import require
 from .predicate import _kind_of, quote_ident, to_duckdb
 from .records import spark_lookup
 from .results import HistoryEntry, HistoryResult, ReadResult, RefInfo, Result, RollbackResult
@@ -202,6 +203,7 @@ class _Answer:
 
 
 def _duckdb() -> Any:
+    require("duckdb", extra=None, feature="reading without a JVM (DuckDB)")
     import duckdb
 
     con = duckdb.connect()

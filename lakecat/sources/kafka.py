@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidArgumentError, LakecatError
+from ..extras import require
 from .base import Source, StreamOptions, digest
 
 if TYPE_CHECKING:
@@ -124,7 +125,9 @@ class KafkaSource(Source):
 
         Raises:
             LakecatError: the broker does not answer within ``timeout`` seconds, or a topic is missing.
+            MissingDependencyError: confluent-kafka is not installed.
         """
+        require("confluent_kafka", extra=None, feature="reading Kafka")
         from confluent_kafka import KafkaException
         from confluent_kafka.admin import AdminClient
 

@@ -19,7 +19,13 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
-from ...errors import InvalidArgumentError, InvalidConfigError, LakecatError, TableNotFoundError
+from ...errors import (
+    InvalidArgumentError,
+    InvalidConfigError,
+    LakecatError,
+    MissingDependencyError,
+    TableNotFoundError,
+)
 from ...identifiers import TableIdent
 from ...metastore import TableEntry, normalize_location
 from .spark import SECTION
@@ -130,8 +136,8 @@ def catalog(config: CatalogConfig) -> Any:
         with rest_errors(config, f"catalog {config.name}"):
             try:
                 _catalogs[key] = AVAILABLE_CATALOGS[CatalogType(kind(config))](config.name, props)
-            except NotInstalledError as e:
-                raise LakecatError(f"catalog {config.name}: {_first(e)}") from e
+            except NotInstalledError as e:  # pyiceberg's own extra (hive, glue): its message names the pip install
+                raise MissingDependencyError(f"catalog {config.name}: {_first(e)}") from e
     return _catalogs[key]
 
 
