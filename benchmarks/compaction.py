@@ -49,9 +49,8 @@ def _compact_pair(cat: Any, spark: Any, lt: Any, et: Any, target_bytes: int, row
     ``rounds``.
 
     ``first``: a third copy of the table that the engine's command compacts (not timed) at the start of every round,
-    rolled back with the other two: whichever compaction runs first after the rollbacks is slower (+20-40% on a
-    2,000-file table, lakecat's or the engine's alike); with this one taking that place, the two timed sides run
-    alike (docs/performance.md, 2026-11-28, seventeenth)."""
+    rolled back with the other two: whichever compaction runs first after the rollbacks is slower, lakecat's or the
+    engine's alike, so an untimed one takes that place and the two timed sides are compared on equal terms."""
     row["dry_run_s"], plan = timed(lambda: lt.compact(target_file_size=target_bytes, dry_run=True))
     row["dry_run_estimated_files_after"] = plan.files_after
     start = [(t, t.describe().current_version) for t in (lt, et, *([first] if first is not None else []))]

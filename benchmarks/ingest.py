@@ -46,9 +46,8 @@ def produce_counted(bootstrap: str, topic: str, n: int, timeout: float) -> int:
 
 def produce_events(bootstrap: str, topic: str, n: int, *, timeout: float) -> int:
     """Produce ``json_events(n)`` to ``topic`` from a child process (``produce_counted``); the events' bytes. The
-    harness's producer is not the driver: in this process librdkafka's buffers for 2M events stayed in glibc's arenas
-    after the producer was gone (+38 MB of the driver's RSS until the process ended, 32 MB of it given back by a
-    ``malloc_trim``), and so counted in every later phase's peak (docs/performance.md, 2026-11-29, twentieth)."""
+    harness's producer is not the driver: librdkafka's buffers stay in glibc's arenas after the producer is gone, and
+    in this process they would count in every later phase's peak memory."""
     code = (
         "import sys; from benchmarks.ingest import produce_counted as p; "
         "print(p(sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])))"
@@ -105,11 +104,9 @@ class _Progress:
 
     The listener is a bare py4j object behind Spark's own Python listener wrapper: it keeps each event's progress as
     Spark's JSON (two py4j calls), read when the figures are summed. PySpark's ``StreamingQueryListener`` converts
-    every event field by field first (``StreamingQueryProgress.fromJObject``: ~470 py4j calls a micro-batch here, each
-    Java collection's end raised and converted as an exception). That ran while the next micro-batch did, on the same
-    2 cores: at 2M events it added 4.6 s of Spark JVM CPU and 1.8 s of wall time to the plain job's ~20 s, 3.7 s and
-    0.6 s to lakecat's (docs/performance.md, 2026-11-27, ninth). Through Spark Connect (no JVM here) PySpark's
-    listener is used."""
+    every event field by field first (``StreamingQueryProgress.fromJObject``: hundreds of py4j calls a micro-batch),
+    and that work runs beside the next micro-batch, so it would be counted in the CPU and wall time of the jobs being
+    measured. Through Spark Connect (no JVM here) PySpark's listener is used."""
 
     def __init__(self, spark: Any) -> None:
         self.collected: dict[str, list[dict[str, Any]]] = {}
@@ -266,9 +263,8 @@ def ingest_throughput(cat: Any, bootstrap: str, *, events: int, batch: int, form
     try:
         for mode, fmt in ((m, f) for m in modes for f in formats):
             # each row's runs back to back, after one untimed run of the row (released like the others): the first
-            # run after another row pays for the switch (the full run of 2026-11-27: 3-6 s of ~25 at 2M, Iceberg
-            # after Delta's --dedupe-key), and with the rows interleaved that fell on rounds 2..n's first job but not
-            # round 1's (which followed the small warm-up), lakecat's twice and plain's once in 4 rounds
+            # run after another row pays for the switch, and with the rows interleaved that cost would fall on some
+            # rounds' first job and not others, unevenly between lakecat and plain Spark
             run(kinds[-1], mode, fmt, f"i{tag}_lead_{mode}_{fmt}", topic, events, batch, named=False)
             released = release_state(spark) and released
             for r in range(repeat):

@@ -262,7 +262,7 @@ def _compaction(doc: dict[str, Any]) -> list[str]:
         row("files before → after", lambda r: f"{_n(r.get('files_before'))} → {_n(r.get('files_after'))}")
         row("dry run", lambda r: _s(r.get("dry_run_s")))
         row("`lakecat compact`", lambda r: _s(r.get("lakecat_compact_s")))
-        if any("lakecat_engine_s" in r for r in res.values()):  # documents of earlier releases lack the split
+        if any("lakecat_engine_s" in r for r in res.values()):  # a result file from an older bench has no split
             row(
                 "of it: the engine's procedure / lakecat's own part",
                 lambda r: f"{_s(r.get('lakecat_engine_s'))} / {_s(r.get('lakecat_overhead_s'))}",
