@@ -22,6 +22,7 @@ from .errors import (
     UnsupportedOperationError,
     VersionNotFoundError,
 )
+from .ingest import IngestOptions
 from .sources import FileSource, KafkaSource
 from .table import Table
 
@@ -32,6 +33,7 @@ __all__ = [
     "CommitConflictError",
     "ConfigError",
     "FileSource",
+    "IngestOptions",
     "InvalidArgumentError",
     "InvalidConfigError",
     "KafkaSource",
