@@ -79,6 +79,14 @@ MetricsPortOpt = Annotated[
     int | None,
     typer.Option("--metrics-port", help="Serve Prometheus /metrics on this port for the life of the stream."),
 ]
+MetricsLingerOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--metrics-linger",
+        help="With --metrics-port: once the run has ended, keep serving /metrics until a scrape has read the final "
+        "figures, at most this long (default 30s; 0: exit at once).",
+    ),
+]
 CdcOpt = Annotated[
     str | None, typer.Option("--cdc", help="Events are change events: debezium (applied with MERGE by --key).")
 ]
@@ -119,6 +127,7 @@ def ingest(
     kafka_option: KafkaSettingOpt = None,
     metrics_file: MetricsFileOpt = None,
     metrics_port: MetricsPortOpt = None,
+    metrics_linger: MetricsLingerOpt = None,
     cdc: CdcOpt = None,
     key: KeyOpt = None,
     branch: BranchOpt = None,
@@ -147,8 +156,8 @@ def ingest(
             trigger=trigger, checkpoint=checkpoint, dlq=False if no_dlq else (dlq or True), merge_schema=merge_schema,
             dedupe_key=dedupe_key, watermark=watermark, event_time=event_time,
             max_records_per_batch=max_records_per_batch, max_files_per_batch=max_files_per_batch,
-            metrics_file=metrics_file, metrics_port=metrics_port, count_unknown_fields=unknown_fields, cdc=cdc,
-            key=key, branch=branch,
+            metrics_file=metrics_file, metrics_port=metrics_port, metrics_linger=metrics_linger,
+            count_unknown_fields=unknown_fields, cdc=cdc, key=key, branch=branch,
         )  # fmt: skip
         cat = connect(catalog)
         display = _Display(out)
@@ -234,6 +243,13 @@ class _Display:
     def update(self, handle: Any, progress: dict[str, Any] | None) -> None:
         if not self.enabled:
             return
+        linger = getattr(handle, "metrics_linger", None)
+        if linger is not None:  # the run has ended; the result follows once /metrics has been scraped
+            self.close()
+            port, seconds = linger
+            self.out.err.print(f"serving final metrics on :{port} until scraped (at most {seconds:g}s)",
+                               markup=False, highlight=False)  # fmt: skip
+            return
         r = handle.report()
         lag = handle.lag if hasattr(handle, "lag") else None
         rate = (progress or {}).get("processedRowsPerSecond") or 0.0
@@ -257,6 +273,7 @@ class _Display:
     def close(self) -> None:
         if self.live is not None:
             self.live.stop()
+            self.live = None
 
 
 def register(app: typer.Typer) -> None:

@@ -2,7 +2,8 @@
 
 - ``IngestExporter`` serves ``/metrics`` for the life of one ingest (``lakecat ingest ... --metrics-port N``):
   rows written, rows dead-lettered by reason, batches, batch and commit durations, source lag per
-  partition, the last commit's time — labelled by table and format.
+  partition, the last commit's time, whether the stream still runs — labelled by table and format. When the
+  run ends it can linger until a scrape has read the final figures.
 - ``write_health_textfile`` writes ``lakecat health``'s figures as gauges in the text exposition format, for
   the node-exporter textfile collector (``lakecat health --prometheus FILE`` from CI or cron).
 
@@ -12,7 +13,9 @@ Names follow Prometheus conventions: a ``lakecat_`` prefix, base units (seconds,
 
 from __future__ import annotations
 
+import threading
 import time
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,13 +32,18 @@ VERDICTS = ("healthy", "compact", "expire", "clean", "failed")
 
 
 class IngestExporter:
-    """``/metrics`` of one ingest stream on ``port`` (all interfaces), until ``close``."""
+    """``/metrics`` of one ingest stream on ``port`` (all interfaces), until ``close``.
+
+    After the run, ``finish`` records the final figures and ``linger`` keeps serving them until a scrape that began
+    afterwards has been answered: a process that exits at once loses whatever its last scrape did not read.
+    """
 
     def __init__(self, table: str, fmt: str, port: int, *, addr: str = "0.0.0.0") -> None:
         require_client()
         from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
         self.labels = {"table": table, "format": fmt}
+        self.port = int(port)
         names = list(self.labels)
         self.registry = registry = CollectorRegistry()
         self.rows = Counter("lakecat_ingest_rows", "Rows written to the table.", names, registry=registry)
@@ -54,14 +62,48 @@ class IngestExporter:
                                  "When the stream last committed rows to the table (Unix time).", names, registry=registry)  # fmt: skip
         self.started = Gauge("lakecat_ingest_start_timestamp_seconds", "When the stream started (Unix time).", names,
                              registry=registry)  # fmt: skip
+        self.running = Gauge("lakecat_ingest_running", "1 while the stream runs, 0 once it has ended (final figures).",
+                             names, registry=registry)  # fmt: skip
         self.started.labels(**self.labels).set(time.time())
+        self.running.labels(**self.labels).set(1)
         self.rows.labels(**self.labels)  # every series exists from the first scrape, at 0
         self.batches.labels(**self.labels)
         self.seen: set[int] = set()
+        self._answered = threading.Condition()
+        self._last_scrape = float("-inf")  # when the latest answered scrape began (monotonic)
+        self._final_at: float | None = None
         try:
-            self.server, self.thread = start_http_server(int(port), addr=addr, registry=registry)
+            self.server, self.thread = start_http_server(self.port, addr=addr, registry=registry)
         except OSError as e:
             raise LakecatError(f"--metrics-port {port}: cannot serve /metrics there ({e.strerror or e})") from None
+        app = self.server.get_app()
+        if app is not None:
+            self.server.set_app(self._tracked(app))
+
+    def _tracked(self, app: Callable[..., Iterable[bytes]]) -> Callable[..., Iterable[bytes]]:
+        """``app`` that notes when each scrape began, once its whole answer has been written to the client."""
+
+        def tracked(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+            began = time.monotonic()
+            scrape = environ.get("REQUEST_METHOD") == "GET" and environ.get("PATH_INFO") != "/favicon.ico"
+            status: list[str] = []
+
+            def start(code: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
+                status.append(code)
+                return start_response(code, headers, exc_info)
+
+            def sent() -> None:
+                if scrape and status[:1] == ["200 OK"]:
+                    self._scraped(began)
+
+            return _Answer(app(environ, start), sent)
+
+        return tracked
+
+    def _scraped(self, began: float) -> None:
+        with self._answered:
+            self._last_scrape = max(self._last_scrape, began)
+            self._answered.notify_all()
 
     def observe(self, batches: dict[int, Any], lag: dict[tuple[str, int], int] | None) -> None:
         """Count the batches finished since the last call (``BatchStats`` by id) and set the lag gauges."""
@@ -84,9 +126,41 @@ class IngestExporter:
         for (topic, partition), n in (lag or {}).items():
             self.lag.labels(**self.labels, topic=topic, partition=str(partition)).set(n)
 
+    def finish(self, batches: dict[int, Any], lag: dict[tuple[str, int], int] | None) -> None:
+        """The run has ended: the last batches and lag (as ``observe``), and ``lakecat_ingest_running`` 0."""
+        self.observe(batches, lag)
+        self.running.labels(**self.labels).set(0)
+        self._final_at = time.monotonic()
+
+    def linger(self, seconds: float, stop: threading.Event | None = None) -> bool:
+        """Serve until a scrape that began after ``finish`` has been answered, at most ``seconds`` and not past
+        ``stop`` being set; True when such a scrape was answered."""
+        final = self._final_at if self._final_at is not None else time.monotonic()
+        deadline = time.monotonic() + seconds
+        with self._answered:
+            while self._last_scrape < final:
+                left = deadline - time.monotonic()
+                if left <= 0 or (stop is not None and stop.is_set()):
+                    return False
+                self._answered.wait(min(left, 0.2))  # short waits: a stop is seen at once
+        return True
+
     def close(self) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+class _Answer(list[bytes]):
+    """A WSGI body that calls ``sent`` once the server has written all of it (a list, so the server still sends its
+    Content-Length)."""
+
+    def __init__(self, chunks: Iterable[bytes], sent: Callable[[], None]) -> None:
+        super().__init__(chunks)
+        self.sent = sent
+
+    def __iter__(self) -> Iterator[bytes]:
+        yield from super().__iter__()
+        self.sent()  # the server asks for the next chunk only after writing the previous one
 
 
 def require_client() -> None:

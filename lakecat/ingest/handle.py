@@ -31,6 +31,8 @@ class IngestHandle:
         self._stopped_by: str | None = None
         self._restarts = 0
         self.lag: int | None = None  # Kafka: records on the broker not yet read (updated while run_ingest waits)
+        # (port, at most seconds) once the run has ended and /metrics waits for a scrape of the final figures
+        self.metrics_linger: tuple[int, float] | None = None
 
     @property
     def is_active(self) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,9 @@ from ..sources import StreamOptions
 from ..units import parse_duration
 
 UNKNOWN_MODES = ("sample", "all", "off")
+#: How long a finished ingest keeps ``/metrics`` up at most, waiting for a scrape: two of Prometheus's usual 15s
+#: scrape intervals.
+DEFAULT_METRICS_LINGER = "30s"
 
 
 @dataclass(frozen=True)
@@ -60,6 +64,8 @@ class IngestOptions:
         max_files_per_batch: files per micro-batch.
         metrics_file: append one JSON line per batch.
         metrics_port: serve Prometheus ``/metrics`` on this port while the ingest runs (not in the background).
+        metrics_linger: with ``metrics_port``, how long at most to keep serving once the run has ended, until a scrape
+            has read the final figures: a duration (``30s``, the default) or seconds; 0 returns at once.
         count_unknown_fields: check records for fields the table lacks: ``sample`` (1 in 16), ``all``, ``off``
             (True and False mean ``all`` and ``off``).
         cdc: ``"debezium"`` with ``key`` applies Debezium change events with MERGE (upserts and deletes, the last
@@ -84,6 +90,7 @@ class IngestOptions:
     max_files_per_batch: int | None = None
     metrics_file: str | Path | None = None
     metrics_port: int | None = None
+    metrics_linger: str | float | timedelta | None = None
     count_unknown_fields: bool | str = "sample"
     cdc: str | None = None
     key: str | list[str] | None = None
@@ -106,6 +113,9 @@ class IngestOptions:
                 raise InvalidArgumentError(CDC_ALONE)
         elif self.key:
             raise InvalidArgumentError("--key applies to change events: pass --cdc debezium (or use --dedupe-key)")
+        if self.metrics_linger is not None and self.metrics_port is None:
+            raise InvalidArgumentError("--metrics-linger applies with --metrics-port")
+        self.metrics_linger_s  # noqa: B018 - validates the duration
         if self.unknown_mode not in UNKNOWN_MODES:
             raise InvalidArgumentError(f"unknown-fields check {self.count_unknown_fields!r}: use sample, all or off")
         if isinstance(self.dlq, str):
@@ -149,6 +159,20 @@ class IngestOptions:
     @property
     def stream(self) -> StreamOptions:
         return StreamOptions(self.max_records_per_batch, self.max_files_per_batch)
+
+    @property
+    def metrics_linger_s(self) -> float:
+        """``metrics_linger`` in seconds (``DEFAULT_METRICS_LINGER`` when unset)."""
+        value = DEFAULT_METRICS_LINGER if self.metrics_linger is None else self.metrics_linger
+        if isinstance(value, bool):
+            raise InvalidArgumentError(f"--metrics-linger {value!r}: use a duration such as 30s, or 0")
+        if isinstance(value, (int, float)):
+            seconds = float(value)
+        else:
+            seconds = 0.0 if str(value).strip() == "0" else parse_duration(value).total_seconds()
+        if seconds < 0:
+            raise InvalidArgumentError(f"--metrics-linger {value!r}: must not be negative")
+        return seconds
 
     @property
     def metrics_path(self) -> Path | None:

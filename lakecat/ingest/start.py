@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 from collections.abc import Callable
@@ -32,7 +33,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-#: Called with ``(handle, progress)`` for every finished batch (and with the latest progress between batches).
+#: Called with ``(handle, progress)`` for every finished batch (and with the latest progress between batches); with
+#: ``metrics_port``, once more with ``(handle, None)`` and ``handle.metrics_linger`` set when ``/metrics`` waits for its
+#: last scrape after the run.
 ProgressCallback = Callable[[IngestHandle, dict[str, Any] | None], None]
 
 
@@ -164,7 +167,8 @@ def run_ingest(catalog: CatalogLike, table: str | TableIdent, source: Source, op
                poll_s: float = 0.5, **kwargs: Any) -> IngestResult:  # fmt: skip
     """Start an ingest and wait for it: until drained (available-now) or until ``stop_event`` is set.
 
-    With ``metrics_port``, Prometheus ``/metrics`` is served on that port for the life of the stream.
+    With ``metrics_port``, Prometheus ``/metrics`` is served on that port for the life of the stream, and once it has
+    ended until a scrape has read the final figures (at most ``metrics_linger``).
     """
     opts = IngestOptions.of(options, **kwargs)
     exporter = None
@@ -173,27 +177,40 @@ def run_ingest(catalog: CatalogLike, table: str | TableIdent, source: Source, op
         exporter = IngestExporter(target.name, target.format, int(opts.metrics_port))
     try:
         handle = start_ingest(catalog, table, source, opts)
-    except BaseException:
+        metrics = MetricsWriter(handle, opts.metrics_path, source, exporter)
+        try:
+            _wait(handle, metrics, on_progress, stop_event, poll_s)
+        except KeyboardInterrupt:
+            handle.stop(reason="interrupted")
+        finally:
+            _, new = metrics.poll()
+            if on_progress is not None:
+                for p in new:
+                    on_progress(handle, p)
+            source.close()
+        report = handle.report()
+        handle.close()
+        report.lag = metrics.lag
         if exporter is not None:
-            exporter.close()
-        raise
-    metrics = MetricsWriter(handle, opts.metrics_path, source, exporter)
-    try:
-        _wait(handle, metrics, on_progress, stop_event, poll_s)
-    except KeyboardInterrupt:
-        handle.stop(reason="interrupted")
+            exporter.finish(handle.batches(collect=False), metrics.lag_by_partition)
+            if report.stopped_by != "interrupted":
+                _linger(exporter, opts.metrics_linger_s, handle, on_progress, stop_event)
     finally:
-        _, new = metrics.poll()
-        if on_progress is not None:
-            for p in new:
-                on_progress(handle, p)
-        source.close()
         if exporter is not None:
             exporter.close()
-    report = handle.report()
-    handle.close()
-    report.lag = metrics.lag
     return report
+
+
+def _linger(exporter: IngestExporter, seconds: float, handle: IngestHandle, on_progress: ProgressCallback | None,
+            stop_event: threading.Event | None) -> None:  # fmt: skip
+    """Keep ``/metrics`` up until a scrape has read the final figures, at most ``seconds``; a stop ends it at once."""
+    if seconds <= 0 or (stop_event is not None and stop_event.is_set()):
+        return
+    handle.metrics_linger = (exporter.port, seconds)
+    if on_progress is not None:
+        on_progress(handle, None)
+    with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C while lingering: return the report at once
+        exporter.linger(seconds, stop_event)
 
 
 def _wait(handle: IngestHandle, metrics: MetricsWriter, on_progress: ProgressCallback | None,
