@@ -6,11 +6,11 @@ from typing import Annotated
 
 import typer
 
-from lakecat.units import human_size
+from lakecat.units import human_size, plural
 
 from ._options import CatalogOpt, JsonOpt, VerboseOpt, connect
 from ._output import Output, run
-from ._render import key, print_table, table, thousands
+from ._render import key, print_table, table
 
 
 def register_(
@@ -39,9 +39,9 @@ def register_(
     def human(console, r):  # type: ignore[no-untyped-def]
         for note in r.notes:
             console.print(note, markup=False, highlight=False)
-        records = f"{thousands(r.records)} records" if r.records is not None else "records unknown"
+        records = plural(r.records, "record") if r.records is not None else "records unknown"
         console.print(f"registered {r.format} table {r.name} at {r.location} (version {r.current_version}, "
-                      f"{records} in {thousands(r.files)} files)", markup=False, highlight=False)  # fmt: skip
+                      f"{records} in {plural(r.files, 'file')})", markup=False, highlight=False)  # fmt: skip
 
     run(out, lambda: connect(catalog).register_table(name, location=location, format=format), human)
 
@@ -81,9 +81,13 @@ def convert(
 
     def human(console, r):  # type: ignore[no-untyped-def]
         head = "would convert" if r.dry_run else "converted"
-        parts = f", {len(r.partitions)} partitions by {', '.join(r.partition_columns)}" if r.partition_columns else ""
-        console.print(f"{head} {r.location} to {r.format} table {r.name}: {thousands(len(r.files))} files{parts}, "
-                      f"{thousands(r.rows)} rows (from the file footers), {human_size(r.size_bytes)}",
+        parts = (
+            f", {plural(len(r.partitions), 'partition')} by {', '.join(r.partition_columns)}"
+            if r.partition_columns
+            else ""
+        )
+        console.print(f"{head} {r.location} to {r.format} table {r.name}: {plural(len(r.files), 'file')}{parts}, "
+                      f"{plural(r.rows, 'row')} (from the file footers), {human_size(r.size_bytes)}",
                       markup=False, highlight=False)  # fmt: skip
         if r.dry_run:
             for f in r.files:

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
-from lakecat.units import human_size
+from lakecat.units import human_size, plural
 
 from ._options import CatalogOpt, JsonOpt, VerboseOpt, connect
 from ._output import Output, run
@@ -83,7 +83,7 @@ def health(
                       human_time(h.last_compaction), h.reason)  # fmt: skip
         print_table(console, t)
         counts = ", ".join(f"{n} {v}" for v, n in sorted(r.verdicts.items()))
-        console.print(f"{len(r.tables)} tables: {counts}, in {human_duration(r.duration_s)}", markup=False)
+        console.print(f"{plural(len(r.tables), 'table')}: {counts}, in {human_duration(r.duration_s)}", markup=False)
 
     result = run(out, api, human)
     from lakecat.health import failing

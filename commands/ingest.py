@@ -15,6 +15,7 @@ from lakecat.errors import InvalidArgumentError
 from lakecat.ingest import IngestOptions
 from lakecat.results import IngestResult
 from lakecat.sources import FileSource, KafkaSource, Source
+from lakecat.units import plural
 
 from ._options import CatalogOpt, JsonOpt, VerboseOpt, connect, parse_properties
 from ._output import Output, run
@@ -186,25 +187,30 @@ def _source(kafka: str | None, topic: str | None, topic_pattern: str | None, fil
 
 
 def _human(console: Console, r: IngestResult) -> None:
-    what = "change events applied" if r.cdc else "rows written"
+    what = plural(r.rows_written, "change event") + " applied" if r.cdc else plural(r.rows_written, "row") + " written"
     console.print(
-        f"{thousands(r.rows_written)} {what} to {r.table}"
+        f"{what} to {r.table}"
         + (f" branch {r.branch}" if r.branch else "")
         + f" ({r.format}), {thousands(r.rows_dead_lettered)} dead-lettered"
         + (f" to {r.dlq_table}" if r.dlq_table else "")
-        + f", {r.batches} batches in {human_duration(r.duration_s)}"
+        + f", {plural(r.batches, 'batch', 'batches')} in {human_duration(r.duration_s)}"
         + (f" ({r.batches_skipped} already committed)" if r.batches_skipped else "")
     )
     if r.unknown_fields:
         checked = (
             f" of {thousands(r.unknown_fields_checked)} checked" if r.unknown_fields_checked < r.rows_written else ""
         )
-        console.print(f"{thousands(r.unknown_fields)} records{checked} had fields the table lacks (ignored): "
+        console.print(f"{plural(r.unknown_fields, 'record')}{checked} had fields the table lacks (ignored): "
                       f"{', '.join(r.unknown_field_names)}")  # fmt: skip
     if r.added_columns:
         console.print(f"columns added: {', '.join(r.added_columns)}")
     if r.stopped_by not in ("drained",):
         console.print(f"stopped: {r.stopped_by}")
+
+
+def _rate(rows_per_s: float) -> str:
+    """``, 1,234 rows/s``, or nothing when Spark's figure would round to 0 (an empty batch, or one too quick to time)."""
+    return f", {rows_per_s:,.0f} rows/s" if rows_per_s >= 0.5 else ""
 
 
 class _signals:
@@ -255,8 +261,8 @@ class _Display:
         rate = (progress or {}).get("processedRowsPerSecond") or 0.0
         batch_ms = ((progress or {}).get("durationMs") or {}).get("triggerExecution")
         text = (
-            f"{r.table}: {r.rows_written} rows, {r.rows_dead_lettered} dead-lettered, {r.batches} batches, "
-            f"{rate:,.0f} rows/s" + (f", batch {batch_ms / 1000:.1f}s" if batch_ms else "")
+            f"{r.table}: {plural(r.rows_written, 'row')}, {thousands(r.rows_dead_lettered)} dead-lettered, "
+            f"{plural(r.batches, 'batch', 'batches')}" + _rate(rate) + (f", batch {batch_ms / 1000:.1f}s" if batch_ms else "")
             + (f", lag {lag}" if lag is not None else "")
         )  # fmt: skip
         if self.out.err.is_terminal:

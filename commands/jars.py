@@ -6,6 +6,8 @@ from typing import Annotated
 
 import typer
 
+from lakecat.units import plural
+
 from ._common import CatalogOpt, JsonOpt, Output, VerboseOpt, connect_config, key, num, print_table, run, table
 
 app = typer.Typer(help="The jars lakecat needs: fetch them into its cache (for offline use), list what is cached.",
@@ -64,7 +66,7 @@ def list_(json_: JsonOpt = False, verbose: VerboseOpt = False) -> None:
         print_table(console, t, optional=("file",))
         sets = ", ".join(f"{s.name} ({len(s.jars)})" for s in listing.sets) or "none"
         console.print(
-            f"{len(listing.jars)} jars, {sum(j.size for j in listing.jars) / 2**20:.0f} MiB in {listing.cache}; sets: {sets}"
+            f"{plural(len(listing.jars), 'jar')}, {sum(j.size for j in listing.jars) / 2**20:.0f} MiB in {listing.cache}; sets: {sets}"
         )
 
     result = run(out, api, human)

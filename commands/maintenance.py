@@ -9,7 +9,7 @@ import typer
 from rich.text import Text
 
 from lakecat.errors import InvalidArgumentError
-from lakecat.units import human_size
+from lakecat.units import human_size, plural
 
 from ._options import CatalogOpt, JsonOpt, VerboseOpt, connect, parse_properties
 from ._output import Output, run
@@ -59,15 +59,15 @@ def compact(
         if not r.partitions:
             why = ("no partition has two or more files under 75% of the target" if r.strategy == "binpack"
                    else "no partition has more than one file")  # fmt: skip
-            console.print(f"{r.table} ({r.format}, {how}): nothing to compact — {r.files_before:,} files, "
+            console.print(f"{r.table} ({r.format}, {how}): nothing to compact — {plural(r.files_before, 'file')}, "
                           f"{human_size(r.bytes_before)}; {why}{' matching --where' if r.where else ''}", markup=False)  # fmt: skip
             return
         verb = "would rewrite" if r.dry_run else "rewrote"
         console.print(
-            f"{r.table} ({r.format}, {how}): {verb} {r.files_rewritten:,} files into {r.files_added:,}"
+            f"{r.table} ({r.format}, {how}): {verb} {plural(r.files_rewritten, 'file')} into {r.files_added:,}"
             + (" (estimated)" if r.dry_run else "")
             + f"; files {r.files_before:,} → {r.files_after:,}, size {human_size(r.bytes_before)} → {human_size(r.bytes_after)}"
-            + (f", {r.retries} retries" if r.retries else "") + took,
+            + (f", {plural(r.retries, 'retry', 'retries')}" if r.retries else "") + took,
             markup=False,
         )  # fmt: skip
         if r.partitions:
@@ -94,7 +94,8 @@ def expire(
     json_: JsonOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
-    """Expire old versions and delete the files only they reference (Iceberg expire_snapshots, Delta VACUUM).
+    """Expire old versions and delete the files only they reference (Iceberg expire_snapshots; Delta: files found
+    from the log, then the log truncated at a checkpoint — not VACUUM, whose window is whole hours).
 
     Example: lakecat expire sales.orders --older-than 14d --retain-last 10 --dry-run
     """
@@ -108,9 +109,9 @@ def expire(
     def human(console, r):  # type: ignore[no-untyped-def]
         verb = "would expire" if r.dry_run else "expired"
         console.print(
-            f"{r.table} ({r.format}): {verb} {len(r.expired_versions)} versions, "
-            f"{'would delete' if r.dry_run else 'deleted'} {r.deleted_files:,} files ({human_size(r.deleted_bytes)}); "
-            f"{len(r.retained_versions)} versions kept (those committed after {human_time(r.cutoff)} UTC — window "
+            f"{r.table} ({r.format}): {verb} {plural(len(r.expired_versions), 'version')}, "
+            f"{'would delete' if r.dry_run else 'deleted'} {plural(r.deleted_files, 'file')} ({human_size(r.deleted_bytes)}); "
+            f"{plural(len(r.retained_versions), 'version')} kept (those committed after {human_time(r.cutoff)} UTC — window "
             f"{r.older_than}{', forced' if r.forced else ''} — and always the newest {r.retain_last})"
             + ("" if r.dry_run else f"; took {human_duration(r.duration_s)}"),
             markup=False,
@@ -150,7 +151,7 @@ def clean_orphans(
 
     def human(console, r):  # type: ignore[no-untyped-def]
         verb = "would delete" if r.dry_run else "deleted"
-        console.print(f"{r.table} ({r.format}): {verb} {r.deleted_files:,} orphan files ({human_size(r.deleted_bytes)}) "
+        console.print(f"{r.table} ({r.format}): {verb} {plural(r.deleted_files, 'orphan file')} ({human_size(r.deleted_bytes)}) "
                       f"older than {r.older_than}, i.e. last modified before {human_time(r.cutoff)} UTC"
                       + (", forced" if r.forced else "") + ("" if r.dry_run else f"; took {human_duration(r.duration_s)}"),
                       markup=False)  # fmt: skip
@@ -168,7 +169,12 @@ def maintain(
     ] = None,
     plan: Annotated[
         Path | None,
-        typer.Option("--plan", help="A maintenance plan (TOML), see catalog_conf/maintenance-plan.example.toml."),
+        typer.Option(
+            "--plan",
+            metavar="FILE",
+            help="A maintenance plan (TOML): [defaults] policy keys, then [[tables]] entries with match = 'sales.*' "
+            "(e.g. expire.retain-last = 10); the docs' maintain page has an annotated example.",
+        ),
     ] = None,
     auto: Annotated[
         bool,
@@ -226,7 +232,7 @@ def maintain(
             t.add_row(tm.name, tm.format, Text(tm.status, style=style), ", ".join(acts) or "nothing needed",
                       human_duration(tm.duration_s), tm.error or why)  # fmt: skip
         print_table(console, t)
-        console.print(f"{len(r.tables)} tables: {r.succeeded} maintained, {r.skipped} needed nothing, {r.failed} failed"
+        console.print(f"{plural(len(r.tables), 'table')}: {r.succeeded} maintained, {r.skipped} needed nothing, {r.failed} failed"
                       + (" (dry run)" if r.dry_run else "") + f", in {human_duration(r.duration_s)}")  # fmt: skip
 
     report = run(out, api, human)
@@ -295,7 +301,7 @@ def _print_alter(console, r) -> None:  # type: ignore[no-untyped-def]
         console.print(f"{'would ' if r.dry_run else ''}{change}", markup=False)
     if r.rewrite_files:
         console.print(
-            f"{'would rewrite' if r.dry_run else 'rewrote'} {r.rewrite_files:,} files ({human_size(r.rewrite_bytes)})",
+            f"{'would rewrite' if r.dry_run else 'rewrote'} {plural(r.rewrite_files, 'file')} ({human_size(r.rewrite_bytes)})",
             markup=False,
         )
     t = table(key("column"), "type", "nullable", "comment", title=f"{r.table} ({r.format}) schema")

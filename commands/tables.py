@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from lakecat.units import human_size
+from lakecat.units import human_size, plural
 
 from ._options import CatalogOpt, JsonOpt, VerboseOpt, connect, parse_properties
 from ._output import Output, confirm, run
@@ -71,7 +71,7 @@ def list_(
         for row in result:
             t.add_row(row.name, row.format, row.location)
         print_table(console, t)
-        console.print(f"{len(result)} tables")
+        console.print(plural(len(result), "table"))
 
     run(out, lambda: connect(catalog).list_tables(namespace, format=format), human)
 
@@ -114,6 +114,14 @@ def drop(
     run(out, api, human)
 
 
+# What each column-mapping mode means for a reader of the data files (Iceberg is always "id").
+_MAPPING_MEANS = {
+    "id": "columns in data files are matched by field id: renames and drops rewrite nothing",
+    "name": "columns in data files are matched by a physical name kept per column: renames and drops rewrite nothing",
+    "none": "columns in data files are matched by their names: a rename or drop needs column mapping (alter --yes)",
+}
+
+
 def _render_description(console, d) -> None:  # type: ignore[no-untyped-def]
     console.print(f"[bold]{d.name}[/] ({d.format})")
     console.print(f"  location:     {d.location}", markup=False)
@@ -123,10 +131,12 @@ def _render_description(console, d) -> None:  # type: ignore[no-untyped-def]
     else:
         updated = f", updated {human_time(d.last_updated)} UTC ({human_age(d.last_updated)})" if d.last_updated else ""
         console.print(f"  version:      {d.current_version}{updated}", markup=False)
-    records = f"{d.records:,} records" if d.records is not None else "records unknown"
-    console.print(f"  data:         {records} in {d.files:,} files, {human_size(d.size_bytes)}")
+    records = plural(d.records, "record") if d.records is not None else "records unknown"
+    console.print(f"  data:         {records} in {plural(d.files, 'file')}, {human_size(d.size_bytes)}")
     if d.column_mapping:
-        console.print(f"  columns by:   {d.column_mapping} (column mapping)", markup=False)
+        console.print(
+            f"  column mapping: {d.column_mapping} ({_MAPPING_MEANS.get(d.column_mapping, '')})", markup=False
+        )
     if len(d.partition_specs) > 1:
         specs = "; ".join(
             f"{s.spec_id}: {', '.join(s.fields) or '(none)'}{' (current)' if s.current else ''}"

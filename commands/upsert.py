@@ -6,6 +6,8 @@ from typing import Annotated
 
 import typer
 
+from lakecat.units import plural
+
 from ._options import CatalogOpt, JsonOpt, VerboseOpt, connect
 from ._output import Output, run
 from ._render import human_duration, thousands
@@ -46,7 +48,7 @@ def upsert(
 
     def human(console, r):  # type: ignore[no-untyped-def]
         console.print(
-            f"{r.table} ({r.format}): {thousands(r.rows_in)} source rows → {thousands(r.inserted)} inserted, "
+            f"{r.table} ({r.format}): {plural(r.rows_in, 'source row')} → {thousands(r.inserted)} inserted, "
             f"{thousands(r.updated)} updated, {thousands(r.deleted)} deleted in one commit (version {r.version}), "
             f"{human_duration(r.duration_s)}",
             markup=False,

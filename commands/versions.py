@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from lakecat.units import human_size
+from lakecat.units import human_size, plural
 
 from ._options import CatalogOpt, JsonOpt, VerboseOpt, connect
 from ._output import Output, confirm, run
@@ -65,7 +65,8 @@ def history(
                       e.operation, rows, _pair(s.get("files_added"), s.get("files_removed")),
                       *([size] if sizes else []))  # fmt: skip
         print_table(console, t, optional=("size ±", "age"))
-        console.print(f"{len(h)} commits; * current version; --json for the full summary")
+        shown = plural(len(h), "commit") if h.total in (None, len(h)) else f"{len(h):,} of {plural(h.total, 'commit')}"
+        console.print(f"{shown}; * current version; --json for the full summary")
 
     run(out, lambda: connect(catalog).load_table(name).history(limit=limit), human)
 
@@ -213,7 +214,7 @@ def _render_read(console, r) -> None:  # type: ignore[no-untyped-def]
         as_of = f", as of {human_time(r.as_of)}" if r.as_of else ""
         where = f"{r.name} at version {r.version} (committed {human_time(r.version_timestamp)} UTC{as_of})"
     if r.rows is None:
-        console.print(f"{where}: {r.count:,} rows", markup=False)
+        console.print(f"{where}: {plural(r.count, 'row')}", markup=False)
         return
     if not r.columns:
         console.print(f"{where}: no columns", markup=False)
@@ -230,7 +231,7 @@ def _render_read(console, r) -> None:  # type: ignore[no-untyped-def]
         t.add_row(*row_values)
     print_table(console, t)
     more = f" (first {r.limit}; --limit 0 for all)" if r.truncated else ""
-    console.print(f"{len(r.rows)} rows{more}; times in UTC")
+    console.print(f"{plural(len(r.rows), 'row')}{more}; times in UTC")
 
 
 def register(app: typer.Typer) -> None:

@@ -25,7 +25,7 @@ from .files import no_cyclic_gc
 from .maintenance import DEFAULT_EXPIRE_WINDOW, DEFAULT_TARGET_FILE_SIZE, maintain, resolve_policy
 from .metastore import MaintenanceLog
 from .results import HealthResult, MaintainResult, SizeBucket, TableHealth, VersionPoint
-from .units import format_duration, from_millis, human_size, iso, parse_duration, parse_size
+from .units import format_duration, from_millis, human_size, iso, parse_duration, parse_size, plural
 
 if TYPE_CHECKING:
     from .formats.base import Commit, HealthFacts
@@ -153,7 +153,7 @@ def _reasons(h: TableHealth, facts: HealthFacts, commits: list[Commit], th: dict
              last_expire: int | None, last_clean: int | None) -> dict[str, str]:  # fmt: skip
     """What calls for maintenance (verdict -> why), from the figures ``h`` holds already."""
     reasons: dict[str, str] = {}
-    small_why = (f"{h.compactable_small_files} small files (under {human_size(h.small_file_bytes)}, a quarter of the "
+    small_why = (f"{plural(h.compactable_small_files, 'small file')} (under {human_size(h.small_file_bytes)}, a quarter of the "
                  f"{human_size(h.target_file_size)} target) share partitions (threshold {th['small_files']})")  # fmt: skip
     if h.compactable_small_files >= th["small_files"]:
         reasons["compact"] = small_why
@@ -161,7 +161,8 @@ def _reasons(h: TableHealth, facts: HealthFacts, commits: list[Commit], th: dict
         reasons["compact"] = (f"{facts.delete_kind or 'deletes'} hide {h.deleted_rows_ratio:.0%} of the rows "
                               f"(threshold {th['deleted_rows_percent']}%)")  # fmt: skip
     if h.expirable_versions:
-        reasons["expire"] = (f"{h.expirable_versions} versions are older than {th['expire_older_than']} beyond the newest "
+        are = "is" if h.expirable_versions == 1 else "are"
+        reasons["expire"] = (f"{plural(h.expirable_versions, 'version')} {are} older than {th['expire_older_than']} beyond the newest "
                              f"{th['retain_last']}; files only old versions reference hold {human_size(h.old_version_bytes)}")  # fmt: skip
     churn = [c.timestamp_ms for c in commits if c.operation in _REWRITES] + ([last_expire] if last_expire else [])
     since_clean = [t for t in churn if last_clean is None or t > last_clean]
@@ -189,7 +190,7 @@ def judge(table: TableLike, facts: HealthFacts, policy: dict[str, str], runs: di
         h.verdict = h.needs[0]
         h.reason = reasons[h.verdict] + "".join(f"; also {v}: {reasons[v]}" for v in h.needs[1:]) + "."
     else:
-        h.reason = (f"{h.data_files} files ({human_size(h.data_bytes)}), {h.versions} versions: nothing calls for "
+        h.reason = (f"{plural(h.data_files, 'file')} ({human_size(h.data_bytes)}), {plural(h.versions, 'version')}: nothing calls for "
                     "maintenance.")  # fmt: skip
     return h
 

@@ -39,7 +39,7 @@ from .results import (
     PropertiesResult,
     TableMaintenance,
 )
-from .units import format_duration, iso, parse_duration, parse_size
+from .units import format_duration, iso, parse_duration, parse_size, plural
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -567,7 +567,7 @@ def _maintain_action(
             return MaintainAction(
                 "compact",
                 "would-run",
-                f"{plan.files_rewritten} files in {len(plan.partitions)} partition(s)",
+                f"{plural(plan.files_rewritten, 'file')} in {plural(len(plan.partitions), 'partition')}",
                 plan.to_dict(),
             )
         return MaintainAction("compact", "done", "", compact(table, **kw).to_dict())  # type: ignore[arg-type]
@@ -581,7 +581,7 @@ def _maintain_action(
             return MaintainAction(
                 "expire",
                 "would-run",
-                f"{len(planned.expired_versions)} versions, {planned.deleted_files} files",
+                f"{plural(len(planned.expired_versions), 'version')}, {plural(planned.deleted_files, 'file')}",
                 planned.to_dict(),
             )
         return MaintainAction(
@@ -593,7 +593,7 @@ def _maintain_action(
         if not res.orphan_files:
             return MaintainAction("clean-orphans", "skipped", "no orphan files older than the window", res.to_dict())
         if dry_run:
-            return MaintainAction("clean-orphans", "would-run", f"{len(res.orphan_files)} files", res.to_dict())
+            return MaintainAction("clean-orphans", "would-run", plural(len(res.orphan_files), "file"), res.to_dict())
         return MaintainAction(
             "clean-orphans", "done", "", clean_orphans(table, older_than=older, force=force).to_dict()
         )

@@ -183,6 +183,8 @@ class HistoryResult(Result):
     format: str
     current_version: int | None
     entries: list[HistoryEntry]
+    #: How many commits the table has in all (``entries`` holds the newest ``limit`` of them)
+    total: int | None = None
 
     def to_dict(self) -> list[dict[str, Any]]:  # type: ignore[override]
         return [e.to_dict() for e in self.entries]

@@ -66,6 +66,12 @@ def human_size(n: int | float | None) -> str:
     return f"{value} B"  # pragma: no cover
 
 
+def plural(n: int, singular: str, plural_form: str | None = None) -> str:
+    """A count and its noun, agreeing: ``plural(1, "batch", "batches")`` is ``1 batch``, ``plural(1204, "file")``
+    is ``1,204 files`` (the plural defaults to the singular plus ``s``)."""
+    return f"{n:,} {singular if n == 1 else (plural_form or singular + 's')}"
+
+
 def parse_timestamp(text: str | datetime) -> datetime:
     """Parse an ISO 8601 timestamp; a naive one means UTC. Returns an aware UTC datetime."""
     if isinstance(text, datetime):

@@ -92,7 +92,8 @@ def history(table: TableLike, *, limit: int | None = None) -> HistoryResult:
     entries = [
         HistoryEntry(c.version, iso(from_millis(c.timestamp_ms)), c.operation, c.summary) for c in reversed(commits)
     ]
-    return HistoryResult(table.name, table.format, v.current_version(), entries[:limit] if limit else entries)
+    return HistoryResult(table.name, table.format, v.current_version(), entries[:limit] if limit else entries,
+                         total=len(entries))  # fmt: skip
 
 
 def find_ref(table: TableLike, name: str, kind: str | None = None) -> RefInfo:

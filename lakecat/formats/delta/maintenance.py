@@ -14,7 +14,7 @@ from ...errors import LakecatError
 from ...files import DataFile, file_sizes, fs_for, is_local_dir, norm_path
 from ...identifiers import quote
 from ...results import ExpireResult, MetadataResult
-from ...units import format_duration, iso
+from ...units import format_duration, iso, plural
 from .log import arrow, commit_times, last_checkpoint, live_files, log_actions, log_entries
 
 if TYPE_CHECKING:
@@ -206,7 +206,7 @@ class DeltaMaintenance:
         since = version - (last if last is not None else -1)
         needed = since >= max(1, min_count)
         res = MetadataResult(table.name, self.name, "checkpoint", needed, since, since,  # type: ignore[attr-defined]
-                             f"{since} commits since the last checkpoint (version {last})", dry_run)  # fmt: skip
+                             f"{plural(since, 'commit')} since the last checkpoint (version {last})", dry_run)  # fmt: skip
         if dry_run or not needed:
             return res
         try:
