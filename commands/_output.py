@@ -64,8 +64,9 @@ class Output:
 
         styles: dict[str, Any] = {"color_system": None} if os.environ.get("NO_COLOR") else {}
         console = Console(stderr=stderr, highlight=False, **styles)
-        if not console.is_terminal and not os.environ.get("COLUMNS"):
+        if not console.is_terminal:  # a pipe or a file, whatever COLUMNS the shell exported
             console.width = UNLIMITED_WIDTH
+            console.soft_wrap = True
         return console
 
     @cached_property

@@ -129,6 +129,9 @@ def print_table(console: Console, t: RichTable, *, optional: tuple[str, ...] = (
     def natural_width() -> int:
         return Measurement.get(console, console.options.update_width(UNLIMITED_WIDTH), t).maximum
 
+    if t.title:  # rich would wrap a title to its table's width: print it above, wrapped only to a terminal's width
+        console.print(t.title, style=t.title_style, markup=False)
+        t.title = None
     if console.is_terminal:
         for header in optional:
             if natural_width() <= console.width:

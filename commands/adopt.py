@@ -14,7 +14,7 @@ from ._render import key, print_table, table
 
 
 def register_(
-    name: Annotated[str, typer.Argument(help="namespace.table to register it as.")],
+    name: Annotated[str, typer.Argument(metavar="TABLE", help="namespace.table to register it as.")],
     location: Annotated[
         str,
         typer.Option(
@@ -47,7 +47,7 @@ def register_(
 
 
 def convert(
-    name: Annotated[str, typer.Argument(help="namespace.table to create.")],
+    name: Annotated[str, typer.Argument(metavar="TABLE", help="namespace.table to create.")],
     from_: Annotated[
         str, typer.Option("--from", help="A directory of Parquet files (Hive-style k=v/ partitions allowed).")
     ],

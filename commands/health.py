@@ -19,7 +19,8 @@ _STYLE = {"healthy": "green", "compact": "yellow", "expire": "yellow", "clean": 
 
 def health(
     pattern: Annotated[
-        str | None, typer.Argument(help="Tables to look at, fnmatch style, e.g. 'sales.*' (default: all).")
+        str | None,
+        typer.Argument(metavar="PATTERN", help="Tables to look at, fnmatch style, e.g. 'sales.*' (default: all)."),
     ] = None,
     fail_on: Annotated[
         str | None, typer.Option("--fail-on", help="Exit 1 if a table needs this: compact, expire or any (CI gates).")

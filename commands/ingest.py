@@ -21,7 +21,7 @@ from ._options import CatalogOpt, JsonOpt, VerboseOpt, connect, parse_properties
 from ._output import Output, run
 from ._render import human_duration, thousands
 
-NameArg = Annotated[str, typer.Argument(help="namespace.table to write to.")]
+NameArg = Annotated[str, typer.Argument(metavar="TABLE", help="namespace.table to write to.")]
 KafkaOpt = Annotated[str | None, typer.Option("--kafka", help="Kafka bootstrap servers, e.g. localhost:9092.")]
 TopicOpt = Annotated[str | None, typer.Option("--topic", help="Topic to read (several: comma-separated).")]
 TopicPatternOpt = Annotated[

@@ -5,9 +5,12 @@ from __future__ import annotations
 import importlib
 import logging
 import sys
-from typing import Any
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as dist_version
+from typing import Annotated, Any
 
 import typer
+from typer.core import TyperCommand
 
 from ._output import dumps
 
@@ -37,6 +40,49 @@ def _module(name: str) -> Any:
     return importlib.import_module(f"{__package__}.{name}")
 
 
+class _Command(TyperCommand):
+    """A command whose usage line names its arguments as the docs do: ``lakecat describe [OPTIONS] TABLE``
+    (Typer's own writes ``{name}``), optional ones in brackets."""
+
+    def collect_usage_pieces(self, ctx: Any) -> list[str]:
+        pieces = [self.options_metavar] if self.options_metavar else []
+        for param in self.get_params(ctx):
+            if param.param_type_name == "argument":
+                name = param.metavar or (param.name or "").upper()
+                pieces.append(name if param.required else f"[{name}]")
+            else:
+                pieces.extend(param.get_usage_pieces(ctx))
+        return pieces
+
+
+def _use_command_class(app: typer.Typer) -> None:
+    for info in app.registered_commands:
+        if info.cls in (None, TyperCommand):
+            info.cls = _Command
+    for group in app.registered_groups:
+        if group.typer_instance is not None:
+            _use_command_class(group.typer_instance)
+
+
+def _version(value: bool) -> None:
+    if value:
+        try:
+            number = dist_version("lakecat")
+        except PackageNotFoundError:  # a checkout on sys.path without an install
+            from lakecat import __version__ as number
+        print(f"lakecat {number}")
+        raise typer.Exit(0)
+
+
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option("--version", "-V", callback=_version, is_eager=True, help="Print lakecat's version and exit."),
+    ] = False,
+) -> None:
+    """One catalog and maintenance toolkit over Apache Iceberg and Delta Lake."""
+
+
 def _app(modules: tuple[Any, ...]) -> typer.Typer:
     root = typer.Typer(
         name="lakecat",
@@ -46,8 +92,10 @@ def _app(modules: tuple[Any, ...]) -> typer.Typer:
         pretty_exceptions_enable=False,
         context_settings={"help_option_names": ["-h", "--help"]},
     )
+    root.callback()(_root)  # the root's own options; also keeps a one-module app a group of its commands
     for module in modules:
         module.register(root)
+        _use_command_class(root)
     return root
 
 
@@ -67,16 +115,12 @@ def __getattr__(name: str) -> Any:  # `from lakecat.commands.main import app`: b
 
 
 def _app_for(argv: list[str]) -> typer.Typer:
+    if argv[:1] in (["--version"], ["-V"]):
+        return _app(())
     module = _MODULE_OF.get(argv[0]) if argv else None
     if module is None:  # no command, an option first (-h), or a typo: the whole tree (its help, its "no such command")
         return full_app()
-    root = _app((_module(module),))
-
-    @root.callback()
-    def _group() -> None:
-        """One catalog and maintenance toolkit over Apache Iceberg and Delta Lake."""  # (a group, even of one command)
-
-    return root
+    return _app((_module(module),))
 
 
 if hasattr(typer, "TyperException"):  # typer >= 0.26 vendors click (typer._click): its exceptions are not click's

@@ -20,7 +20,7 @@ ForceOpt = Annotated[bool, typer.Option("--force", help="Allow a window shorter 
 
 
 def compact(
-    name: Annotated[str, typer.Argument(help="namespace.table")],
+    name: Annotated[str, typer.Argument(metavar="TABLE", help="namespace.table")],
     strategy: Annotated[str, typer.Option("--strategy", help="binpack, sort (Iceberg only) or zorder.")] = "binpack",
     by: Annotated[str | None, typer.Option("--by", help='Sort / z-order columns, e.g. "user_id, ts".')] = None,
     target_file_size: Annotated[
@@ -81,7 +81,7 @@ def compact(
 
 
 def expire(
-    name: Annotated[str, typer.Argument(help="namespace.table")],
+    name: Annotated[str, typer.Argument(metavar="TABLE", help="namespace.table")],
     older_than: Annotated[
         str | None, typer.Option("--older-than", help="Expire versions older than this (default: policy, else 7d).")
     ] = None,
@@ -127,7 +127,7 @@ def expire(
 
 
 def clean_orphans(
-    name: Annotated[str, typer.Argument(help="namespace.table")],
+    name: Annotated[str, typer.Argument(metavar="TABLE", help="namespace.table")],
     older_than: Annotated[
         str | None,
         typer.Option("--older-than", help="Only files older than this (default: policy, else Iceberg 3d / Delta 7d)."),
@@ -165,7 +165,8 @@ def clean_orphans(
 
 def maintain(
     pattern: Annotated[
-        str | None, typer.Argument(help="Tables to maintain, fnmatch style, e.g. 'sales.*' (default: all).")
+        str | None,
+        typer.Argument(metavar="PATTERN", help="Tables to maintain, fnmatch style, e.g. 'sales.*' (default: all)."),
     ] = None,
     plan: Annotated[
         Path | None,
@@ -315,7 +316,7 @@ def _print_alter(console, r) -> None:  # type: ignore[no-untyped-def]
 
 
 def alter(
-    name: Annotated[str, typer.Argument(help="namespace.table")],
+    name: Annotated[str, typer.Argument(metavar="TABLE", help="namespace.table")],
     property: PropertyOpt = None,
     unset: UnsetOpt = None,
     add_column: AddColumnOpt = None,

@@ -14,7 +14,7 @@ from ._render import human_age, human_time, key, print_table, table
 
 
 def create(
-    name: Annotated[str, typer.Argument(help="namespace.table")],
+    name: Annotated[str, typer.Argument(metavar="TABLE", help="namespace.table")],
     format: Annotated[str, typer.Option("--format", "-f", help="iceberg or delta.")],
     schema: Annotated[str, typer.Option("--schema", "-s", help='Columns, e.g. "id BIGINT NOT NULL, ts TIMESTAMP".')],
     partition_by: Annotated[
@@ -54,7 +54,7 @@ def create(
 
 
 def list_(
-    namespace: Annotated[str | None, typer.Argument(help="Only this namespace.")] = None,
+    namespace: Annotated[str | None, typer.Argument(metavar="NAMESPACE", help="Only this namespace.")] = None,
     format: Annotated[str | None, typer.Option("--format", "-f", help="Only iceberg or only delta tables.")] = None,
     catalog: CatalogOpt = None,
     json_: JsonOpt = False,
@@ -77,7 +77,7 @@ def list_(
 
 
 def describe(
-    name: Annotated[str, typer.Argument(help="namespace.table")],
+    name: Annotated[str, typer.Argument(metavar="TABLE", help="namespace.table")],
     catalog: CatalogOpt = None,
     json_: JsonOpt = False,
     verbose: VerboseOpt = False,
@@ -88,7 +88,7 @@ def describe(
 
 
 def drop(
-    name: Annotated[str, typer.Argument(help="namespace.table")],
+    name: Annotated[str, typer.Argument(metavar="TABLE", help="namespace.table")],
     purge: Annotated[bool, typer.Option("--purge", help="Also delete the table's data and metadata files.")] = False,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
     catalog: CatalogOpt = None,

@@ -10,8 +10,8 @@ from ._options import CatalogOpt, JsonOpt, VerboseOpt, connect
 from ._output import Output, run
 from ._render import human_time, key, print_table, table
 
-NameArg = Annotated[str, typer.Argument(help="namespace.table")]
-TagArg = Annotated[str, typer.Argument(help="The tag's name (letters, digits, '_', '.', '-').")]
+NameArg = Annotated[str, typer.Argument(metavar="TABLE", help="namespace.table")]
+TagArg = Annotated[str, typer.Argument(metavar="TAG", help="The tag's name (letters, digits, '_', '.', '-').")]
 
 
 def tag(
@@ -102,7 +102,7 @@ def untag(
 
 def branch(
     name: NameArg,
-    branch_name: Annotated[str, typer.Argument(help="The branch's name.")],
+    branch_name: Annotated[str, typer.Argument(metavar="BRANCH", help="The branch's name.")],
     version: Annotated[
         int | None, typer.Option("--version", help="Branch from this version (default: the current one).")
     ] = None,
@@ -124,7 +124,7 @@ def branch(
 
 def publish(
     name: NameArg,
-    branch_name: Annotated[str, typer.Argument(help="The branch to publish.")],
+    branch_name: Annotated[str, typer.Argument(metavar="BRANCH", help="The branch to publish.")],
     catalog: CatalogOpt = None,
     json_: JsonOpt = False,
     verbose: VerboseOpt = False,

@@ -14,7 +14,7 @@ from ._render import human_duration, thousands
 
 
 def upsert(
-    name: Annotated[str, typer.Argument(help="namespace.table to merge into.")],
+    name: Annotated[str, typer.Argument(metavar="TABLE", help="namespace.table to merge into.")],
     from_: Annotated[
         str, typer.Option("--from", help="A file or directory of json (one object per line), csv or parquet.")
     ],

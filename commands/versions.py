@@ -13,7 +13,7 @@ from ._options import CatalogOpt, JsonOpt, VerboseOpt, connect
 from ._output import Output, confirm, run
 from ._render import cell, human_age, human_time, key, num, print_table, table, thousands
 
-NameArg = Annotated[str, typer.Argument(help="namespace.table")]
+NameArg = Annotated[str, typer.Argument(metavar="TABLE", help="namespace.table")]
 VersionOpt = Annotated[
     int | None, typer.Option("--version", help="A Delta version or an Iceberg snapshot id (see `lakecat history`).")
 ]

@@ -10,7 +10,14 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 
 from . import adopt, health, maintenance
 from .config import CatalogConfig, available_catalogs, load_config_file, pyarrow_filesystem, resolve_config
-from .errors import ConfigError, InvalidArgumentError, LakecatError, TableAlreadyExistsError, TableNotFoundError
+from .errors import (
+    ConfigError,
+    InvalidArgumentError,
+    LakecatError,
+    TableAlreadyExistsError,
+    TableNotFoundError,
+    did_you_mean,
+)
 from .files import local_path
 from .formats import all_formats, get_format
 from .identifiers import TableIdent, validate_part
@@ -146,8 +153,15 @@ class Catalog:
         ident = name if isinstance(name, TableIdent) else TableIdent.parse(name)
         entry = self.find_entry(ident)
         if entry is None:
-            raise TableNotFoundError(f"table {ident} not found in catalog {self.name!r}")
+            raise TableNotFoundError(f"table {ident} not found in catalog {self.name!r}{self._nearest(str(ident))}")
         return entry
+
+    def _nearest(self, name: str) -> str:
+        """A "did you mean" for a table name that is not there (metadata only, asked on the error path alone)."""
+        try:
+            return did_you_mean(name, (str(e.ident) for e in self.entries()))
+        except LakecatError:  # a metastore that cannot list: the error stands without a suggestion
+            return ""
 
     def list_tables(self, namespace: str | None = None, *, format: str | None = None) -> ListResult:
         """Tables of every format, sorted by name; optionally one namespace or one format."""

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
-from .errors import ConfigError, MissingDependencyError
+from .errors import ConfigError, MissingDependencyError, did_you_mean
 from .extras import install_hint, require
 from .identifiers import validate_part
 
@@ -387,7 +387,10 @@ def resolve_config(catalog: str | Path | CatalogConfig | None = None) -> Catalog
         candidate = d / f"{choice}.toml"
         if candidate.is_file():
             return load_config_file(candidate)
-    raise ConfigError(f"unknown catalog {choice!r}: no {choice}.toml in {', '.join(str(d) for d in _search_dirs())}")
+    nearest = did_you_mean(choice, (name for name, _ in available_catalogs()))
+    raise ConfigError(
+        f"unknown catalog {choice!r}: no {choice}.toml in {', '.join(str(d) for d in _search_dirs())}{nearest}"
+    )
 
 
 def _looks_like_catalog(path: Path) -> bool:

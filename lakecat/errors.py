@@ -6,6 +6,9 @@ API agree on what kind of failure happened.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from difflib import get_close_matches
+
 
 class LakecatError(Exception):
     """Root of every error lakecat raises on purpose (exit code 1: the operation failed)."""
@@ -92,3 +95,9 @@ EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_UNSUPPORTED = 3
 EXIT_INTERNAL = 4
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """``"; did you mean 'sales.orders'?"`` for the closest of ``choices`` to a misspelt ``word``, else ``""``."""
+    close = get_close_matches(word, list(choices), n=2, cutoff=0.6)
+    return f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
