@@ -111,7 +111,7 @@ class Output:
 
     def fail(self, exc: BaseException) -> NoReturn:
         if isinstance(exc, LakecatError):
-            code, kind, message = exc.exit_code, exc.type_name, str(exc)
+            code, kind, message = exc.exit_code, exc.type_name, exc.cli_message()
         else:
             code, kind = EXIT_INTERNAL, "InternalError"
             message = (

@@ -14,10 +14,24 @@ class LakecatError(Exception):
     """Root of every error lakecat raises on purpose (exit code 1: the operation failed)."""
 
     exit_code = 1
+    #: The command line's spelling of the Python terms the message uses (``{"force=True": "--force"}``)
+    cli_terms: dict[str, str] = {}
 
     @property
     def type_name(self) -> str:
         return type(self).__name__
+
+    def cli_message(self) -> str:
+        """The message as the command line says it: each Python term (``force=True``) as its option (``--force``)."""
+        text = str(self)
+        for python, cli in self.cli_terms.items():
+            text = text.replace(python, cli)
+        return text
+
+    def with_cli_terms(self, terms: dict[str, str]) -> LakecatError:
+        """Say how the command line spells the message's Python terms; returns the error, for ``raise``."""
+        self.cli_terms = terms
+        return self
 
 
 class ConfigError(LakecatError):

@@ -168,8 +168,8 @@ def alter(
             upgrades.append((kind, note))
     if upgrades and not yes and not dry_run:
         raise InvalidArgumentError(
-            f"alter {table.name}: {upgrades[0][1]} — pass --yes (yes=True) to enable it; nothing changed"
-        )
+            f"alter {table.name}: {upgrades[0][1]} — pass yes=True to enable it; nothing changed"
+        ).with_cli_terms({"yes=True": "--yes"})
     rewrite_files = rewrite_bytes = 0
     if dry_run:
         if fields is not None:

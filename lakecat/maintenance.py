@@ -142,9 +142,9 @@ def _check_floor(table: TableLike, window: timedelta, force: bool, what: str) ->
     if window < floor and not force:
         raise InvalidArgumentError(
             f"refusing to {what} with a window of {format_duration(window)}: shorter than the {adapter.name} safety floor "
-            f"of {format_duration(floor)} ({adapter.safety_floor_reason}); pass --force (force=True) if no other job "
+            f"of {format_duration(floor)} ({adapter.safety_floor_reason}); pass force=True if no other job "
             "reads or writes this table"
-        )
+        ).with_cli_terms({"force=True": "--force"})
 
 
 def _record_run(table: TableLike, action: str) -> None:

@@ -542,9 +542,9 @@ def rollback(table: TableLike, *, version: int | None = None, timestamp: str | d
         raise InvalidArgumentError(
             f"refusing to roll back {table.name} to version {target.version}: it would undo batches that "
             f"{len(streams)} ingest stream(s) committed ({', '.join(streams)}), and their checkpoints have moved past "
-            "them, so a restarted stream would not write those rows again; pass --force (force=True) to roll back "
-            "anyway, then re-ingest what is needed (a new --checkpoint replays the source)"
-        )
+            "them, so a restarted stream would not write those rows again; pass force=True to roll back "
+            "anyway, then re-ingest what is needed (an ingest with a new checkpoint replays the source)"
+        ).with_cli_terms({"force=True": "--force"})
     with _engine_errors("rollback", table, target.version):
         after = table.adapter.rollback(table, target.version, current)
     table.refresh()
