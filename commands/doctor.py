@@ -5,6 +5,8 @@ from __future__ import annotations
 import typer
 from rich.markup import escape
 
+from lakecat.units import plural
+
 from ._common import CatalogOpt, JsonOpt, Output, VerboseOpt, connect_config, run
 
 
@@ -22,7 +24,9 @@ def doctor(catalog: CatalogOpt = None, json_: JsonOpt = False, verbose: VerboseO
             mark = "[green]✔[/]" if c.ok else "[bold red]✘[/]"
             console.print(f"{mark} {escape(c.name)}: {escape(c.detail)}" + (f" — fix: {escape(c.fix)}" if c.fix else ""), markup=True,
                           highlight=False, soft_wrap=True)  # fmt: skip
-        console.print("all checks passed" if report.ok else f"{sum(not c.ok for c in report.checks)} check(s) failed")
+        console.print(
+            "all checks passed" if report.ok else f"{plural(sum(not c.ok for c in report.checks), 'check')} failed"
+        )
 
     report = run(out, api, human)
     if not report.ok:

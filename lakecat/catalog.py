@@ -9,7 +9,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, overload
 
 from . import adopt, health, maintenance
-from .config import CatalogConfig, available_catalogs, load_config_file, pyarrow_filesystem, resolve_config
+from .config import (
+    DEFAULT_CATALOG,
+    CatalogConfig,
+    available_catalogs,
+    bundled_conf_dir,
+    load_config_file,
+    pyarrow_filesystem,
+    resolve_config,
+)
 from .errors import (
     ConfigError,
     InvalidArgumentError,
@@ -74,7 +82,10 @@ def list_catalogs(active: str) -> list[CatalogInfo]:
             kinds, metastore, problem = catalog_kinds(config), config.metastore.kind, None
         except ConfigError as e:  # one unusable config (an unset variable) does not hide the others
             kinds, metastore, problem = {}, None, str(e)
-        out.append(CatalogInfo(name, str(path), name == active or str(path) == active, kinds, metastore, problem))
+        example = name != DEFAULT_CATALOG and path.parent == bundled_conf_dir()
+        out.append(
+            CatalogInfo(name, str(path), name == active or str(path) == active, kinds, metastore, problem, example)
+        )
     return out
 
 

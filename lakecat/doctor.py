@@ -228,7 +228,11 @@ def _warehouse(config: CatalogConfig) -> Check:
 def _kafka(config: CatalogConfig) -> Check:
     bootstrap = os.environ.get("LAKECAT_KAFKA_BOOTSTRAP") or config.kafka_bootstrap
     if not bootstrap:
-        return Check("kafka", True, "no Kafka bootstrap configured ([kafka] bootstrap or LAKECAT_KAFKA_BOOTSTRAP)")
+        return Check(
+            "kafka",
+            True,
+            "no Kafka broker configured, none to check (set [kafka] bootstrap or LAKECAT_KAFKA_BOOTSTRAP to have it checked)",
+        )
     failures = []
     for server in bootstrap.split(","):
         host, _, port = server.strip().rpartition(":")
@@ -249,7 +253,7 @@ def _services() -> list[Check]:
     checks = [Check("local kafka", True, f"running on {kafka['bootstrap']} (pid {kafka['pid']})" if kafka["running"]
                     else "not running (`lakecat local kafka start` starts it)")]  # fmt: skip
     rest_state = home / "rest" / "rest-state.json"
-    rest = "not running"
+    rest = "not running (`lakecat local rest start` serves this catalog's Iceberg tables over the REST protocol)"
     if rest_state.is_file():
         try:
             state = json.loads(rest_state.read_text())

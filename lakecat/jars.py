@@ -45,6 +45,7 @@ from urllib.parse import urlsplit, urlunsplit
 from .config import expand_env
 from .errors import ConfigError, EnvironmentProblemError
 from .jar_sets import Artifact, JarSet, config_spark_set, sets_for
+from .units import plural
 
 if TYPE_CHECKING:
     from .config import CatalogConfig
@@ -545,4 +546,5 @@ def status(config: CatalogConfig) -> tuple[bool, str]:
             False,
             f"{len(missing)} jar(s) of set '{s.name}' missing from {cache_dir()}, e.g. {missing[0]['coordinate']}",
         )
-    return True, f"jar set '{s.name}' cached: {len(found.jars)} jars, {found.size / 2**20:.0f} MiB in {cache_dir()}"
+    return True, (f"the jars Spark needs for this catalog (set '{s.name}') are cached: {plural(len(found.jars), 'jar')}, "
+                  f"{found.size / 2**20:.0f} MiB in {cache_dir()}")  # fmt: skip

@@ -163,6 +163,8 @@ class CatalogInfo(Result):
     metastore: str | None = None
     #: why the config cannot be used as it stands (an unset variable, a bad section), else None
     problem: str | None = None
+    #: one of the example configs shipped with lakecat (to copy and edit), not a catalog of the user's
+    example: bool = False
 
 
 @dataclass

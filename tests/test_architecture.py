@@ -400,7 +400,7 @@ def test_doctor_asks_each_format_what_it_keeps_in_the_metastore(catalog, jsonlog
 
     catalog.metastore.ready()  # every format's metastore tables created
     detail = _metastore(catalog.config).detail
-    assert "Iceberg JDBC schema V" in detail and "Delta registry present" in detail, detail
+    assert "Iceberg tables" in detail and "Delta tables registered" in detail, detail
     assert jsonlog not in detail  # a format with nothing to say adds nothing
     monkeypatch.setattr(JsonLogFormat, "metastore_status",
                         lambda self, config, tables, columns: f"{len(columns('iceberg_tables'))} columns there",
@@ -441,4 +441,4 @@ def test_an_external_iceberg_catalog_is_named_in_the_metastore_line(tmp_path):
     assert (
         get_format("iceberg").metastore_status(config, set(), lambda t: set()) == "Iceberg tables in the rest catalog"
     )
-    assert get_format("delta").metastore_status(config, set(), lambda t: set()) == "no Delta registry yet"
+    assert get_format("delta").metastore_status(config, set(), lambda t: set()) == "no Delta tables yet"

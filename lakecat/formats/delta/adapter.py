@@ -105,7 +105,7 @@ class DeltaFormat(DeltaVersions, DeltaMaintenance, DeltaHealth, DeltaEvolution, 
         return Registry(metastore, REGISTRY_TABLE, self.name)
 
     def metastore_status(self, config: CatalogConfig, tables: set[str], columns: Callable[[str], set[str]]) -> str:
-        return "Delta registry present" if REGISTRY_TABLE in tables else "no Delta registry yet"
+        return "Delta tables registered there by lakecat" if REGISTRY_TABLE in tables else "no Delta tables yet"
 
     def prepare_metastore(self, metastore: Metastore) -> None:
         self._registry(metastore).t  # noqa: B018 - declared and created

@@ -230,8 +230,9 @@ class IcebergFormat(IcebergVersions, IcebergMaintenance, IcebergHealth, IcebergE
             return f"Iceberg tables in the {rest.kind(config)} catalog"
         if JDBC_TABLES not in tables:
             return "no Iceberg tables yet"
-        # V0: no iceberg_type column; V1: views too
-        return "Iceberg JDBC schema V1" if "iceberg_type" in columns(JDBC_TABLES) else "Iceberg JDBC schema V0"
+        # Iceberg's JDBC catalog schema V1 adds an iceberg_type column (views); V0 (no column) holds tables only
+        views = "tables and views" if "iceberg_type" in columns(JDBC_TABLES) else "tables"
+        return f"Iceberg {views} kept in Iceberg's own JDBC catalog tables there (Spark and pyiceberg read the same)"
 
     def prepare_metastore(self, metastore: Metastore) -> None:
         if rest.is_external(metastore.config):  # the tables live in their own catalog (REST, Hive, Glue)
