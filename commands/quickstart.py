@@ -39,7 +39,7 @@ def quickstart(
     def human(console, r):  # type: ignore[no-untyped-def]
         again = " (tables existed: only the new events were ingested)" if r.run > 1 else ""
         console.print(f"[bold]lakecat quickstart[/] — run {r.run}{again}, {human_duration(r.duration_s)}")
-        t = table(key("table"), key("format"), num("ingested"), num("dead-lettered"), num("versions"), num("rows @ first"),
+        t = table(key("table"), key("format"), num("ingested"), num("dead-lettered"), num("versions"), num("rows @ first batch"),
                   num("changes since"), num("files before→after"), num("rows now"))  # fmt: skip
         for name, s in r.tables.items():
             t.add_row(name, s["format"], thousands(s["rows_written"]), thousands(s["rows_dead_lettered"]), str(s["versions"]),

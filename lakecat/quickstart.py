@@ -20,6 +20,7 @@ from .formats import format_names, get_format
 from .processes import free_port, port_free
 from .results import QuickstartResult
 from .sources import KafkaSource
+from .units import plural
 
 if TYPE_CHECKING:
     from .kafka_local import LocalKafka
@@ -76,8 +77,11 @@ def _tour_table(catalog: Catalog, fmt: str, name: str, *, run: int, bootstrap: s
     ingest = catalog.ingest(name, KafkaSource(bootstrap, TOPIC), trigger="available-now",
                             max_records_per_batch=max(1, records // 3))  # fmt: skip
     entries = list(table.history())
-    first = entries[-1].version
-    say(f"5/7 {name}: {len(entries)} versions; time travel to the first one and reading what changed since")
+    # the first version with rows: a Delta table's version 0 is its (empty) CREATE TABLE
+    first = next((e.version for e in reversed(entries) if e.summary.get("rows_added")), entries[-1].version)
+    say(
+        f"5/7 {name}: {plural(len(entries), 'version')}; time travel to the first with rows and reading what changed since"
+    )
     first_count = table.as_of(version=first).count()
     change_count = table.changes(since=first).count()
     say(f"6/7 {name}: compaction (dry run first), then expiry (dry run)")
@@ -85,12 +89,13 @@ def _tour_table(catalog: Catalog, fmt: str, name: str, *, run: int, bootstrap: s
     compacted = table.compact()
     expire = table.expire(retain_last=2, dry_run=True)
     d = table.describe()
+    versions = len(table.history())  # as `lakecat history` counts them now, the compaction's commit included
     return {
         "format": fmt,
         "rows_written": ingest.rows_written,
         "rows_dead_lettered": ingest.rows_dead_lettered,
         "dlq_table": ingest.dlq_table,
-        "versions": len(entries),
+        "versions": versions,
         "first_version": first,
         "rows_at_first_version": first_count,
         "changes_since_first_version": change_count,
