@@ -162,7 +162,7 @@ def test_without_a_scraper_the_run_ends_after_the_bound(cli, catalog, ns, tmp_pa
     landing.mkdir()
     (landing / "a.json").write_text("\n".join(json.dumps({"id": i, "v": "x"}) for i in range(10)) + "\n")
     name = f"{ns}.files"
-    catalog.create_table(name, schema="id BIGINT NOT NULL, v STRING", format="delta")
+    catalog.create_table(name, schema="id BIGINT NOT NULL, v STRING", format="iceberg")
     port = free_port()
     started = time.monotonic()
     code, out, err = cli("ingest", name, "--files", landing, "--metrics-port", port, "--metrics-linger", "3s")
