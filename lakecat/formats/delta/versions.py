@@ -16,6 +16,7 @@ from .maintenance import spark_path
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
+    from ...config import CatalogConfig
     from ..base import TableHandle
 
 # Delta's operation word -> lakecat's normalised word.
@@ -57,6 +58,11 @@ def _commit(h: dict[str, Any]) -> Commit | None:
 # Delta reader features delta-rs reads exactly as Delta on Spark does (anything else: the read goes to Spark).
 _LIGHT_READER_FEATURES = frozenset({"timestampNtz"})
 
+#: delta-spark's refusal of a version committed before the table's ``delta.deletedFileRetentionDuration``, whether or
+#: not its files are there. lakecat's expiry decides which versions are readable (it keeps what it retains and what
+#: tags name), so its sessions turn the refusal off.
+TIME_TRAVEL_LIMIT_CONF = "spark.databricks.delta.vacuum.enforceTimeTravelWithinDeletedFileRetentionDuration"
+
 
 class DeltaVersionLog(VersionLog):
     """Delta's versions form one line: 0, 1, 2, ... up to the current one."""
@@ -90,9 +96,18 @@ class DeltaVersionLog(VersionLog):
         gone = [p for p in paths if "://" not in p and not (local / unquote(p)).exists()]  # log paths are URL-encoded
         if gone:
             raise VersionNotFoundError(
-                f"version {version} of {self.name} can no longer be read: {len(gone)} of its data files were removed "
-                f"(vacuum), e.g. {gone[0]}"
+                f"version {version} of {self.name} is no longer readable: its data files were removed by expiry "
+                f"(lakecat expire / VACUUM) — {len(gone)} of {len(paths)}, e.g. {gone[0]}"
             )
+
+    def missing(self, version: int) -> VersionNotFoundError:
+        kept = [c.version for c in self.commits()]
+        if kept and 0 <= version < min(kept):
+            return VersionNotFoundError(
+                f"version {version} of {self.name} is no longer readable: its log entries were removed by expiry "
+                f"(lakecat expire / Delta's log cleanup); `lakecat history {self.name}` lists the versions left"
+            )
+        return super().missing(version)
 
 
 class DeltaVersions:
@@ -108,6 +123,11 @@ class DeltaVersions:
 
     def current_version(self, table: TableHandle) -> int | None:
         return self.load(table).version()  # type: ignore[attr-defined, no-any-return]
+
+    def spark_catalog_conf(self, config: CatalogConfig) -> dict[str, str]:
+        # Set in every session lakecat uses (at start, and on a Spark Connect server it did not start); the user's own
+        # [spark.conf] value wins
+        return {TIME_TRAVEL_LIMIT_CONF: config.spark_conf.get(TIME_TRAVEL_LIMIT_CONF, "false")}
 
     def read_version(self, table: TableHandle, version: int) -> DataFrame:
         spark = table.catalog.session()
