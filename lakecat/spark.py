@@ -325,6 +325,8 @@ def engine_spark_conf(config: CatalogConfig, *, server: bool = False) -> dict[st
         "spark.sql.shuffle.partitions": "2",
         "spark.default.parallelism": "2",
         "spark.sql.streaming.stopGracefullyOnShutdown": "true",
+        # Spark's default is ./spark-warehouse, made in whatever directory the user runs lakecat from
+        "spark.sql.warehouse.dir": str((lakecat_home() / "spark-warehouse").resolve()),
         **session_spark_conf(config),
         **storage_spark_conf(config),
         **user,
