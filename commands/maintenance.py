@@ -263,7 +263,11 @@ DropColumnOpt = Annotated[
 ]
 WidenOpt = Annotated[
     list[str] | None,
-    typer.Option("--widen", help="Widen c=TYPE: INT->BIGINT, FLOAT->DOUBLE, DECIMAL precision up (repeatable)."),
+    typer.Option(
+        "--widen",
+        help="Widen c=TYPE: INT->BIGINT, FLOAT->DOUBLE, DECIMAL precision up (repeatable; Delta: type widening, see "
+        "--yes, or --rewrite).",
+    ),
 ]
 SetCommentOpt = Annotated[
     list[str] | None, typer.Option("--set-comment", help="Set a column comment, c=text (repeatable).")
@@ -275,12 +279,19 @@ PartitionByOpt = Annotated[
     ),
 ]
 RewriteOpt = Annotated[
-    bool, typer.Option("--rewrite", help="Delta: rewrite every file into the new partitioning, in one commit.")
+    bool,
+    typer.Option(
+        "--rewrite",
+        help="Delta: rewrite every file into the new partitioning or with the wider types, in one commit (every "
+        "reader keeps reading the table).",
+    ),
 ]
 YesOpt = Annotated[
     bool,
     typer.Option(
-        "--yes", "-y", help="Allow what the format must enable first (Delta column mapping: a protocol upgrade)."
+        "--yes",
+        "-y",
+        help="Allow what the format must enable first (Delta column mapping, type widening: protocol upgrades).",
     ),
 ]
 

@@ -161,8 +161,13 @@ def alter(
                 final.pop(ch.column.lower())
         fields = parse_partition_spec(partition_by, [c for c in final.values() if not _generated(desc, c.name)])
         adapter.check_partitioning(fields, list(final.values()))
+    widens = {ch.column: ch.type or "" for ch in changes if ch.kind == "widen"} if rewrite else {}
+    if widens and not adapter.supports("widen_by_rewrite"):
+        raise InvalidArgumentError(f"alter --widen --rewrite: {table.format} tables widen in place and every reader "
+                                   "reads the old files with the wider type, so there is nothing to rewrite; drop "
+                                   "--rewrite")  # fmt: skip
     upgrades: list[tuple[str, str]] = []
-    for kind in dict.fromkeys(ch.kind for ch in changes):
+    for kind in dict.fromkeys(ch.kind for ch in changes if not (widens and ch.kind == "widen")):  # a rewrite needs none
         note = adapter.schema_upgrade(table, kind)
         if note and note not in (n for _, n in upgrades):  # one upgrade serves every change that needs it
             upgrades.append((kind, note))
@@ -171,33 +176,49 @@ def alter(
             f"alter {table.name}: {upgrades[0][1]} — pass yes=True to enable it; nothing changed"
         ).with_cli_terms({"yes=True": "--yes"})
     rewrite_files = rewrite_bytes = 0
+    if widens:  # planned (or refused: generated columns ...) before anything changes
+        rewrite_files, rewrite_bytes = adapter.widen_by_rewrite(table, widens, True)
     if dry_run:
         if fields is not None:
-            rewrite_files, rewrite_bytes = adapter.evolve_partitioning(table, fields, rewrite, True)
+            files, size = adapter.evolve_partitioning(table, fields, rewrite, True)
+            rewrite_files, rewrite_bytes = rewrite_files + files, rewrite_bytes + size
         return _result(table, [str(c) for c in changes] + ([f"partition by {', '.join(map(str, fields))}"] if fields is not None else []),
                        [n for _, n in upgrades], dry_run=True, files=rewrite_files, size=rewrite_bytes)  # fmt: skip
     done: list[str] = []
     for kind, _note in upgrades:
         adapter.apply_schema_upgrade(table, kind)
         table.refresh()
+    pending = widens  # every widening in one rewrite, at the first one's place
     for ch in changes:
-        if ch.kind == "add":
-            adapter.add_column(table, Column(ch.column, ch.type or "", ch.nullable, ch.comment), ch.position)
-        elif ch.kind == "rename":
-            adapter.rename_column(table, ch.column, ch.new_name or "")
-        elif ch.kind == "drop":
-            adapter.drop_column(table, ch.column)
-        elif ch.kind == "widen":
-            adapter.widen_column(table, ch.column, ch.type or "")
+        if ch.kind == "widen" and widens:
+            if pending:
+                rewrite_files, rewrite_bytes, pending = *adapter.widen_by_rewrite(table, pending, False), {}
+            done.append(f"{ch} (rewritten)")
         else:
-            adapter.set_column_comment(table, ch.column, ch.comment or "")
+            _apply(table, ch)
+            done.append(str(ch))
         table.refresh()
-        done.append(str(ch))
     if fields is not None:
-        rewrite_files, rewrite_bytes = adapter.evolve_partitioning(table, fields, rewrite, False)
+        files, size = adapter.evolve_partitioning(table, fields, rewrite, False)
+        rewrite_files, rewrite_bytes = rewrite_files + files, rewrite_bytes + size
         table.refresh()
-        done.append(f"partition by {', '.join(map(str, fields))}" + (" (rewritten)" if rewrite_files else ""))
+        done.append(f"partition by {', '.join(map(str, fields))}" + (" (rewritten)" if files else ""))
     return _result(table, done, [n for _, n in upgrades], files=rewrite_files, size=rewrite_bytes)
+
+
+def _apply(table: TableLike, ch: SchemaChange) -> None:
+    """One schema change, one commit, in place."""
+    adapter = table.adapter
+    if ch.kind == "add":
+        adapter.add_column(table, Column(ch.column, ch.type or "", ch.nullable, ch.comment), ch.position)
+    elif ch.kind == "rename":
+        adapter.rename_column(table, ch.column, ch.new_name or "")
+    elif ch.kind == "drop":
+        adapter.drop_column(table, ch.column)
+    elif ch.kind == "widen":
+        adapter.widen_column(table, ch.column, ch.type or "")
+    else:
+        adapter.set_column_comment(table, ch.column, ch.comment or "")
 
 
 def _generated(desc, name: str) -> bool:  # type: ignore[no-untyped-def]

@@ -144,7 +144,8 @@ class Table:
 
         ``add_columns``: ``"c TYPE [NOT NULL] [COMMENT '...'] [AFTER x | FIRST]"``; ``rename_columns``:
         ``"old=new"``; ``widen``: ``"c=BIGINT"``; ``comments``: ``"c=text"``. ``yes`` allows what the format must
-        enable first (Delta's column mapping for rename and drop). Returns an ``AlterResult``.
+        enable first (Delta's column mapping for rename and drop, type widening for an in-place widen); ``rewrite``
+        makes Delta rewrite the data for ``partition_by`` or ``widen`` instead. Returns an ``AlterResult``.
 
         Example:
             >>> t.alter(add_columns=["discount DECIMAL(5,2) AFTER amount"], rename_columns=["cust=customer_id"], yes=True)

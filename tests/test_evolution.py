@@ -13,7 +13,7 @@ import pytest
 from helpers import delta_arrow, pyiceberg_catalog, read_branch_ids, read_rows
 
 from lakecat.engine import is_connect
-from lakecat.errors import UnsupportedOperationError
+from lakecat.errors import InvalidArgumentError, UnsupportedOperationError
 
 pytestmark = pytest.mark.spark
 
@@ -123,17 +123,94 @@ def test_schema_evolution_one_commit_each_ingest_and_upsert_around_a_rename(
 
 @pytest.mark.notimpl("widen_column")
 def test_widen_types(catalog, spark, ns, table_format):
+    """In place: Iceberg's own type promotion; Delta's type widening (a protocol upgrade, hence ``yes``)."""
     t = make(catalog, spark, ns, table_format, "w")
-    res = t.alter(widen=["n=BIGINT", "f=DOUBLE", "amount=DECIMAL(10,2)"])
+    res = t.alter(widen=["n=BIGINT", "f=DOUBLE", "amount=DECIMAL(10,2)"], yes=True)
     types = {c.name: c.type for c in res.schema}
     assert (types["n"], types["f"], types["amount"]) == ("BIGINT", "DOUBLE", "DECIMAL(10,2)")
-    schema = independent_schema(catalog, t)
-    assert (schema["n"], schema["f"], schema["amount"]) == ("long", "double", "decimal(10, 2)")
+    schema = {k: v.replace(" ", "") for k, v in independent_schema(catalog, t).items()}
+    assert (schema["n"], schema["f"], schema["amount"]) == ("long", "double", "decimal(10,2)")
     spark.sql(
         f"INSERT INTO {t.spark_name} (id, n, f, amount, region, v) VALUES (3, 30000000000, 3.5, 12345678.5, 'eu', 'c')"
     )
-    rows = {r["id"]: r for r in read_rows(catalog, t)}
-    assert rows[3]["n"] == 30000000000 and rows[1]["n"] == 10
+    if table_format == "delta":
+        # delta-rs neither reads nor writes the typeWidening reader feature: lakecat reads such a table through Spark
+        with pytest.raises(Exception, match="(?i)typeWidening"):
+            delta_arrow(t.location)
+        rows = {r["id"]: r.asDict() for r in spark.read.format("delta").load(t.location).collect()}
+    else:
+        rows = {r["id"]: r for r in read_rows(catalog, t)}
+    assert rows[3]["n"] == 30000000000 and rows[1]["n"] == 10 and float(rows[3]["amount"]) == 12345678.5
+
+
+@pytest.mark.delta
+def test_delta_widen_in_place_behind_yes_or_by_rewrite_for_every_reader(cli, catalog, spark, ns):
+    # in place: the typeWidening protocol upgrade locks delta-rs out, so it needs --yes (exit 2 without, as column
+    # mapping does), and says which readers and that --rewrite is the alternative
+    t = make(catalog, spark, ns, "delta", "wy")
+    before = metadata_commits(catalog, t)
+    code, doc, err = run_json(cli, "alter", t.name, "--widen", "n=BIGINT")
+    message = doc["error"]["message"]
+    assert code == 2 and all(w in message for w in ("typeWidening", "delta-rs", "--rewrite", "--yes")), doc
+    assert metadata_commits(catalog, t) == before
+    code, doc, err = run_json(cli, "alter", t.name, "--widen", "n=BIGINT", "--yes")
+    assert code == 0 and len(doc["upgrades"]) == 1 and "typeWidening" in doc["upgrades"][0], err
+    described = run_json(cli, "describe", t.name)[1]
+    assert {c["name"]: c["type"] for c in described["schema"]}["n"] == "BIGINT"
+    assert described["properties"]["delta.enableTypeWidening"] == "true"
+    spark.sql(f"INSERT INTO {t.spark_name} VALUES (3, 30000000000, 3.5, 3.75, 'eu', 'c')")
+    current = t.describe().current_version
+    code, doc, err = run_json(cli, "timetravel", t.name, "--version", current)  # lakecat reads it through Spark
+    assert code == 0 and sorted((r["id"], r["n"]) for r in doc["rows"]) == [(1, 10), (2, 20), (3, 30000000000)], err
+    with pytest.raises(Exception, match="(?i)typeWidening"):  # delta-rs (the deltalake package) is locked out
+        delta_arrow(t.location)
+
+    # a rewrite would make NOT NULL columns nullable (Delta cannot set it back): exit 3, nothing changed
+    code, doc, err = run_json(cli, "alter", t.name, "--widen", "f=DOUBLE", "--rewrite")
+    assert code == 3 and "NOT NULL columns (id)" in doc["error"]["message"], doc
+
+    # Delta refuses to rewrite a table with column mapping and the change data feed under a new schema: exit 3
+    nullable = SCHEMA.replace(" NOT NULL", "")
+    t = catalog.create_table(f"{ns}.wm", schema=nullable, format="delta")
+    spark.sql(f"INSERT INTO {t.spark_name} VALUES (1, 10, 1.5, 1.25, 'eu', 'a')")
+    code, doc, err = run_json(cli, "alter", t.name, "--rename-column", "v=label", "--yes")
+    assert code == 0 and doc["column_mapping"] == "name", err
+    before = metadata_commits(catalog, t)
+    code, doc, err = run_json(cli, "alter", t.name, "--set-comment", "n=x", "--widen", "n=BIGINT", "--rewrite")
+    assert code == 3 and "column mapping and the change data feed" in doc["error"]["message"], doc
+    assert metadata_commits(catalog, t) == before  # refused before the comment's commit
+
+    # by rewrite: no protocol upgrade, no --yes; partitioning, comments and properties kept
+    t = catalog.create_table(f"{ns}.wr", schema=nullable, format="delta", partition_by="region")
+    spark.sql(f"INSERT INTO {t.spark_name} VALUES (1, 10, 1.5, 1.25, 'eu', 'a'), (2, 20, 2.5, 2.5, 'us', 'b')")
+    code, doc, err = run_json(cli, "alter", t.name, "--set-comment", "n=a count")
+    assert code == 0, err
+    code, doc, err = run_json(cli, "alter", t.name, "--widen", "id=INT", "--rewrite")
+    assert code == 2 and "not a widening" in doc["error"]["message"], doc
+    before, properties = metadata_commits(catalog, t), t.describe().properties
+    code, doc, err = run_json(
+        cli, "alter", t.name, "--widen", "n=BIGINT", "--widen", "f=DOUBLE", "--rewrite", "--dry-run"
+    )
+    assert code == 0 and doc["dry_run"] and doc["upgrades"] == [] and doc["rewrite_files"] == 2, doc
+    assert {c["name"]: c["type"] for c in doc["schema"]}["n"] == "INT" and metadata_commits(catalog, t) == before
+    code, doc, err = run_json(cli, "alter", t.name, "--widen", "n=BIGINT", "--widen", "f=DOUBLE", "--rewrite")
+    assert code == 0 and doc["upgrades"] == [] and doc["rewrite_files"] == 2, err
+    assert metadata_commits(catalog, t) == before + 1  # every widening in one commit
+    by_name = {c["name"]: c for c in doc["schema"]}
+    assert (by_name["n"]["type"], by_name["f"]["type"], by_name["n"]["comment"]) == ("BIGINT", "DOUBLE", "a count")
+    assert doc["partitioning"] == ["region"]
+    assert doc["properties"] == properties  # the change data feed stays on
+    assert "typeWidening" not in (t.adapter.load(t).protocol().reader_features or [])
+    spark.sql(f"INSERT INTO {t.spark_name} VALUES (3, 30000000000, 3.5, 3.75, 'eu', 'c')")
+    from deltalake import DeltaTable
+
+    assert {f.name: str(f.type.type) for f in DeltaTable(t.location).schema().fields}["n"] == "long"
+    arrow = delta_arrow(t.location)  # delta-rs reads the rewritten table, old rows and new
+    assert str(arrow.schema.field("n").type) == "int64"
+    assert sorted((r["id"], r["n"], r["v"]) for r in arrow.to_pylist()) == [
+        (1, 10, "a"), (2, 20, "b"), (3, 30000000000, "c")]  # fmt: skip
+    code, doc, err = run_json(cli, "changes", t.name, "--since", before + 1)  # the change data after the rewrite
+    assert code == 0 and [(r["id"], r["_change_type"]) for r in doc["rows"]] == [(3, "insert")], doc
 
 
 def test_bad_input_changes_nothing(cli, catalog, spark, ns, table_format):
@@ -343,11 +420,13 @@ def test_partition_evolution(cli, catalog, spark, ns, table_format):
 
 
 def test_unsupported_parts_are_refused_before_any_change(catalog, spark, ns, table_format):
-    t = make(catalog, spark, ns, table_format, "u")
-    missing = [cap for cap in ("widen_column",) if not t.adapter.supports(cap)]
-    if not missing:
-        pytest.skip(f"{table_format} widens types")
+    t = catalog.create_table(f"{ns}.u", schema="id BIGINT NOT NULL, n INT, ts TIMESTAMP", format=table_format,
+                             partition_by="days(ts)")  # fmt: skip
     before = t.describe().to_dict()
-    with pytest.raises(UnsupportedOperationError, match="alter --widen: not supported"):
-        t.alter(add_columns=["z INT"], widen=["n=BIGINT"])
+    if t.adapter.supports("widen_by_rewrite"):  # Delta: an overwrite cannot carry the generated days(ts) column
+        with pytest.raises(UnsupportedOperationError, match="alter --widen --rewrite on a table with generated"):
+            t.alter(add_columns=["z INT"], widen=["n=BIGINT"], rewrite=True)
+    else:  # a format that widens in place for every reader has nothing to rewrite: a usage error
+        with pytest.raises(InvalidArgumentError, match="nothing to rewrite"):
+            t.alter(add_columns=["z INT"], widen=["n=BIGINT"], rewrite=True)
     assert t.describe().to_dict()["schema"] == before["schema"]

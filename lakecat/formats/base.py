@@ -241,6 +241,7 @@ CAPABILITY_METHODS: dict[str, tuple[str, ...]] = {
     "rename_column": ("rename_column",),
     "drop_column": ("drop_column",),
     "widen_column": ("widen_column",),
+    "widen_by_rewrite": ("widen_by_rewrite",),
     "comment_column": ("set_column_comment",),
     "partition_evolution": ("evolve_partitioning",),
     "tags": ("create_tag", "drop_tag"),
@@ -551,6 +552,11 @@ class TableFormat(ABC):
 
     def widen_column(self, table: TableHandle, name: str, new_type: str) -> None:
         raise self.unsupported("widening a column type")
+
+    def widen_by_rewrite(self, table: TableHandle, types: dict[str, str], dry_run: bool) -> tuple[int, int]:
+        """Widen columns (name -> wider type) by rewriting every data file in one commit, for a format whose in-place
+        widening locks readers out; returns (files to rewrite, their bytes)."""
+        raise self.unsupported("alter --widen --rewrite")
 
     def set_column_comment(self, table: TableHandle, name: str, comment: str) -> None:
         raise self.unsupported("setting a column comment")

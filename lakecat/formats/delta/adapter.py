@@ -89,8 +89,6 @@ class DeltaFormat(DeltaVersions, DeltaMaintenance, DeltaHealth, DeltaEvolution, 
                            "or belong to a commit in flight")  # fmt: skip
     metadata_upkeep_threshold = 5  # commits without a checkpoint
     gap_reasons = {
-        "widen_column": "Delta widens a type in place only with the typeWidening table feature (reader version 3), "
-                        "which delta-rs and other readers cannot read yet; lakecat does not lock them out",
         "branches": "Delta has no branches (one line of versions); use a tag, or a copy of the table, to stage writes",
     }  # fmt: skip
     files_gone_markers = (

@@ -1,5 +1,5 @@
-"""Delta evolution: schema changes through ALTER TABLE (rename and drop need column mapping), partitioning by
-rewrite only, and tags kept in lakecat's metastore (``tags.py``)."""
+"""Delta evolution: schema changes through ALTER TABLE (rename and drop need column mapping, an in-place widening
+needs type widening), widening and partitioning by a rewrite, and tags kept in lakecat's metastore (``tags.py``)."""
 
 from __future__ import annotations
 
@@ -25,6 +25,16 @@ COLUMN_MAPPING_NOTE = (
     "mapping — Delta Lake before 1.2, delta-rs' pyarrow-dataset reader, some older Trino/Presto/Athena engines — can "
     "no longer read the table; Spark with Delta 1.2+, delta-rs' DataFusion reader and current engines can"
 )
+TYPE_WIDENING = "delta.enableTypeWidening"
+TYPE_WIDENING_NOTE = (
+    "widening a column of a Delta table in place needs type widening (delta.enableTypeWidening = true), a protocol "
+    "upgrade to the typeWidening reader-writer feature (reader version 3, writer version 7): readers without that "
+    "feature — Delta Lake before 3.3 (3.2 knew only its preview), delta-rs (the deltalake package neither reads nor "
+    "writes such a table), any engine that does not list typeWidening among its reader features — can no longer read "
+    "the table; Spark with Delta 3.3+ can. --rewrite widens by rewriting the data instead, and every reader keeps "
+    "working"
+)
+_UPGRADES = {"rename": (COLUMN_MAPPING, "name"), "drop": (COLUMN_MAPPING, "name"), "widen": (TYPE_WIDENING, "true")}
 
 
 class DeltaEvolution:
@@ -46,12 +56,21 @@ class DeltaEvolution:
     def schema_upgrade(self, table: TableHandle, kind: str) -> str | None:
         if kind in ("rename", "drop") and self.column_mapping(table) == "none":
             return COLUMN_MAPPING_NOTE
+        if kind == "widen" and not self._widens_in_place(table):
+            return TYPE_WIDENING_NOTE
         return None
+
+    def _widens_in_place(self, table: TableHandle) -> bool:
+        """Whether the protocol has type widening already (then enabling the property locks nobody new out)."""
+        if str(self.properties(table).get(TYPE_WIDENING, "false")).lower() == "true":  # type: ignore[attr-defined]
+            return True
+        return "typeWidening" in (self.load(table).protocol().reader_features or ())  # type: ignore[attr-defined]
 
     def apply_schema_upgrade(self, table: TableHandle, kind: str) -> None:
         # Delta raises the protocol in the same commit (explicit min versions would add an UPGRADE PROTOCOL commit)
-        self._alter(table, "enable column mapping on",
-                    f"ALTER TABLE {spark_path(table.location)} SET TBLPROPERTIES ({sql_string(COLUMN_MAPPING)} = 'name')")  # fmt: skip
+        prop, value = _UPGRADES[kind]
+        self._alter(table, f"enable {prop} on",
+                    f"ALTER TABLE {spark_path(table.location)} SET TBLPROPERTIES ({sql_string(prop)} = '{value}')")  # fmt: skip
 
     def add_column(self, table: TableHandle, column: Column, position: str | None) -> None:
         if not column.nullable:
@@ -76,6 +95,56 @@ class DeltaEvolution:
 
     def drop_column(self, table: TableHandle, name: str) -> None:
         self._alter(table, "alter --drop-column", f"ALTER TABLE {spark_path(table.location)} DROP COLUMN {quote(name)}")
+
+    def widen_column(self, table: TableHandle, name: str, new_type: str) -> None:
+        """In place, with type widening: old files keep their type and readers widen them (see ``schema_upgrade``)."""
+        if str(self.properties(table).get(TYPE_WIDENING, "false")).lower() != "true":  # type: ignore[attr-defined]
+            # the protocol has the feature already (schema_upgrade found it): turning the property on costs no reader
+            self.apply_schema_upgrade(table, "widen")
+        self._alter(table, "alter --widen",
+                    f"ALTER TABLE {spark_path(table.location)} ALTER COLUMN {quote(name)} TYPE {new_type}")  # fmt: skip
+
+    def widen_by_rewrite(self, table: TableHandle, types: dict[str, str], dry_run: bool) -> tuple[int, int]:
+        """Every file rewritten with the wider types in one commit (an overwrite with ``overwriteSchema``): the
+        protocol stays as it is, so every reader keeps reading the table."""
+        if self.generated_columns(table):  # type: ignore[attr-defined]
+            raise self.unsupported(  # type: ignore[attr-defined]
+                "alter --widen --rewrite on a table with generated columns",
+                "an overwrite cannot carry Delta generated columns in one commit; widen in place (type widening, see "
+                "--yes) or create a new table and copy the rows",
+            )
+        not_null = [f.name for f in self.load(table).schema().fields if not f.nullable]  # type: ignore[attr-defined]
+        if not_null:
+            raise self.unsupported(  # type: ignore[attr-defined]
+                f"alter --widen --rewrite on a table with NOT NULL columns ({', '.join(not_null)})",
+                "Delta makes every column of a rewrite nullable and cannot set NOT NULL back; widen in place (type "
+                "widening, see --yes)",
+            )
+        change_data = self.properties(table).get(self.change_data_property, "")  # type: ignore[attr-defined]
+        if self.column_mapping(table) != "none" and str(change_data).lower() == "true":
+            raise self.unsupported(  # type: ignore[attr-defined]
+                "alter --widen --rewrite on a table with column mapping and the change data feed",
+                "Delta refuses to rewrite such a table under a new schema (DELTA_BLOCK_COLUMN_MAPPING_AND_CDC_OPERATION); "
+                "widen in place (type widening, see --yes)",
+            )
+        with no_cyclic_gc():  # as compaction's plan reads it
+            files = self.data_files(table)  # type: ignore[attr-defined]
+        planned = (len(files), sum(f.size for f in files))
+        if dry_run:
+            return planned
+        from pyspark.sql import functions as F
+
+        wider = {k.lower(): v for k, v in types.items()}
+        partition_columns = list(self.load(table).metadata().partition_columns)  # type: ignore[attr-defined]
+        spark = table.catalog.session()
+        with spark_errors("alter --widen --rewrite", table.entry.ident):
+            df = spark.read.format("delta").load(table.location)
+            # the field's metadata (its comment) goes along with the cast; Delta keeps the table's properties
+            columns = [F.col(quote(f.name)).cast(wider[f.name.lower()]).alias(f.name, metadata=f.metadata)
+                       if f.name.lower() in wider else F.col(quote(f.name)) for f in df.schema.fields]  # fmt: skip
+            (df.select(*columns).write.format("delta").mode("overwrite").option("overwriteSchema", "true")
+             .partitionBy(*partition_columns).save(table.location))  # fmt: skip
+        return planned
 
     def set_column_comment(self, table: TableHandle, name: str, comment: str) -> None:
         self._alter(table, "alter --set-comment",
