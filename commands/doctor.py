@@ -24,6 +24,9 @@ def doctor(catalog: CatalogOpt = None, json_: JsonOpt = False, verbose: VerboseO
             mark = "[green]✔[/]" if c.ok else "[bold red]✘[/]"
             console.print(f"{mark} {escape(c.name)}: {escape(c.detail)}" + (f" — fix: {escape(c.fix)}" if c.fix else ""), markup=True,
                           highlight=False, soft_wrap=True)  # fmt: skip
+        if report.spark is not None:
+            for line in _sizing_lines(report.spark):
+                console.print(escape(line), markup=True, highlight=False, soft_wrap=True)
         console.print(
             "all checks passed" if report.ok else f"{plural(sum(not c.ok for c in report.checks), 'check')} failed"
         )
@@ -31,6 +34,18 @@ def doctor(catalog: CatalogOpt = None, json_: JsonOpt = False, verbose: VerboseO
     report = run(out, api, human)
     if not report.ok:
         raise typer.Exit(1)
+
+
+def _sizing_lines(spark: dict) -> list[str]:  # type: ignore[type-arg]
+    """The Spark driver lakecat would start, each value with where it came from (the JSON's ``sources``)."""
+    src = spark["sources"]
+    cores = f"{plural(spark['cores'], 'core')}" if spark["cores"] is not None else "the cluster's cores"
+    return [
+        f"spark: master {spark['master']} ({src['master']}), {cores} ({src['cores']}), driver memory "
+        f"{spark['driver_memory']} ({src['driver_memory']}), {plural(spark['shuffle_partitions'], 'shuffle partition')} "
+        f"({src['shuffle_partitions']})",
+        f"spark java options ({src['java_options']}): {' '.join(spark['java_options'])}",
+    ]
 
 
 def register(app: typer.Typer) -> None:

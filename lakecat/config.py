@@ -21,6 +21,7 @@ from urllib.parse import unquote, urlparse
 from .errors import ConfigError, MissingDependencyError, did_you_mean
 from .extras import install_hint, require
 from .identifiers import validate_part
+from .sizing import SparkSizing, this_machine, this_master
 
 DEFAULT_CATALOG = "local"
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
@@ -190,7 +191,9 @@ class CatalogConfig:
     format_options: dict[str, dict[str, str]] = field(default_factory=dict)
     #: The same sections as written (``${ENV}`` references unexpanded): an adapter checks that its secrets are references.
     format_options_raw: dict[str, dict[str, str]] = field(default_factory=dict)
-    spark_master: str = "local[2]"
+    #: ``[spark] master`` as written; None: ``LAKECAT_SPARK_MASTER``, else ``local[N]`` for the cores this process may
+    #: use (``sizing()`` says which)
+    spark_master: str | None = None
     spark_conf: dict[str, str] = field(default_factory=dict)
     spark_packages: list[str] = field(default_factory=list)
     #: ``[spark] remote``: a Spark Connect endpoint (``sc://host:15002``, ``[spark] token`` appended as its token);
@@ -278,13 +281,17 @@ class CatalogConfig:
         for k, v in self.delta_storage_options().items():
             os.environ.setdefault(k, v)
 
+    def sizing(self) -> SparkSizing:
+        """The Spark driver lakecat starts for this catalog on this machine, now (``lakecat.sizing``)."""
+        return this_machine(master=self.spark_master, conf=self.spark_conf)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "name": self.name,
             "source": self.source,
             "warehouse": self.warehouse_uri,
             "metastore": _redact(self.metastore.url),
-            "spark_master": self.spark_master,
+            "spark_master": this_master(self.spark_master),
         }
 
 
@@ -341,7 +348,7 @@ def load_config_file(path: Path) -> CatalogConfig:
             for section, body in raw.items()
             if isinstance(body, dict) and section not in _CORE_SECTIONS
         },
-        spark_master=str(spark.get("master", "local[2]")),
+        spark_master=str(spark["master"]) if spark.get("master") else None,
         spark_conf={str(k): str(v) for k, v in spark.get("conf", {}).items()},
         spark_packages=[str(p) for p in spark.get("packages", [])],
         spark_remote=_remote(spark, path),

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import shlex
 import shutil
 import socket
 import sys
@@ -21,9 +22,9 @@ from typing import Any
 from . import jars, jvm
 from .config import CatalogConfig, _redact, lakecat_home
 from .engine import first_line
-from .errors import EnvironmentProblemError
+from .errors import EnvironmentProblemError, LakecatError
 from .formats import all_formats
-from .spark import MIN_JAVA, java_version
+from .spark import JAVA_OPTIONS_KEY, MIN_JAVA, driver_java_options, java_version
 
 MIN_FREE_BYTES = 1 << 30  # 1 GiB: a Spark set is ~160 MB, the broker ~45 MB, plus room for data
 
@@ -43,6 +44,8 @@ class Check:
 class DoctorReport:
     catalog: str
     checks: list[Check] = field(default_factory=list)
+    #: The Spark driver lakecat starts on this machine (``spark_sizing``); None when the config's values are invalid.
+    spark: dict[str, Any] | None = None
 
     @property
     def ok(self) -> bool:
@@ -50,7 +53,7 @@ class DoctorReport:
 
     def to_dict(self) -> dict[str, Any]:
         return {"catalog": self.catalog, "ok": self.ok, "failed": sum(not c.ok for c in self.checks),
-                "checks": [c.to_dict() for c in self.checks]}  # fmt: skip
+                "checks": [c.to_dict() for c in self.checks], "spark": self.spark}  # fmt: skip
 
 
 def _guard(name: str, fn: Any) -> list[Check]:
@@ -73,7 +76,30 @@ def run_doctor(config: CatalogConfig) -> DoctorReport:
                      ("kafka", lambda: _kafka(config)), ("services", _services), ("disk", lambda: _disk(config)),
                      ("extension", _extension)):  # fmt: skip
         report.checks += _guard(name, fn)
+    try:
+        report.spark = spark_sizing(config)
+    except LakecatError as e:  # e.g. a spark.driver.memory Spark could not read either
+        report.checks.append(Check("spark", False, str(e), "fix the value in the catalog config or the environment"))
     return report
+
+
+def spark_sizing(config: CatalogConfig) -> dict[str, Any]:
+    """The Spark driver lakecat starts for ``config`` on this machine and where each value came from (``sources``:
+    machine, default, config or environment), read the way a start reads it, without starting a JVM."""
+    sizing = config.sizing()
+    java = shlex.split(driver_java_options(config, sizing))
+    java_source = (
+        "config" if config.spark_conf.get(JAVA_OPTIONS_KEY) else "machine" if sizing.java_options else "default"
+    )
+    return {
+        "master": sizing.master,
+        "cores": sizing.cores,
+        "driver_memory": sizing.driver_memory,
+        "driver_memory_bytes": sizing.driver_memory_bytes,
+        "shuffle_partitions": sizing.shuffle_partitions,
+        "java_options": java,
+        "sources": {**sizing.sources, "java_options": java_source},
+    }
 
 
 def _python() -> Check:

@@ -70,10 +70,11 @@ class LocalEngine:
 
     def command(self) -> list[str]:
         """The ``spark-submit`` command line of the server."""
+        sizing = self.config.sizing()
         conf = {
-            **engine_spark_conf(self.config, server=True),
+            **engine_spark_conf(self.config, server=True, sizing=sizing),
             "spark.app.name": "lakecat-engine",
-            "spark.master": self.config.spark_master,
+            "spark.master": sizing.master,
             "spark.jars": ",".join(engine_jars(self.config)),
             "spark.connect.grpc.binding.address": "127.0.0.1",
             "spark.connect.grpc.binding.port": str(self.port),

@@ -33,6 +33,7 @@ from .jar_sets import config_spark_set
 from .jars import jar_paths, java_executable
 from .jvm import EXTENSION_CLASS, extension_jar
 from .processes import pid_alive
+from .sizing import SparkSizing
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -215,38 +216,28 @@ def _register_catalog(spark: SparkSession, config: CatalogConfig) -> None:
     _catalogs[config.name] = conf
 
 
-#: lakecat's memory defaults for its Spark driver JVM, sized for a laptop (in local mode the driver is the executor
-#: too, so ``spark.driver.memory`` is the whole heap). A catalog config's ``[spark.conf]`` overrides any of them.
-DRIVER_MEMORY = "960m"
-#: JVM options lakecat adds to ``spark.driver.extraJavaOptions`` (after its log4j setting). A catalog config's own
-#: ``spark.driver.extraJavaOptions`` is appended and replaces any of these that it sets again (``-XX:Name``,
-#: ``-Dname``; one ``-XX:+Use...GC`` replaces lakecat's collector choice and its tuning, ``_COLLECTOR_TUNING``), so a
-#: user overrides one flag at a time.
-JAVA_MEMORY_OPTIONS = (
+#: JVM options lakecat adds to ``spark.driver.extraJavaOptions`` (after its log4j setting) whatever the heap's size;
+#: those that size memory come from the driver's sizing (``lakecat.sizing``, relative to the heap) and are left out
+#: when the user sizes the heap. A catalog config's own ``spark.driver.extraJavaOptions`` is appended and replaces any
+#: of lakecat's that it sets again (``-XX:Name``, ``-Dname``; one ``-XX:+Use...GC`` replaces lakecat's collector choice
+#: and its tuning, ``_COLLECTOR_TUNING``), so a user overrides one flag at a time.
+JAVA_GC_OPTIONS = (
     # The throughput collector: a lakecat process runs jobs and ends, so it needs no concurrent marking and no
     # remembered sets (a smaller heap at the peak, more of a small machine's cores left to the job).
     "-XX:+UseParallelGC",
-    # Its old generation is the heap less the young generation's maximum, fixed at start (by default a third of
-    # the heap is young): a small young generation leaves the old one room for the keys a --dedupe-key ingest holds.
-    "-XX:MaxNewSize=96m",
     "-XX:MaxHeapFreeRatio=30",  # a collection gives heap back when it leaves much of it free
     # ... also an explicit System.gc(): without this the parallel collector resizes its generations (and so honours
     # MaxHeapFreeRatio) only after a collection an allocation failed into, and a heap a large job grew stays
     # committed for the rest of the process
     "-XX:+UseAdaptiveSizePolicyWithSystemGC",
     "-XX:MinHeapFreeRatio=10",
-    "-XX:MaxDirectMemorySize=512m",  # NIO/Netty off-heap buffers (default: as large as the heap)
     "-Djdk.nio.maxCachedBufferSize=1048576",  # no per-thread cache of the largest direct buffer a thread ever used
-    # The JIT's code cache, as large as the JVM's default: Spark, Iceberg, Delta and Kafka in one JVM compile a lot
-    # of code, and a cache near full makes the JVM's sweeper throw compiled code away and compile it again
-    "-XX:ReservedCodeCacheSize=240m",
-    "-XX:MaxMetaspaceSize=512m",  # class metadata: a runaway class loader fails instead of growing without bound
 )
 #: The collector of ``lakecat local engine`` instead (it replaces the one above): a server idles between commands,
 #: and G1 gives the heap a collection left free back to the OS, also after a minute without one.
 ENGINE_GC_OPTIONS = ("-XX:+UseG1GC", "-XX:G1PeriodicGCInterval=60000")
 #: Options that tune lakecat's collector and go with it when a catalog config (or the engine) chooses another one.
-_COLLECTOR_TUNING = frozenset({"MaxNewSize", "UseAdaptiveSizePolicyWithSystemGC"})
+_COLLECTOR_TUNING = frozenset({"young", "UseAdaptiveSizePolicyWithSystemGC"})
 JAVA_OPTIONS_KEY = "spark.driver.extraJavaOptions"
 #: Environment variables lakecat's Spark driver JVM starts with (the in-process session and ``lakecat local engine``),
 #: unless the user's environment sets them. glibc gives each thread that allocates native memory an arena of its own
@@ -281,9 +272,12 @@ def _jvm_environment() -> Iterator[None]:
 
 
 def _java_option_key(option: str) -> str:
-    """What a JVM option sets: ``gc`` for a collector choice, the flag name of ``-XX:``, the property of ``-D``."""
+    """What a JVM option sets: ``gc`` for a collector choice, ``young`` for the young generation's size (a ratio or
+    a size: one replaces the other), the flag name of ``-XX:``, the property of ``-D``."""
     if re.fullmatch(r"-XX:[+-]Use(?:Serial|Parallel|ParallelOld|G1|Z|Shenandoah|Epsilon|ConcMarkSweep)GC", option):
         return "gc"
+    if re.match(r"-XX:(?:NewRatio|MaxNewSize|NewSize)=", option) or option.startswith("-Xmn"):
+        return "young"
     m = re.match(r"-XX:[+-]?(\w+)", option) or re.match(r"-D([^=]+)", option) or re.match(r"(-X(?:ms|mx|ss))", option)
     return m.group(1) if m else option
 
@@ -297,33 +291,39 @@ def merge_java_options(ours: list[str] | tuple[str, ...], theirs: str) -> str:
     return shlex.join([o for o in ours if _java_option_key(o) not in taken] + user)
 
 
-def java_memory_options(*, server: bool = False) -> list[str]:
-    """lakecat's JVM memory options: ``JAVA_MEMORY_OPTIONS``, with ``ENGINE_GC_OPTIONS``' collector for a server."""
-    return (
-        shlex.split(merge_java_options(JAVA_MEMORY_OPTIONS, shlex.join(ENGINE_GC_OPTIONS)))
-        if server
-        else list(JAVA_MEMORY_OPTIONS)
-    )
+def java_memory_options(sizing: SparkSizing, *, server: bool = False) -> list[str]:
+    """lakecat's JVM memory options: ``JAVA_GC_OPTIONS`` and the sizing's, with ``ENGINE_GC_OPTIONS``' collector for
+    a server."""
+    ours = [*JAVA_GC_OPTIONS, *sizing.java_options]
+    return shlex.split(merge_java_options(ours, shlex.join(ENGINE_GC_OPTIONS))) if server else ours
 
 
-def engine_spark_conf(config: CatalogConfig, *, server: bool = False) -> dict[str, str]:
+def driver_java_options(config: CatalogConfig, sizing: SparkSizing, *, server: bool = False) -> str:
+    """``spark.driver.extraJavaOptions`` of lakecat's Spark driver: lakecat's log4j setting and memory options merged
+    with the catalog config's own."""
+    log4j = Path(__file__).with_name("log4j2.properties")
+    ours = [f"-Dlog4j2.configurationFile={log4j.as_uri()}", *java_memory_options(sizing, server=server)]
+    return merge_java_options(ours, config.spark_conf.get(JAVA_OPTIONS_KEY, ""))
+
+
+def engine_spark_conf(
+    config: CatalogConfig, *, server: bool = False, sizing: SparkSizing | None = None
+) -> dict[str, str]:
     """Every setting of lakecat's Spark driver except its jars and master: the in-process session's and, with
     ``server``, the local engine's (``lakecat local engine``), so that both run the same Spark. They differ in the
-    collector only (``ENGINE_GC_OPTIONS``)."""
-    log4j = Path(__file__).with_name("log4j2.properties")
+    collector only (``ENGINE_GC_OPTIONS``). ``sizing``: the driver's (default: ``config.sizing()``, read now)."""
+    sizing = sizing or config.sizing()
     user = dict(config.spark_conf)
-    java = merge_java_options([f"-Dlog4j2.configurationFile={log4j.as_uri()}", *java_memory_options(server=server)],
-                              user.pop(JAVA_OPTIONS_KEY, ""))  # fmt: skip
+    java = driver_java_options(config, sizing, server=server)
+    user.pop(JAVA_OPTIONS_KEY, None)
     ui_off = user.get("spark.ui.enabled", "false").strip().lower() != "true"  # a user's UI keeps Spark's history
     return {
-        "spark.driver.memory": DRIVER_MEMORY,
+        **sizing.spark_conf(),  # memory, partitions and adaptive execution for this machine
         JAVA_OPTIONS_KEY: java,
         "spark.ui.enabled": "false",
         **(STATUS_RETENTION if ui_off else {}),
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.session.timeZone": "UTC",
-        "spark.sql.shuffle.partitions": "2",
-        "spark.default.parallelism": "2",
         "spark.sql.streaming.stopGracefullyOnShutdown": "true",
         # Spark's default is ./spark-warehouse, made in whatever directory the user runs lakecat from
         "spark.sql.warehouse.dir": str((lakecat_home() / "spark-warehouse").resolve()),
@@ -348,8 +348,9 @@ def _start(config: CatalogConfig, before_local_start: Callable[[], object] | Non
     log_path = Path(os.environ.get("LAKECAT_SPARK_LOG") or home / "logs" / "spark.log")
     # Jars: lakecat's own resolved set (lakecat.jars), never spark.jars.packages (an Ivy run at every start).
     jars = engine_jars(config)
-    builder = SparkSession.builder.master(config.spark_master).appName("lakecat").config("spark.jars", ",".join(jars))
-    for k, v in engine_spark_conf(config).items():
+    sizing = config.sizing()
+    builder = SparkSession.builder.master(sizing.master).appName("lakecat").config("spark.jars", ",".join(jars))
+    for k, v in engine_spark_conf(config, sizing=sizing).items():
         builder = builder.config(k, v)
     try:
         with _jvm_output_to(log_path), _jvm_environment():

@@ -18,6 +18,10 @@ _HOME = Path(tempfile.mkdtemp(prefix="lakecat-test-"))
 for var in [v for v in os.environ if v.startswith("LAKECAT_") and v != "LAKECAT_JARS_CACHE"]:
     os.environ.pop(var)
 os.environ["LAKECAT_HOME"] = str(_HOME)
+# lakecat sizes its Spark driver for the machine it runs on (lakecat.sizing); the suite pins the small settings of the
+# 2-core CI machine, so that it runs alike anywhere. Tests of the sizing itself give it their own environment.
+os.environ["LAKECAT_SPARK_MASTER"] = "local[2]"
+os.environ["SPARK_DRIVER_MEMORY"] = "960m"
 os.environ["NO_COLOR"] = "1"
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
