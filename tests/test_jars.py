@@ -435,4 +435,4 @@ def test_doctor(tmp_path):
     assert human.returncode == 1
     lines = human.stdout.strip().splitlines()
     assert any(ln.startswith("✘ metastore: ") and " — fix: " in ln for ln in lines)
-    assert any(ln.startswith("✔ python: ") for ln in lines) and lines[-1] == "2 check(s) failed"
+    assert any(ln.startswith("✔ python: ") for ln in lines) and lines[-1] == "2 checks failed"
