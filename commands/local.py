@@ -11,6 +11,7 @@ import typer
 from lakecat.config import lakecat_home
 from lakecat.formats import local_server
 from lakecat.formats.base import LocalServer
+from lakecat.processes import is_loopback
 
 from ._options import CatalogOpt, JsonOpt, VerboseOpt, connect, connect_config
 from ._output import Output, run
@@ -103,24 +104,43 @@ RestPortOpt = Annotated[int, typer.Option("--port", help="Port the REST catalog 
 RestDataDirOpt = Annotated[
     Path | None, typer.Option("--data-dir", help="Server state and log (default: $LAKECAT_HOME/rest).")
 ]
+RestHostOpt = Annotated[
+    str,
+    typer.Option("--host", help="Address to listen on. The server has no authentication: anything but loopback "
+                                "lets whoever reaches it create and drop the catalog's tables."),
+]  # fmt: skip
 
 
-def _rest_server(port: int, data_dir: Path | None, catalog: str | None = None, *, serve: bool = False) -> LocalServer:
-    return local_server("rest")(data_dir=(data_dir or lakecat_home() / "rest").expanduser(), port=port,
+def _rest_server(port: int, data_dir: Path | None, catalog: str | None = None, *, host: str = "127.0.0.1",
+                 serve: bool = False) -> LocalServer:  # fmt: skip
+    return local_server("rest")(data_dir=(data_dir or lakecat_home() / "rest").expanduser(), port=port, host=host,
                                 catalog=connect(catalog) if serve else None)  # fmt: skip
+
+
+def exposure_warning(host: str) -> str:
+    """What to tell a user whose REST catalog server listens beyond loopback."""
+    return (f"warning: the REST catalog server listens on {host} with no authentication: whoever can reach this "
+            "machine can create and drop the catalog's tables; development only (in production run a REST catalog "
+            "with authentication, e.g. Apache Polaris or Lakekeeper)")  # fmt: skip
 
 
 @rest.command("start")
 def rest_start(port: RestPortOpt = 8181, data_dir: RestDataDirOpt = None, catalog: CatalogOpt = None,
-               json_: JsonOpt = False, verbose: VerboseOpt = False) -> None:  # fmt: skip
-    """Start the REST catalog server over the catalog's metastore (or find it running) and wait until it answers."""
+               host: RestHostOpt = "127.0.0.1", json_: JsonOpt = False, verbose: VerboseOpt = False) -> None:  # fmt: skip
+    """Start the REST catalog server over the catalog's metastore (or find it running) and wait until it answers.
+
+    It listens on 127.0.0.1 unless --host names another address (then it warns: the server has no authentication).
+    """
     out = Output(json_, verbose)
 
     def api() -> _Status:
-        server = _rest_server(port, data_dir, catalog, serve=True)
+        server = _rest_server(port, data_dir, catalog, host=host, serve=True)
         with out.status("starting the REST catalog server (a first start fetches its jars into lakecat's jar cache)"):
             uri = server.start()
-        return _Status(server.status(), uri=uri)
+        status = _Status(server.status(), uri=uri)
+        if status.get("host") and not is_loopback(status["host"]):
+            out.err.print(exposure_warning(status["host"]), markup=False, highlight=False)
+        return status
 
     run(out, api, lambda c, s: c.print(f"Iceberg REST catalog {s['version']} serving catalog {s['catalog']} on {s['uri']} "
                                        f"(pid {s['pid']}, development only: no authentication)"))  # fmt: skip

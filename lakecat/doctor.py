@@ -24,6 +24,7 @@ from .config import CatalogConfig, _redact, lakecat_home
 from .engine import first_line
 from .errors import EnvironmentProblemError, LakecatError
 from .formats import all_formats
+from .processes import is_loopback
 from .spark import JAVA_OPTIONS_KEY, MIN_JAVA, driver_java_options, java_version
 
 MIN_FREE_BYTES = 1 << 30  # 1 GiB: a Spark set is ~160 MB, the broker ~45 MB, plus room for data
@@ -286,11 +287,21 @@ def _services() -> list[Check]:
             pid = state.get("pid")
             if isinstance(pid, int):
                 os.kill(pid, 0)
-                rest = f"running on port {state.get('port')} (pid {pid})"
+                rest = _rest_exposure(str(state.get("host", "127.0.0.1")), state.get("port"), pid)
         except (OSError, ValueError):
             pass
     checks.append(Check("local rest", True, rest))
     return checks
+
+
+def _rest_exposure(host: str, port: object, pid: int) -> str:
+    """Where the local REST catalog server listens, and a warning when that is beyond loopback: it has no
+    authentication."""
+    where = f"running on http://{f'[{host}]' if ':' in host else host}:{port} (pid {pid})"
+    if is_loopback(host):
+        return f"{where}, loopback only"
+    return (f"{where}, NOT loopback only and without authentication: whoever can reach this machine can create and "
+            "drop the catalog's tables (development only; restart it without --host to listen on 127.0.0.1)")  # fmt: skip
 
 
 def _disk(config: CatalogConfig) -> list[Check]:

@@ -9,7 +9,7 @@ Jackson guess another encoding takes Spark's own path, so every valid UTF-8 reco
 Spark's ``json_object_keys`` over the same parser (ingest's unknown-field check).
 
 The jar is built once per source and Spark version with the JDK's ``javac`` against the pyspark wheel's jars, into
-lakecat's jar cache (``<cache>/lakecat-spark/``). Without a ``javac`` (a JRE only) or when the build fails, there
+lakecat's jar cache (``<cache>/lakecat-spark/``); ``build_jar`` compiles lakecat's other Java sources the same way. Without a ``javac`` (a JRE only) or when the build fails, there
 is no extension and ingest parses with ``from_json``: same results, the slower parse; ``lakecat doctor`` says so.
 A Spark Connect engine lakecat did not start may lack it too: ingest asks the session (``available``).
 """
@@ -35,7 +35,8 @@ if TYPE_CHECKING:
 EXTENSION_CLASS = "lakecat.spark.LakecatExtensions"
 FROM_JSON = "lakecat_from_json"
 OBJECT_KEYS = "lakecat_json_object_keys"
-SOURCE = Path(__file__).with_name("java") / "LakecatExtensions.java"
+JAVA_DIR = Path(__file__).with_name("java")  # lakecat's Java sources (shipped as package data)
+SOURCE = JAVA_DIR / "LakecatExtensions.java"
 JAVA_RELEASE = "17"
 DISABLE_ENV = "LAKECAT_NO_EXTENSION"  # "1": no extension jar (ingest parses with Spark's from_json)
 
@@ -60,12 +61,63 @@ def _javac() -> str | None:
     return str(beside) if beside is not None and beside.exists() else shutil.which("javac")
 
 
+class JavaBuildError(Exception):
+    """A jar of lakecat's Java sources cannot be built: the message is the first line ``javac`` printed."""
+
+
+class JavacNotFoundError(JavaBuildError):
+    """There is no ``javac`` (a JRE only)."""
+
+
+def cached_jar(name: str, source: Path, *salt: str) -> Path:
+    """Where the jar ``name`` built from ``source`` lives in lakecat's jar cache (whether built yet or not): its file
+    name carries a hash of the source, ``salt`` (what it is compiled against) and the Java release."""
+    key = hashlib.sha256(source.read_bytes() + "".join(f"|{s}" for s in (*salt, JAVA_RELEASE)).encode()).hexdigest()
+    return cache_dir() / name / f"{name}-{key[:16]}.jar"
+
+
+def build_jar(*, source: Path, classpath: str, jar: Path) -> Path:
+    """Compile ``source`` with the JDK's ``javac`` against ``classpath`` into ``jar``, unless it is there already
+    (its name says what it was built from, see ``cached_jar``). Processes building the same jar wait for each other.
+
+    Raises:
+        JavacNotFoundError: No ``javac``.
+        JavaBuildError: ``javac`` failed.
+        OSError, subprocess.SubprocessError: The cache cannot be written, or ``javac`` hangs.
+    """
+    if jar.is_file():
+        return jar
+    javac = _javac()
+    if javac is None:
+        raise JavacNotFoundError("no javac (a JDK's compiler) found")
+    with _locked(jar.with_suffix(".lock")):
+        if jar.is_file():  # another process built it while we waited
+            return jar
+        with tempfile.TemporaryDirectory(prefix="lakecat-javac-") as tmp:
+            classes = Path(tmp) / "classes"
+            classes.mkdir()
+            run = subprocess.run(
+                [javac, "--release", JAVA_RELEASE, "-nowarn", "-encoding", "UTF-8", "-d", str(classes),
+                 "-cp", classpath, str(source)],
+                capture_output=True, text=True, timeout=300,
+            )  # fmt: skip
+            if run.returncode != 0:
+                first = next((line for line in (run.stderr or run.stdout).splitlines() if line.strip()), "no output")
+                raise JavaBuildError(first.strip())
+            partial = jar.with_suffix(".jar.partial")
+            with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as out:
+                out.writestr("META-INF/MANIFEST.MF", "Manifest-Version: 1.0\nCreated-By: lakecat\n")
+                for f in sorted(classes.rglob("*.class")):
+                    out.write(f, f.relative_to(classes).as_posix())
+            partial.replace(jar)
+    return jar
+
+
 def jar_path() -> Path:
-    """Where the jar of this source and this pyspark lives (whether built yet or not)."""
+    """Where the extension's jar of this source and this pyspark lives (whether built yet or not)."""
     import pyspark
 
-    key = hashlib.sha256(SOURCE.read_bytes() + f"|{pyspark.__version__}|{JAVA_RELEASE}".encode()).hexdigest()[:16]
-    return cache_dir() / "lakecat-spark" / f"lakecat-spark-{key}.jar"
+    return cached_jar("lakecat-spark", SOURCE, pyspark.__version__)
 
 
 def disabled() -> bool:
@@ -98,34 +150,14 @@ def extension_jar() -> Path | None:
 
 def _build(path: Path) -> Path | None:
     global _problem
-    if path.is_file():
-        return path
-    javac = _javac()
-    if javac is None:
+    try:
+        build_jar(source=SOURCE, classpath=str(_spark_jars() / "*"), jar=path)
+    except JavacNotFoundError:
         _problem = "no javac (a JDK's compiler) found: ingest parses JSON with Spark's from_json"
         return None
-
-    with _locked(path.with_suffix(".lock")):
-        if path.is_file():  # another process built it while we waited
-            return path
-        with tempfile.TemporaryDirectory(prefix="lakecat-javac-") as tmp:
-            classes = Path(tmp) / "classes"
-            classes.mkdir()
-            run = subprocess.run(
-                [javac, "--release", JAVA_RELEASE, "-nowarn", "-encoding", "UTF-8", "-d", str(classes),
-                 "-cp", str(_spark_jars() / "*"), str(SOURCE)],
-                capture_output=True, text=True, timeout=300,
-            )  # fmt: skip
-            if run.returncode != 0:
-                first = next((line for line in (run.stderr or run.stdout).splitlines() if line.strip()), "no output")
-                _problem = f"building lakecat's Spark extension failed ({first.strip()}): ingest parses JSON with Spark's from_json"
-                return None
-            partial = path.with_suffix(".jar.partial")
-            with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as jar:
-                jar.writestr("META-INF/MANIFEST.MF", "Manifest-Version: 1.0\nCreated-By: lakecat\n")
-                for f in sorted(classes.rglob("*.class")):
-                    jar.write(f, f.relative_to(classes).as_posix())
-            partial.replace(path)
+    except JavaBuildError as e:
+        _problem = f"building lakecat's Spark extension failed ({e}): ingest parses JSON with Spark's from_json"
+        return None
     _problem = None
     return path
 

@@ -4,6 +4,7 @@ free ports, whether a recorded pid still runs, stop it."""
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import json
 import logging
 import os
@@ -18,15 +19,28 @@ from typing import Any
 _LOG = logging.getLogger(__name__)
 
 
-def port_free(port: int) -> bool:
-    """True when nothing listens on 127.0.0.1:``port`` (bound as the JVM binds, with SO_REUSEADDR)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+def port_free(port: int, *, host: str = "127.0.0.1") -> bool:
+    """True when nothing listens on ``host``:``port`` (bound as the JVM binds, with SO_REUSEADDR)."""
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the JVM does
         try:
-            sock.bind(("127.0.0.1", port))
+            sock.bind((host, port))
         except OSError:
             return False
     return True
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is this machine's loopback only: 127.0.0.0/8, ::1, or a name that resolves to nothing else."""
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        pass
+    try:
+        found = {info[4][0] for info in socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)}
+    except OSError:
+        return False
+    return bool(found) and all(ipaddress.ip_address(str(a).split("%")[0]).is_loopback for a in found)
 
 
 def listening(port: int) -> bool:

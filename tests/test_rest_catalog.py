@@ -8,6 +8,7 @@ JDBC backend). The 401 case goes through a real HTTP proxy in front of the serve
 from __future__ import annotations
 
 import http.server
+import ipaddress
 import json
 import threading
 import urllib.error
@@ -298,3 +299,83 @@ def test_local_rest_commands(cli, served, rest_server, rest_home, tmp_path):
     assert code == 0 and "not running" in out
     code, out, _ = cli("local", "rest", "stop", "--data-dir", tmp_path / "other", "--json")
     assert code == 0 and json.loads(out)["stopped"] is False
+
+
+def _listening_on(port: int) -> set[ipaddress.IPv4Address | ipaddress.IPv6Address]:
+    """The local addresses of the sockets in state LISTEN (0A) on ``port``, from the kernel's own tables (a JVM's
+    IPv6 socket bound to 127.0.0.1 shows as ::ffff:127.0.0.1 in tcp6: given here as 127.0.0.1)."""
+    found: set[ipaddress.IPv4Address | ipaddress.IPv6Address] = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            local, _, state = line.split()[1:4]
+            address, _, hex_port = local.partition(":")
+            if state != "0A" or int(hex_port, 16) != port:
+                continue
+            raw = bytes.fromhex(address)  # 32-bit words in the host's byte order
+            packed = b"".join(raw[i : i + 4][::-1] for i in range(0, len(raw), 4))
+            ip = ipaddress.ip_address(packed)
+            found.add(ip.ipv4_mapped if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped else ip)
+    return found
+
+
+def _doctor_line(home: Path, data_dir: Path, monkeypatch) -> str:
+    """``lakecat doctor``'s line about the local REST server whose state is in ``data_dir``."""
+    from lakecat.doctor import _services
+
+    monkeypatch.setenv("LAKECAT_HOME", str(home))  # doctor looks at $LAKECAT_HOME/rest
+    (home / "rest").symlink_to(data_dir)
+    return next(c.detail for c in _services() if c.name == "local rest")
+
+
+def test_local_rest_listens_on_loopback_only(cli, rest_server, rest_home, tmp_path, monkeypatch):
+    """Nothing but this machine reaches the server lakecat starts by default (it has no authentication)."""
+    from urllib.parse import urlparse
+
+    from pyiceberg.catalog.rest import RestCatalog
+
+    port = urlparse(rest_server).port
+    assert urlparse(rest_server).hostname == "127.0.0.1"
+    assert _listening_on(port) == {ipaddress.ip_address("127.0.0.1")}
+    assert isinstance(RestCatalog("loopback", uri=rest_server).list_namespaces(), list)  # and it serves
+    code, out, err = cli("local", "rest", "status", "--data-dir", rest_home / "server", "--json")
+    assert code == 0 and json.loads(out)["host"] == "127.0.0.1", err
+    line = _doctor_line(tmp_path, rest_home / "server", monkeypatch)
+    assert line.startswith(f"running on {rest_server} ") and line.endswith("loopback only")
+
+
+@pytest.mark.parametrize("javac", [True, False], ids=["launcher", "no-javac"])
+def test_local_rest_host_opts_in_to_every_interface_with_a_warning(cli, served, tmp_path, monkeypatch, javac):
+    """``--host 0.0.0.0`` listens on every interface and warns; without a javac the default (loopback) is refused in
+    one line, exit 2, and ``--host 0.0.0.0`` runs Iceberg's own server."""
+    from pyiceberg.catalog.rest import RestCatalog
+
+    from lakecat.formats.iceberg import rest_server as module
+    from lakecat.jvm import JavacNotFoundError
+    from lakecat.processes import free_port
+
+    if not javac:
+
+        def no_javac(**_kwargs: object) -> Path:
+            raise JavacNotFoundError("no javac (a JDK's compiler) found")
+
+        monkeypatch.setattr(module, "build_jar", no_javac)
+        code, _, err = cli("local", "rest", "start", "--port", free_port(), "--data-dir", tmp_path / "refused",
+                           "--catalog", served.config.source)  # fmt: skip
+        assert code == 2 and "javac" in _one_line(err) and "--host 0.0.0.0" in err
+    port, data_dir = free_port(), tmp_path / "everywhere"
+    code, out, err = cli("local", "rest", "start", "--port", port, "--data-dir", data_dir, "--catalog",
+                         served.config.source, "--host", "0.0.0.0", "--json")  # fmt: skip
+    try:
+        assert code == 0, err
+        started = json.loads(out)
+        assert started["uri"] == f"http://0.0.0.0:{port}" and started["host"] == "0.0.0.0"
+        assert "no authentication" in _one_line(err) and "0.0.0.0" in err
+        assert _listening_on(port) and all(a.is_unspecified for a in _listening_on(port))
+        remote, ns = RestCatalog("everywhere", uri=f"http://127.0.0.1:{port}"), f"everywhere_{javac}".lower()
+        remote.create_namespace(ns)
+        assert (ns,) in remote.list_namespaces()
+        remote.drop_namespace(ns)
+        line = _doctor_line(tmp_path, data_dir, monkeypatch)
+        assert line.startswith(f"running on http://0.0.0.0:{port} ") and "NOT loopback only" in line
+    finally:
+        cli("local", "rest", "stop", "--data-dir", data_dir)

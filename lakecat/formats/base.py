@@ -284,9 +284,12 @@ class LocalServer(Protocol):
 
 
 class LocalServerFactory(Protocol):
-    """Builds a format's development server over one catalog (``catalog`` is needed by ``start`` only)."""
+    """Builds a format's development server over one catalog (``catalog`` is needed by ``start`` only) that listens on
+    ``host`` (loopback unless the user asks for another address)."""
 
-    def __call__(self, *, data_dir: Path, port: int, catalog: CatalogContext | None = None) -> LocalServer: ...
+    def __call__(
+        self, *, data_dir: Path, port: int, host: str = ..., catalog: CatalogContext | None = None
+    ) -> LocalServer: ...
 
 
 class TableFormat(ABC):

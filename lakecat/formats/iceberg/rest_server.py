@@ -6,8 +6,11 @@ no Docker. Backed by Iceberg's JdbcCatalog over the same SQLite file and catalog
 catalog, it serves that catalog's Iceberg tables to any engine that speaks the REST protocol (pyiceberg's
 RestCatalog, DuckDB, Trino, Spark's RESTCatalog), and tables created through it are lakecat's tables too.
 
-It has no authentication and listens on every interface: for development and tests. In production run a
-REST catalog with authentication (Apache Polaris, Lakekeeper).
+It has no authentication: for development and tests. In production run a REST catalog with authentication (Apache
+Polaris, Lakekeeper). The stock server listens on every interface and has no setting for the address, so lakecat runs
+it through its own launcher (``lakecat/java/LoopbackRESTCatalogServer.java``: the same catalog, servlet and Jetty
+handlers on one address), compiled once with the JDK's ``javac`` into lakecat's jar cache. It listens on 127.0.0.1
+unless ``host`` says otherwise; without a ``javac`` only ``host="0.0.0.0"`` (the stock server) can run.
 """
 
 from __future__ import annotations
@@ -17,13 +20,15 @@ import logging
 import os
 import pathlib
 import shutil
+import subprocess
 import urllib.error
 import urllib.request
 from typing import TYPE_CHECKING, Any
 
-from ...errors import EnvironmentProblemError, InvalidConfigError, UnsupportedOperationError
+from ...errors import EnvironmentProblemError, InvalidConfigError, MissingDependencyError, UnsupportedOperationError
 from ...jar_sets import REST_ICEBERG_VERSION, rest_set
 from ...jars import JarResolutionError, jar_paths
+from ...jvm import JAVA_DIR, JavaBuildError, JavacNotFoundError, build_jar, cached_jar
 from ...processes import pid_alive, port_free, read_state, start_server, terminate
 from . import rest
 
@@ -32,17 +37,28 @@ if TYPE_CHECKING:
 
 _LOG = logging.getLogger(__name__)
 _STATE_FILE = "rest-state.json"
-_MAIN = "org.apache.iceberg.rest.RESTCatalogServer"
+_STOCK = "org.apache.iceberg.rest.RESTCatalogServer"
+_LAUNCHER = "org.apache.iceberg.rest.LoopbackRESTCatalogServer"
+_LAUNCHER_SOURCE = JAVA_DIR / "LoopbackRESTCatalogServer.java"
+_HOST_PROPERTY = "lakecat.rest.host"
+_MARKER = "RESTCatalogServer"  # in the command line of either main class: tells our server from a reused pid
+_WILDCARDS = ("0.0.0.0", "::")  # every interface: what the stock server binds
 DEFAULT_PORT = 8181
+DEFAULT_HOST = "127.0.0.1"
 
 
 class LocalRestError(EnvironmentProblemError, RuntimeError):
     """The local REST catalog server cannot be resolved, started or stopped (exit 1)."""
 
 
-def _ready(port: int) -> bool:
+def _url(host: str, port: int) -> str:
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+def _ready(host: str, port: int) -> bool:
+    reach = {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(host, host)  # a wildcard answers on loopback too
     try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/config", timeout=2) as resp:  # noqa: S310 - our own URL
+        with urllib.request.urlopen(f"{_url(reach, port)}/v1/config", timeout=2) as resp:  # noqa: S310 - our own URL
             return bool(resp.status == 200)
     except (OSError, urllib.error.URLError):
         return False
@@ -53,16 +69,23 @@ class LocalRestCatalog:
 
     Args:
         data_dir: Where the state file and ``server.log`` live.
-        port: The port to listen on (the server binds every interface).
+        port: The port to listen on.
+        host: The address to listen on: loopback unless told otherwise (the server has no authentication).
         catalog: The lakecat catalog to serve (needed by ``start`` only): its Iceberg tables must live in its
             own SQLite metastore (``[iceberg] type`` jdbc, the default).
     """
 
     def __init__(
-        self, *, data_dir: pathlib.Path, port: int = DEFAULT_PORT, catalog: CatalogContext | None = None
+        self,
+        *,
+        data_dir: pathlib.Path,
+        port: int = DEFAULT_PORT,
+        host: str = DEFAULT_HOST,
+        catalog: CatalogContext | None = None,
     ) -> None:
         self.data_dir = pathlib.Path(data_dir).expanduser().resolve()
         self.port = port
+        self.host = host
         self.catalog = catalog
         self.log_file = self.data_dir / "server.log"
 
@@ -71,7 +94,7 @@ class LocalRestCatalog:
 
     def _running_state(self) -> dict[str, Any] | None:
         state = self._read_state()
-        if state and isinstance(state.get("pid"), int) and pid_alive(state["pid"], _MAIN):
+        if state and isinstance(state.get("pid"), int) and pid_alive(state["pid"], _MARKER):
             return state
         return None
 
@@ -104,11 +127,12 @@ class LocalRestCatalog:
 
         Raises:
             LocalRestError: Java or the jars are missing, the port is taken, or the server does not come up.
+            MissingDependencyError: No ``javac`` to build the launcher, and ``host`` is not a wildcard.
         """
         state = self._running_state()
         if state:
-            return f"http://127.0.0.1:{state['port']}"
-        if not port_free(self.port):
+            return _url(state.get("host", DEFAULT_HOST), state["port"])
+        if not port_free(self.port, host=self.host):
             raise LocalRestError(f"port {self.port} is already in use; pass --port")
         java = shutil.which("java")
         if java is None:
@@ -121,20 +145,40 @@ class LocalRestCatalog:
         except JarResolutionError as e:
             raise LocalRestError(str(e)) from e
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        cmd = [java, "-Xms64m", "-Xmx384m", "-Djava.awt.headless=true", "-cp", os.pathsep.join(map(str, jars)), _MAIN]
+        classpath, main = self._main(jars)
+        cmd = [java, "-Xms64m", "-Xmx384m", "-Djava.awt.headless=true", "-cp", classpath, *main]
         pid = start_server(
             cmd, what="the REST catalog server", log_file=self.log_file, cwd=self.data_dir, env=env,
-            ready=lambda: _ready(self.port), record=self._record, stop=self.stop, error=LocalRestError,
+            ready=lambda: _ready(self.host, self.port), record=self._record, stop=self.stop, error=LocalRestError,
             timeout=timeout, poll=0.3,
         )  # fmt: skip
-        _LOG.info("started the Iceberg REST catalog server (pid %d) on port %d", pid, self.port)
-        return f"http://127.0.0.1:{self.port}"
+        _LOG.info("started the Iceberg REST catalog server (pid %d) on %s", pid, _url(self.host, self.port))
+        return _url(self.host, self.port)
+
+    def _main(self, jars: list[pathlib.Path]) -> tuple[str, list[str]]:
+        """The class path and the main class (with its options): lakecat's launcher on ``host``, built now if it is
+        not yet; Iceberg's own server when there is no ``javac`` and ``host`` is every interface anyway."""
+        classpath = os.pathsep.join(map(str, jars))
+        try:
+            launcher = build_jar(source=_LAUNCHER_SOURCE, classpath=classpath,
+                                 jar=cached_jar("lakecat-rest", _LAUNCHER_SOURCE, rest_set().key))  # fmt: skip
+        except JavacNotFoundError as e:
+            if self.host in _WILDCARDS:
+                return classpath, [_STOCK]
+            raise MissingDependencyError(
+                f"listening on {self.host} only needs a JDK's javac (lakecat compiles a small launcher for Iceberg's "
+                "REST server) and there is none: install a JDK (17+), or pass --host 0.0.0.0 to run Iceberg's own "
+                "server on every interface (no authentication)"
+            ) from e
+        except (JavaBuildError, OSError, subprocess.SubprocessError) as e:
+            raise LocalRestError(f"building lakecat's launcher of the REST catalog server failed: {e}") from e
+        return os.pathsep.join([str(launcher), classpath]), [f"-D{_HOST_PROPERTY}={self.host}", _LAUNCHER]
 
     def _record(self, pid: int) -> None:
         assert self.catalog is not None
         config = self.catalog.config
         (self.data_dir / _STATE_FILE).write_text(json.dumps({
-            "pid": pid, "port": self.port, "catalog": config.name, "warehouse": config.warehouse_uri,
+            "pid": pid, "port": self.port, "host": self.host, "catalog": config.name, "warehouse": config.warehouse_uri,
             "metastore": str(config.metastore.sqlite_path), "version": REST_ICEBERG_VERSION,
         }))  # fmt: skip
 
@@ -147,15 +191,17 @@ class LocalRestCatalog:
         if state is None:
             return False
         pid = state["pid"]
-        if terminate(pid, _MAIN, timeout=timeout, what="the REST catalog server"):
+        if terminate(pid, _MARKER, timeout=timeout, what="the REST catalog server"):
             return True
         raise LocalRestError(f"could not stop the REST catalog server (pid {pid}); kill it manually")
 
     def status(self) -> dict[str, Any]:
-        """``{"running", "pid", "uri", "catalog", "warehouse", "metastore", "data_dir", "version"}``."""
+        """``{"running", "pid", "uri", "host", "catalog", "warehouse", "metastore", "data_dir", "version"}``
+        (``host``: the address it listens on)."""
         state = self._running_state()
         old = state or {}
-        return {"running": state is not None, "pid": old.get("pid"),
-                "uri": f"http://127.0.0.1:{old['port']}" if state else None, "catalog": old.get("catalog"),
+        host = old.get("host", DEFAULT_HOST) if state else None
+        return {"running": state is not None, "pid": old.get("pid"), "host": host,
+                "uri": _url(host, old["port"]) if host else None, "catalog": old.get("catalog"),
                 "warehouse": old.get("warehouse"), "metastore": old.get("metastore"), "data_dir": str(self.data_dir),
                 "version": REST_ICEBERG_VERSION}  # fmt: skip
