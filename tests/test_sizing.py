@@ -359,3 +359,34 @@ def test_every_command_works_in_a_3_gib_cgroup_without_an_oom_kill(tmp_path):
     outside = _doctor(env)
     assert outside["driver_memory_bytes"] > inside["driver_memory_bytes"]  # more memory outside, on this machine
     assert outside["cores"] == inside["cores"] == len(os.sched_getaffinity(0))
+
+
+def test_doctor_shows_the_users_settings_and_where_they_came_from(cli, tmp_path, monkeypatch):
+    conf = tmp_path / "sized.toml"
+    conf.write_text(f'name = "sized"\nwarehouse = "{tmp_path}/wh"\nmetastore = "sqlite:///{tmp_path}/c.db"\n'
+                    '[spark]\nmaster = "local[3]"\n[spark.conf]\n"spark.driver.memory" = "3g"\n'
+                    '"spark.driver.extraJavaOptions" = "-XX:+UseSerialGC"\n')  # fmt: skip
+    monkeypatch.setenv("SPARK_DRIVER_MEMORY", "5g")  # the config's own value wins, as in spark-submit
+    code, out, err = cli("doctor", "--catalog", conf, "--json")
+    spark = json.loads(out)["spark"]
+    assert {k: spark[k] for k in ("master", "cores", "driver_memory", "driver_memory_bytes", "shuffle_partitions")} == {
+        "master": "local[3]", "cores": 3, "driver_memory": "3g", "driver_memory_bytes": 3 * GiB, "shuffle_partitions": 3}  # fmt: skip
+    assert set(spark["sources"].values()) == {"config"} and len(spark["sources"]) == 6
+    assert spark["java_options"][-1] == "-XX:+UseSerialGC" and "-XX:+UseParallelGC" not in spark["java_options"]
+    code, out, err = cli("doctor", "--catalog", conf)
+    assert (
+        "spark: master local[3] (config), 3 cores (config), driver memory 3g (config), 3 shuffle partitions (config)"
+        in out
+    )
+    assert "spark java options (config): " in out and out.strip().splitlines()[-1] in (
+        "all checks passed",
+        "1 check failed",
+    )
+
+    monkeypatch.delenv("SPARK_DRIVER_MEMORY")
+    conf.write_text(conf.read_text().replace('"3g"', '"lots"'))
+    code, out, err = cli("doctor", "--catalog", conf, "--json")
+    report = json.loads(out)
+    assert code == 1 and report["spark"] is None
+    failed = next(c for c in report["checks"] if c["name"] == "spark")
+    assert not failed["ok"] and "'lots' is not a memory size" in failed["detail"]
