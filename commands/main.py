@@ -146,6 +146,10 @@ def run_cli(argv: list[str]) -> int:
     """Run one command line; returns its exit code. Usage errors are exit 2 with one line on stderr (and a JSON
     error document with --json): the command's usage is one ``-h`` away, and a CI log wants the reason only."""
     configure_logging("--verbose" in argv or "-v" in argv)
+    if argv and argv[0] in _MODULE_OF:  # a command (not help): at a terminal, its Spark path uses the warm engine
+        from lakecat.engine_local import terminal_command
+
+        terminal_command()
     try:
         code = _app_for(argv)(args=argv, prog_name="lakecat", standalone_mode=False)
     except _EXIT as e:

@@ -18,6 +18,7 @@ from .config import (
     pyarrow_filesystem,
     resolve_config,
 )
+from .engine_local import engine_url
 from .errors import (
     ConfigError,
     InvalidArgumentError,
@@ -123,7 +124,7 @@ class Catalog:
 
         # in process: WAL mode and the formats' tables exist before Spark's JdbcCatalog opens the file (an engine
         # opens its own; lakecat creates what it writes there on first write)
-        return get_spark(self.config, before_local_start=lambda: self.metastore.ready())
+        return get_spark(self.config, before_local_start=lambda: self.metastore.ready(), remote=engine_url)
 
     @property
     def spark(self) -> SparkSession:

@@ -199,6 +199,13 @@ class CatalogConfig:
     #: ``[spark] remote``: a Spark Connect endpoint (``sc://host:15002``, ``[spark] token`` appended as its token);
     #: every Spark-path command then runs there and the lakecat process starts no JVM
     spark_remote: str | None = None
+    #: ``[spark] engine``: ``auto`` (the warm local engine at an interactive terminal, else in process),
+    #: ``in-process`` or ``local`` (the warm local engine, started when none runs); None: not set (``auto``). An
+    #: ``sc://`` value there is kept in ``spark_remote``.
+    spark_engine: str | None = None
+    #: ``[spark] engine-idle``: how long an idle local engine that lakecat started by itself keeps running (a
+    #: duration such as ``15m``; ``0``: until stopped); None: not set
+    engine_idle: str | None = None
     storage: dict[str, str] = field(default_factory=dict)
     #: ``[spark] maven-repository`` as written (``${ENV}`` references unexpanded: lakecat.jars checks that
     #: credentials in it are references and hands them to the resolver as such)
@@ -352,15 +359,40 @@ def load_config_file(path: Path) -> CatalogConfig:
         spark_conf={str(k): str(v) for k, v in spark.get("conf", {}).items()},
         spark_packages=[str(p) for p in spark.get("packages", [])],
         spark_remote=_remote(spark, path),
+        spark_engine=_engine(spark, path),
+        engine_idle=str(spark["engine-idle"]).strip() if "engine-idle" in spark else None,
         storage={str(k): str(v).lower() if isinstance(v, bool) else str(v) for k, v in storage.items()},
         maven_repository=str(maven_repository) if maven_repository is not None else None,
         kafka_bootstrap=str(data["kafka"]["bootstrap"]) if "bootstrap" in data.get("kafka", {}) else None,
     )
 
 
+ENGINE_CHOICES = ("auto", "in-process", "local")
+
+
+def _engine(spark: dict[str, Any], path: Path) -> str | None:
+    """``[spark] engine`` (one of ``ENGINE_CHOICES``), None when unset or a Spark Connect URL (``_remote`` keeps it)."""
+    engine = str(spark.get("engine") or "").strip()
+    if not engine or engine.startswith("sc://"):
+        return None
+    if engine.lower() not in ENGINE_CHOICES:
+        raise ConfigError(f"catalog config {path}: [spark] engine must be auto, in-process, local or a Spark Connect "
+                          f"URL like sc://host:15002, not {engine!r}")  # fmt: skip
+    return engine.lower()
+
+
 def _remote(spark: dict[str, Any], path: Path) -> str | None:
-    """``[spark] remote`` with ``[spark] token`` (a ``${ENV}`` reference, expanded by now) as its token parameter."""
+    """``[spark] remote`` (or an ``sc://`` ``[spark] engine``) with ``[spark] token`` (a ``${ENV}`` reference, expanded
+    by now) as its token parameter."""
+    engine = str(spark.get("engine") or "").strip()
     remote = str(spark.get("remote") or "").strip()
+    if engine.startswith("sc://"):
+        if remote and remote != engine:
+            raise ConfigError(f"catalog config {path}: [spark] engine and [spark] remote name two endpoints; keep one")
+        remote = engine
+    elif engine and remote:
+        raise ConfigError(f"catalog config {path}: [spark] engine = {engine!r} and [spark] remote contradict each other; "
+                          "keep one")  # fmt: skip
     token = str(spark.get("token") or "").strip()
     if not remote:
         if token:

@@ -132,15 +132,18 @@ def _log_tail(path: Path, lines: int = 6) -> str:
     return " | ".join(line.strip() for line in text[-lines:])
 
 
-def get_spark(config: CatalogConfig, before_local_start: Callable[[], object] | None = None) -> SparkSession:
+def get_spark(config: CatalogConfig, before_local_start: Callable[[], object] | None = None, *,
+              remote: Callable[[CatalogConfig], str | None] | None = None) -> SparkSession:  # fmt: skip
     """The process's Spark session, with ``config``'s Iceberg catalog registered in it.
 
+    When no session exists yet, ``remote(config)`` says where it runs: a Spark Connect URL, or None (and without
+    ``remote``) in process (``lakecat.engine_local.engine_url`` makes that choice for a catalog).
     ``before_local_start`` runs before an in-process session starts (not for a Spark Connect one).
     """
     global _session
     with _lock:
         if _session is None:
-            _session = _start(config, before_local_start)
+            _session = _start(config, before_local_start, None if remote is None else remote(config))
         _register_catalog(_session, config)
         return _session
 
@@ -334,8 +337,7 @@ def engine_spark_conf(
     }
 
 
-def _start(config: CatalogConfig, before_local_start: Callable[[], object] | None = None) -> SparkSession:
-    remote = remote_url(config)
+def _start(config: CatalogConfig, before_local_start: Callable[[], object] | None, remote: str | None) -> SparkSession:
     if remote is not None:
         return _connect(config, remote)
     if before_local_start is not None:
@@ -371,28 +373,8 @@ def _start(config: CatalogConfig, before_local_start: Callable[[], object] | Non
     return spark
 
 
+#: The older spelling of ``LAKECAT_ENGINE`` (``lakecat.engine_local``): ``sc://...``, or ``off`` for in process.
 REMOTE_ENV = "LAKECAT_SPARK_REMOTE"
-
-
-def remote_url(config: CatalogConfig) -> str | None:
-    """The Spark Connect endpoint lakecat's Spark path uses for ``config``, or None for an in-process session.
-
-    ``LAKECAT_SPARK_REMOTE`` (``sc://...``, or ``off`` for in-process), else the catalog's ``[spark] remote``,
-    else the local engine (``lakecat local engine start``) when one runs for this catalog.
-    """
-    env = os.environ.get(REMOTE_ENV, "").strip()
-    if env.lower() == "off":
-        return None
-    if env:
-        return _check_remote(env, REMOTE_ENV)
-    if config.spark_remote:
-        return _check_remote(config.spark_remote, f"[spark] remote of {config.source}")
-    state = engine_state(engine_dir())
-    if state and state.get("catalog") == config.name and state.get("source") == config.source:
-        return f"sc://127.0.0.1:{state['port']}"
-    return None
-
-
 ENGINE_SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 ENGINE_STATE_FILE = "engine-state.json"
 
