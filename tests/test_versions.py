@@ -91,7 +91,7 @@ def test_history_timetravel_and_python_api(cli, catalog, spark, ns, table_format
     code, doc, _ = run_json(cli, "timetravel", name, "--version", versions[2], "--limit", "4")
     assert doc["returned"] == 4 and doc["truncated"] is True
     code, out, _ = cli("timetravel", name, "--version", versions[2], "--where", "id = 5")
-    assert code == 0 and "a2" in out and "1 rows" in out
+    assert code == 0 and "a2" in out and "1 row" in out and "1 rows" not in out
 
     # the Python twin
     h = t.history(limit=3)
