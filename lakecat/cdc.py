@@ -64,17 +64,29 @@ def check_cdc(cdc: str | None) -> str | None:
     return name
 
 
+def check_key_names(
+    key: str | list[str] | tuple[str, ...] | None, names: list[str], table: str, *, what: str = "--key"
+) -> list[str]:
+    """The key columns, checked by name against ``names`` (the table's input columns, from its metadata: no JVM)."""
+    if not key:
+        raise InvalidArgumentError(f"{what} is required: the column(s) that identify a row, e.g. --key id")
+    keys = parse_columns(key)
+    unknown = [k for k in keys if k not in names]
+    if unknown:
+        raise InvalidArgumentError(f"{what}: table {table} has no column {', '.join(unknown)}")
+    return keys
+
+
+def input_column_names(table: TableLike) -> list[str]:
+    """The columns a writer fills, from the table's metadata (no JVM): all but those the format generates."""
+    return [c.name for c in table.describe().schema if not c.generated]
+
+
 def check_key(
     key: str | list[str] | tuple[str, ...] | None, fields: list[StructField], table: str, *, what: str = "--key"
 ) -> list[str]:
     """The key columns, validated against the table's input columns."""
-    if not key:
-        raise InvalidArgumentError(f"{what} is required: the column(s) that identify a row, e.g. --key id")
-    keys = parse_columns(key)
-    names = {f.name for f in fields}
-    unknown = [k for k in keys if k not in names]
-    if unknown:
-        raise InvalidArgumentError(f"{what}: table {table} has no column {', '.join(unknown)}")
+    keys = check_key_names(key, [f.name for f in fields], table, what=what)
     from pyspark.sql import types as T
 
     for f in fields:
@@ -462,11 +474,14 @@ def merge(table: TableLike, source: DataFrame, keys: list[str], columns: list[st
 
     With ``app_id``/``batch_id`` the commit carries the idempotence marker of :mod:`lakecat.ingest`, in the
     format's own terms (``TableFormat.merge_marker_conf``: Delta's transaction, Iceberg's snapshot
-    properties). The settings go into ``source``'s own session (a stream's batch runs in a session of its own).
+    properties). The commit records the key where the format's own commit would not say it was a merge
+    (``TableFormat.merge_key_conf``). The settings go into ``source``'s own session (a stream's batch runs in a
+    session of its own).
     """
     spark = source.sparkSession
     view = f"lakecat_cdc_{uuid.uuid4().hex[:12]}"
     confs = table.adapter.merge_marker_conf(app_id, batch_id) if app_id is not None and batch_id is not None else {}
+    confs |= table.adapter.merge_key_conf(keys)
     source.createOrReplaceTempView(view)
 
     def run() -> None:
@@ -495,11 +510,8 @@ def ensure_key(table: TableLike, keys: list[str]) -> list[str]:
 # --- batch upserts -----------------------------------------------------------------------------
 
 
-def _read_path(
-    spark: SparkSession, path: str, file_format: str | None, fields: list[StructField], table: str
-) -> tuple[DataFrame, str]:
-    from pyspark.sql import functions as F
-
+def _source_files(path: str, file_format: str | None) -> tuple[str, str]:
+    """The URI and format (json, csv or parquet) of an upsert's files, checked without a JVM."""
     local = (
         None
         if "://" in path and not path.startswith("file:")
@@ -524,7 +536,12 @@ def _read_path(
         fmt = found.pop()
     if fmt not in FILE_FORMATS:
         raise InvalidArgumentError(f"invalid file format {fmt!r}: use json, csv or parquet")
-    uri = str(local.resolve().as_uri()) if local is not None else path
+    return (str(local.resolve().as_uri()) if local is not None else path), fmt
+
+
+def _read_path(spark: SparkSession, uri: str, fmt: str, fields: list[StructField]) -> tuple[DataFrame, str]:
+    from pyspark.sql import functions as F
+
     # every column of the files stays (a --delete-when predicate may use one the table lacks); the
     # table's columns are cast to its types (ANSI casts: a value that does not fit fails the upsert)
     with spark_errors("read", None):
@@ -552,14 +569,17 @@ def upsert(table: TableLike, data: Any, *, key: str | list[str] | tuple[str, ...
 
     started = time.monotonic()
     ident = table.entry.ident
-    spark = table.catalog.session()
     table.adapter.require("merge", "upsert")
+    # what the table's metadata and the file system can check, before a JVM starts
+    check_key_names(key, input_column_names(table), str(ident))
+    files = _source_files(str(data), file_format) if isinstance(data, (str, Path)) else None
+    spark = table.catalog.session()
     fields = table.writable_fields()
     keys = check_key(key, fields, str(ident))
     if isinstance(data, SparkDataFrame):
         src, what = data, "dataframe"
-    elif isinstance(data, (str, Path)):
-        src, what = _read_path(spark, str(data), file_format, fields, str(ident))
+    elif files is not None:
+        src, what = _read_path(spark, *files, fields)
     else:
         raise InvalidArgumentError("upsert: data must be a Spark DataFrame or a path to json/csv/parquet files")
     have = set(src.columns)

@@ -40,6 +40,7 @@ from .results import (
     TableMaintenance,
 )
 from .units import format_duration, iso, parse_duration, parse_size, plural
+from .versions import check_predicate_columns
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -101,13 +102,7 @@ def validate_predicate(spark: SparkSession, text: str | None, table: TableLike |
     """
     if text is None:
         return None
-    pred = str(text).strip()
-    if not pred:
-        raise InvalidArgumentError("invalid --where predicate: it is empty")
-    if any(tok in pred for tok in _FORBIDDEN_IN_PREDICATE):
-        raise InvalidArgumentError(
-            f"invalid --where predicate {text!r}: ';' and SQL comments are not allowed in a predicate"
-        )
+    pred = _predicate_text(text)
     try:
         parse_expression(spark, pred)
     except Exception as e:  # noqa: BLE001 - any parser complaint is the user's predicate
@@ -127,6 +122,34 @@ def validate_predicate(spark: SparkSession, text: str | None, table: TableLike |
         except Exception as e:  # noqa: BLE001 - an unknown column or a type error in the user's predicate
             raise InvalidArgumentError(f"invalid --where predicate {text!r}: {java_message(e)}{hint}") from None
     return pred
+
+
+def _predicate_text(text: str) -> str:
+    pred = str(text).strip()
+    if not pred:
+        raise InvalidArgumentError("invalid --where predicate: it is empty")
+    if any(tok in pred for tok in _FORBIDDEN_IN_PREDICATE):
+        raise InvalidArgumentError(
+            f"invalid --where predicate {text!r}: ';' and SQL comments are not allowed in a predicate"
+        )
+    return pred
+
+
+def _check_where(table: TableLike, where: str) -> None:
+    """What the text and the metadata tell of a compaction's ``--where`` before a JVM starts: its form, the format's
+    limit to partition columns, columns the table lacks (``validate_predicate`` checks it all on Spark after)."""
+    _predicate_text(where)
+    allowed = table.adapter.compaction_predicate_columns(table)
+    if allowed is None:
+        check_predicate_columns(table, where, table.adapter.current_version(table))
+        return
+    hint = f" ({table.format} compaction takes predicates on partition columns only: {', '.join(allowed) or 'none'})"
+    if not allowed:
+        raise InvalidArgumentError(f"invalid --where predicate {where!r}: {table.name} is not partitioned{hint}")
+    try:
+        check_predicate_columns(table, where, table.adapter.current_version(table), columns=allowed)
+    except InvalidArgumentError as e:
+        raise InvalidArgumentError(f"{e}{hint}") from None
 
 
 def _window(text: str | timedelta | None, default: timedelta, what: str) -> timedelta:
@@ -213,6 +236,7 @@ def compact(
     target = _policy_size(table, target_file_size)
     files_before = data_files(table)
     if where is not None:
+        _check_where(table, where)
         where = validate_predicate(table.catalog.session(), where, table)
         matching = adapter.files_matching(table, where)  # type: ignore[arg-type]
         candidates = [f for f in files_before if norm_path(f.path) in matching]

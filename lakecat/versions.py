@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from .engine import first_line, spark_errors
 from .errors import InvalidArgumentError, LakecatError, NotExactError, VersionNotFoundError
 from .extras import require
-from .predicate import _kind_of, quote_ident, to_duckdb
+from .predicate import _kind_of, _tokens, quote_ident, to_duckdb
 from .records import spark_lookup
 from .results import HistoryEntry, HistoryResult, ReadResult, RefInfo, Result, RollbackResult
 from .units import from_millis, iso, parse_timestamp
@@ -267,6 +267,38 @@ def _light_select(source: Any, *, where: str | None, limit: int | None, count: b
         con.close()
 
 
+# Words Spark reads in a predicate that the light parser would take for column names (niladic functions, CASE, typed
+# literals): a predicate with one of them is left to Spark's own check.
+_SPARK_WORDS = frozenset({"CASE", "INTERVAL", "CURRENT_DATE", "CURRENT_TIMESTAMP", "CURRENT_TIME", "CURRENT_USER",
+                          "USER", "SESSION_USER", "TIMESTAMP_NTZ", "TIMESTAMP_LTZ", "X"})  # fmt: skip
+
+
+def check_predicate_columns(table: TableLike, where: str | None, version: int | None, *,
+                            columns: list[str] | None = None) -> None:  # fmt: skip
+    """Refuse a ``--where`` predicate that names a column ``version`` of the table lacks (of ``columns`` only, when
+    given), from the table's metadata: a typo is a usage error before any JVM starts.
+
+    Only predicates the light parser reads (``lakecat.predicate``) are checked; anything else is left to Spark.
+    """
+    if where is None or not str(where).strip() or version is None:
+        return
+    try:
+        words = {t.text.upper() for t in _tokens(str(where)) if t.kind == "id"}
+        schema = table.adapter.scan_version_light(table, version).schema
+    except Exception:  # noqa: BLE001 - text the light path does not read, or a version it cannot open: Spark checks
+        return
+    if words & _SPARK_WORDS:
+        return
+    if columns is not None:
+        import pyarrow as pa
+
+        schema = pa.schema([f for f in schema if f.name in columns])
+    try:
+        to_duckdb(str(where), schema)
+    except NotExactError:
+        return
+
+
 def _commit_order(commits: dict[int, Commit]) -> pa.Table:
     import pyarrow as pa
 
@@ -309,6 +341,7 @@ class TableAsOf(Result):
 
     def to_spark(self, *, where: str | None = None) -> DataFrame:
         """The rows of this version as a Spark DataFrame (optionally filtered by a SQL predicate)."""
+        check_predicate_columns(self.table, where, self.version)
         with _engine_errors("timetravel", self.table, self.version):
             df = self.table.adapter.read_version(self.table, self.version)
         return _where(df, where)

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..cdc import check_key, ensure_key
+from ..cdc import check_key, check_key_names, ensure_key, input_column_names
 from ..errors import InvalidArgumentError
 from ..identifiers import TableIdent
 from ..metrics import IngestExporter
@@ -77,6 +77,11 @@ def _checkpoint(catalog: CatalogLike, ident: TableIdent, source: Source, options
     return ckpt if "://" in ckpt else Path(ckpt).expanduser().resolve().as_uri()
 
 
+def _lacks_metadata(ident: TableIdent, missing: list[tuple[str, str]]) -> str:
+    return (f"--with-kafka-metadata: table {ident} lacks the column(s) {', '.join(n for n, _ in missing)}; add them ("
+            + ", ".join(f"{n} {t}" for n, t in missing) + ") or pass --merge-schema")  # fmt: skip
+
+
 def _fields(table: TableLike, source: Source, options: IngestOptions) -> list[StructField]:
     """The columns events fill; with the source's metadata, its columns are added first when ``merge_schema``."""
     schema = table.spark_schema()
@@ -86,12 +91,28 @@ def _fields(table: TableLike, source: Source, options: IngestOptions) -> list[St
     names = {f.name for f in schema.fields}
     missing = [(n, t) for n, t in source.metadata_columns.items() if n not in names]
     if missing and not options.merge_schema:
-        raise InvalidArgumentError(
-            f"--with-kafka-metadata: table {table.entry.ident} lacks the column(s) {', '.join(n for n, _ in missing)}; "
-            "add them (" + ", ".join(f"{n} {t}" for n, t in missing) + ") or pass --merge-schema"
-        )
+        raise InvalidArgumentError(_lacks_metadata(table.entry.ident, missing))
     add_columns(table, missing)
     return [f for f in table.writable_fields() if f.name not in source.metadata_columns]
+
+
+def _check_columns(table: TableLike, source: Source, options: IngestOptions) -> None:
+    """--dedupe-key, --event-time and --key against the table's metadata, before a JVM starts (``_event_time`` and
+    ``_change_key`` check the types on the Spark schema after)."""
+    ident = table.entry.ident
+    columns = input_column_names(table)
+    missing = [(n, t) for n, t in source.metadata_columns.items() if n not in columns] if source.with_metadata else []
+    if missing and not options.merge_schema:
+        raise InvalidArgumentError(_lacks_metadata(ident, missing))
+    names = [n for n in columns if not (source.with_metadata and n in source.metadata_columns)]
+    if options.dedupe_columns:
+        unknown = [k for k in options.dedupe_columns if k not in names]
+        if unknown:
+            raise InvalidArgumentError(f"--dedupe-key: table {ident} has no column {', '.join(unknown)}")
+        if options.event_time is not None and options.event_time not in names:
+            raise InvalidArgumentError(f"--event-time: table {ident} has no column {options.event_time}")
+    if options.change_format is not None:
+        check_key_names(options.key, names, str(ident))
 
 
 def _event_time(fields: list[StructField], options: IngestOptions, ident: TableIdent) -> str | None:
@@ -147,6 +168,7 @@ def start_ingest(catalog: CatalogLike, table: str | TableIdent, source: Source, 
     checkpoint = _checkpoint(catalog, ident, source, opts)
     cdc = opts.change_format
     tbl.adapter.require("merge" if cdc else "ingest", "ingest --cdc" if cdc else "ingest")
+    _check_columns(tbl, source, opts)
     spark = catalog.session()
     fields = _fields(tbl, source, opts)
     settings = StreamSettings(options=opts, checkpoint=checkpoint, unknown_mode=_unknown_mode(opts, source),
