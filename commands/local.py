@@ -235,7 +235,8 @@ def engine_status(catalog: CatalogOpt = None, json_: JsonOpt = False, verbose: V
         out,
         lambda: _Status(_engine(catalog).status()),
         lambda c, s: c.print(
-            f"Spark engine running on {s['url']} for catalog {s['catalog']} (pid {s['pid']})"
+            f"Spark engine running on {s['url']} for catalog {s['catalog']} (pid {s['pid']}"
+            + (f"; stops after {s['idle_stop'] / 60:g} min idle)" if s["idle_stop"] else ")")
             if s["running"]
             else "Spark engine is not running"
         ),
