@@ -116,6 +116,9 @@ def _next_commands(report: QuickstartResult, first_name: str, second_name: str) 
         f"lakecat describe {first_name}",
         f"lakecat history {first_name}",
         f"lakecat timetravel {first_name} --version {report.tables[first_name]['first_version']} --count",
+        f"lakecat timetravel {first_name} --version {report.tables[first_name]['first_version']} --count --engine spark"
+        "   # through Spark: at a terminal, on the warm local engine",
+        "lakecat local engine status   # the warm engine a terminal's first Spark-path command started; stops when idle",
         f"lakecat changes {second_name} --since {report.tables[second_name]['first_version']} --limit 5",
         f"lakecat compact {second_name} --dry-run",
         f"lakecat expire {first_name} --retain-last 2 --dry-run",
