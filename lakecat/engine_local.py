@@ -4,8 +4,8 @@
 --class org.apache.spark.sql.connect.service.SparkConnectServer``; the ``spark-connect`` jar ships in the
 pyspark wheel) with the same settings as lakecat's in-process session (``lakecat.spark.engine_spark_conf``) but
 the collector (G1, which gives an idle server's heap back), for one catalog. While it runs, Spark-path commands on
-that catalog connect to it instead of starting a JVM of their own (``lakecat.spark.remote_url``). Its pid, port and catalog are recorded in
-``$LAKECAT_HOME/engine/engine-state.json`` so that a later process can find, reuse or stop it.
+that catalog connect to it instead of starting a JVM of their own (``engine_url``). Its pid, port and catalog are
+recorded in ``$LAKECAT_HOME/engine/engine-state.json`` so that a later process can find, reuse or stop it.
 
 Which session a Spark-path command uses is decided here too (``choose_engine``, ``engine_url``): at an interactive
 terminal the ``lakecat`` command starts this engine in the background by itself (it stops after an idle time,
