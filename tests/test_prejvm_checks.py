@@ -45,6 +45,8 @@ def _cases(name: str, fmt: str, landing: str, version: int) -> list[tuple[list[s
         (["ingest", name, "--files", landing, "--dedupe-key", "nosuch", "--watermark", "1h"], 2, "no column nosuch"),
         (["ingest", name, "--files", landing, "--dedupe-key", "id", "--watermark", "1h", "--event-time", "nosuch"], 2,
          "no column nosuch"),
+        (["ingest", name, "--files", landing, "--dedupe-key", "id", "--watermark", "1h", "--event-time", "region"], 2,
+         "is STRING, not a timestamp"),
         (["ingest", name, "--files", landing, "--cdc", "debezium", "--key", "nosuch"], 2, "no column nosuch"),
         (["timetravel", name, "--version", str(version), "--engine", "spark", "--where", "nosuch = 1", "--count"], 2,
          "no column 'nosuch'"),

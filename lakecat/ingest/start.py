@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..cdc import check_key, check_key_names, ensure_key, input_column_names
+from ..cdc import check_key, check_key_names, ensure_key
 from ..errors import InvalidArgumentError
 from ..identifiers import TableIdent
 from ..metrics import IngestExporter
@@ -100,7 +100,8 @@ def _check_columns(table: TableLike, source: Source, options: IngestOptions) -> 
     """--dedupe-key, --event-time and --key against the table's metadata, before a JVM starts (``_event_time`` and
     ``_change_key`` check the types on the Spark schema after)."""
     ident = table.entry.ident
-    columns = input_column_names(table)
+    types = {c.name: c.type for c in table.describe().schema if not c.generated}
+    columns = list(types)
     missing = [(n, t) for n, t in source.metadata_columns.items() if n not in columns] if source.with_metadata else []
     if missing and not options.merge_schema:
         raise InvalidArgumentError(_lacks_metadata(ident, missing))
@@ -111,6 +112,9 @@ def _check_columns(table: TableLike, source: Source, options: IngestOptions) -> 
             raise InvalidArgumentError(f"--dedupe-key: table {ident} has no column {', '.join(unknown)}")
         if options.event_time is not None and options.event_time not in names:
             raise InvalidArgumentError(f"--event-time: table {ident} has no column {options.event_time}")
+        if options.event_time is not None and not types[options.event_time].upper().startswith("TIMESTAMP"):
+            raise InvalidArgumentError(f"--event-time: column {options.event_time} of table {ident} is "
+                                       f"{types[options.event_time]}, not a timestamp")  # fmt: skip
     if options.change_format is not None:
         check_key_names(options.key, names, str(ident))
 
