@@ -271,6 +271,10 @@ def engine_url(config: CatalogConfig, *, environ: Mapping[str, str] | None = Non
         return None
     if (url := _running_url(config)) is not None or choice == RUNNING:
         return url
+    if (other := engine_state(engine_dir())) is not None:  # one local engine at a time, for one catalog
+        say(f"lakecat's local engine serves catalog {other.get('catalog')!r} ({other.get('source')}): running in "
+            "process (`lakecat local engine stop` stops it)")  # fmt: skip
+        return None
     idle = idle_stop(config, env)
     engine = LocalEngine(config, port=DEFAULT_PORT if port_free(DEFAULT_PORT) else free_port(), idle_stop=idle)
     stops = f"stops after {_minutes(idle)} idle" if idle else "runs until stopped"

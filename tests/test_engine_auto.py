@@ -84,12 +84,24 @@ def test_an_engine_that_cannot_start_falls_back_to_in_process(monkeypatch):
     monkeypatch.setattr(engine_local, "_terminal_command", True)
     monkeypatch.setattr(engine_local, "interactive", lambda environ=None: True)
     monkeypatch.setattr(engine_local.LocalEngine, "start", refuse)
+    monkeypatch.setattr(engine_local, "engine_state", lambda data_dir: None)  # no engine runs (another test's may)
     said: list[str] = []
     assert engine_local.engine_url(_config(), environ={"LAKECAT_ENGINE_IDLE": "20m"}, say=said.append) is None
     assert said == [
         f"{START_LINE} (stops after 20 min idle; `lakecat local engine stop` stops it now)",
         "lakecat's local engine did not start (the Spark Connect server exited with code 1; no log): running in process",
     ]
+
+
+def test_an_engine_of_another_catalog_is_left_alone(monkeypatch):
+    monkeypatch.setattr(engine_local, "_terminal_command", True)
+    monkeypatch.setattr(engine_local, "interactive", lambda environ=None: True)
+    monkeypatch.setattr(engine_local, "engine_state", lambda data_dir: {"pid": 1, "port": 15002, "catalog": "team",
+                                                                        "source": "/etc/team.toml"})  # fmt: skip
+    said: list[str] = []
+    assert engine_local.engine_url(_config(), environ={}, say=said.append) is None
+    assert said == ["lakecat's local engine serves catalog 'team' (/etc/team.toml): running in process "
+                    "(`lakecat local engine stop` stops it)"]  # fmt: skip
 
 
 def test_idle_stop():
