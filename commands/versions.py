@@ -49,9 +49,9 @@ def history(
             console.print(f"{h.name}: no commits yet")
             return
         sizes = any("bytes_added" in e.summary or "bytes_removed" in e.summary for e in h)
-        # Versions never break; on a narrow terminal "size ±" and "age" go first, then times wrap after the date.
+        # Versions never break; on a narrow terminal "detail", "size ±" and "age" go first, then times wrap after the date.
         t = table(key(" "), key("version", justify="right"), "committed (UTC)", num("age"), "operation", num("rows ±"),
-                  num("files ±"), *([num("size ±")] if sizes else []), title=f"{h.name} ({h.format})")  # fmt: skip
+                  num("files ±"), *([num("size ±")] if sizes else []), "detail", title=f"{h.name} ({h.format})")  # fmt: skip
         marked = False
         for e in h:
             current = e.version == h.current_version and not marked
@@ -63,12 +63,22 @@ def history(
             size = _pair(s.get("bytes_added"), s.get("bytes_removed"), human_size)
             t.add_row("*" if current else "", str(e.version), human_time(e.timestamp), human_age(e.timestamp),
                       e.operation, rows, _pair(s.get("files_added"), s.get("files_removed")),
-                      *([size] if sizes else []))  # fmt: skip
-        print_table(console, t, optional=("size ±", "age"))
+                      *([size] if sizes else []), _detail(s))  # fmt: skip
+        print_table(console, t, optional=("detail", "size ±", "age"))
         shown = plural(len(h), "commit") if h.total in (None, len(h)) else f"{len(h):,} of {plural(h.total, 'commit')}"
         console.print(f"{shown}; * current version; --json for the full summary")
 
     run(out, lambda: connect(catalog).load_table(name).history(limit=limit), human)
+
+
+def _detail(summary: dict[str, Any]) -> str:
+    """The engine's own name for the commit, and what it says the commit was keyed or filtered by."""
+    parts = [str(summary.get("engine_operation") or "")]
+    if summary.get("merge_key"):
+        parts.append(f"key {','.join(summary['merge_key'])}")
+    if summary.get("predicate"):
+        parts.append(f"where {summary['predicate']}")
+    return "; ".join(p for p in parts if p)
 
 
 def _pair(added: Any, removed: Any, unit: Any = thousands) -> str:

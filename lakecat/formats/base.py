@@ -89,6 +89,27 @@ class Commit:
     parent: int | None = None
 
 
+#: lakecat's names for what a commit did (``Commit.operation``, ``history``'s operation column), the same on every
+#: format: each adapter maps its engine's own word to one of these and keeps that word as ``engine_operation``.
+OPERATIONS: dict[str, str] = {
+    "create": "the table was created (or converted or cloned)",
+    "replace": "the table was replaced: a new definition and new data in one commit",
+    "append": "rows were added and none removed",
+    "overwrite": "rows were replaced: files removed and new ones written",
+    "merge": "an upsert or a CDC batch: rows inserted, updated or deleted by key",
+    "update": "rows were changed in place by an UPDATE",
+    "delete": "rows were removed",
+    "compact": "files were rewritten into fewer, larger ones; the rows are the same",
+    "restore": "a rollback: the table reads as it did at an earlier version",
+    "alter_schema": "columns were added, renamed, dropped or changed",
+    "set_properties": "table properties were set or unset",
+    "alter": "another change of the table's definition (a constraint, a table feature)",
+    "vacuum": "files that no version needs were deleted",
+    "repair": "references to missing files were removed",
+    "other": "an operation lakecat has no name for (engine_operation says which)",
+}
+
+
 # Metric names of the engines (Spark's and the light libraries' spellings) -> lakecat's summary keys.
 _SUMMARY_KEYS = {
     "rows_added": ("numOutputRows", "num_added_rows", "numTargetRowsInserted", "num_target_rows_inserted",
@@ -519,6 +540,11 @@ class TableFormat(ABC):
     def merge_marker_conf(self, app_id: str, batch_id: int) -> dict[str, str]:
         """Session settings that put the marker (``app_id``, ``batch_id``) on the next MERGE commit."""
         raise self.unsupported("merge")
+
+    def merge_key_conf(self, keys: list[str]) -> dict[str, str]:
+        """Session settings that record on the next MERGE commit that lakecat merged by ``keys``, for a format whose
+        commit does not say it was a merge: ``history`` then names it ``merge`` and ``changes`` pairs its updates."""
+        return {}
 
     def add_columns(self, table: TableHandle, columns: list[tuple[str, str]]) -> None:
         """Add nullable columns (name, SQL type) in one commit."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import re
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
@@ -19,7 +21,7 @@ if TYPE_CHECKING:
     from ...config import CatalogConfig
     from ..base import TableHandle
 
-# Delta's operation word -> lakecat's normalised word.
+# Delta's operation word -> lakecat's word for it (``lakecat.formats.base.OPERATIONS``).
 _OPERATIONS = {
     "WRITE": "append", "STREAMING UPDATE": "append", "CREATE TABLE": "create", "CREATE TABLE AS SELECT": "create",
     "CREATE OR REPLACE TABLE": "replace", "CREATE OR REPLACE TABLE AS SELECT": "replace", "REPLACE TABLE": "replace",
@@ -29,8 +31,28 @@ _OPERATIONS = {
     "SET TBLPROPERTIES": "set_properties", "UNSET TBLPROPERTIES": "set_properties", "ADD COLUMNS": "alter_schema",
     "CHANGE COLUMN": "alter_schema", "CHANGE COLUMNS": "alter_schema", "RENAME COLUMN": "alter_schema",
     "DROP COLUMNS": "alter_schema", "REPLACE COLUMNS": "alter_schema", "ADD CONSTRAINT": "alter",
-    "DROP CONSTRAINT": "alter", "UPGRADE PROTOCOL": "alter", "FSCK": "repair",
+    "DROP CONSTRAINT": "alter", "UPGRADE PROTOCOL": "alter", "ADD FEATURE": "alter", "DROP FEATURE": "alter",
+    "CLUSTER BY": "alter", "UPDATE COLUMN METADATA": "alter_schema", "FSCK": "repair",
 }  # fmt: skip
+
+# Spark's expression ids (``id#757L``) in a predicate Delta on Spark records: the plan's internals, not the user's text.
+_EXPRESSION_ID = re.compile(r"#\d+L?")
+
+
+def _predicate(value: Any, engine_op: str) -> str | None:
+    """A commit's predicate as text without Spark's expression ids (Delta on Spark records a JSON list of them).
+    None for none, and for a MERGE's condition from Spark: without its expression ids its two sides read the same."""
+    text = str(value or "")
+    try:
+        parts = json.loads(text)
+    except ValueError:
+        parts = None
+    if isinstance(parts, list):
+        text = " AND ".join(str(p) for p in parts)
+    clean = _EXPRESSION_ID.sub("", text).strip()
+    if not clean or (engine_op == "MERGE" and clean != text.strip()):
+        return None
+    return clean
 
 
 def _commit(h: dict[str, Any]) -> Commit | None:
@@ -39,7 +61,7 @@ def _commit(h: dict[str, Any]) -> Commit | None:
         return None
     engine_op = str(h.get("operation") or "UNKNOWN")
     params = h.get("operationParameters") or {}
-    op = _OPERATIONS.get(engine_op, engine_op.lower().replace(" ", "_"))
+    op = _OPERATIONS.get(engine_op, "other")
     mode = str(params.get("mode") or params.get("outputMode") or "")
     if engine_op in ("WRITE", "STREAMING UPDATE") and mode.lower() in ("overwrite", "complete"):
         op = "overwrite"
@@ -48,8 +70,9 @@ def _commit(h: dict[str, Any]) -> Commit | None:
         summary["engine"] = h["engineInfo"]
     if mode:
         summary["mode"] = mode
-    if params.get("predicate"):
-        summary["predicate"] = params["predicate"]
+    predicate = _predicate(params.get("predicate"), engine_op)
+    if predicate:
+        summary["predicate"] = predicate
     if engine_op == "RESTORE" and to_int(params.get("version")) is not None:
         summary["restored_version"] = to_int(params.get("version"))
     return Commit(version, int(h.get("timestamp") or 0), op, summary, version - 1 if version else None)

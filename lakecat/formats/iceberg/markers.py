@@ -1,4 +1,4 @@
-"""lakecat's exactly-once markers in Iceberg snapshots: the stream (query) id and batch id of each commit."""
+"""lakecat's markers in Iceberg snapshots: the stream (query) id and batch id of each commit, a merge's key."""
 
 from __future__ import annotations
 
@@ -8,6 +8,9 @@ MARKER_QUERY = "lakecat.query-id"
 MARKER_BATCH = "lakecat.batch-id"
 #: ``lakecat.marker.<app id>`` = the stream's last committed batch id, saved before expiry removes its snapshot
 MARKER_PROPERTY_PREFIX = "lakecat.marker."
+#: The key columns (comma-separated) of a MERGE lakecat committed (an upsert, a CDC batch): Iceberg calls that snapshot
+#: an overwrite, so this says it was a merge, and by which key its deletes and inserts pair into updates
+MERGE_KEY = "lakecat.merge-key"
 
 
 def _head(meta: Any, branch: str | None) -> int | None:

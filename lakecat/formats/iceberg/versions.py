@@ -16,15 +16,28 @@ from ...identifiers import quote
 from ...records import CDC_KEY_PROPERTY, spark_lookup
 from ..base import Commit, VersionLog, unified_summary
 from . import rest
-from .markers import MARKER_QUERY
+from .markers import MARKER_QUERY, MERGE_KEY
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
     from ..base import TableHandle
 
-# Iceberg's snapshot operation -> lakecat's normalised word.
+# Iceberg's snapshot operation -> lakecat's word for it (``lakecat.formats.base.OPERATIONS``).
 _OPERATIONS = {"append": "append", "overwrite": "overwrite", "delete": "delete", "replace": "compact"}
+
+
+def _merge_key(props: dict[str, str]) -> list[str]:
+    return [c for c in str(props.get(MERGE_KEY, "")).split(",") if c]
+
+
+def _operation(engine_op: str, props: dict[str, str], summary: dict[str, Any]) -> str:
+    """What lakecat recorded it did (a merge is an overwrite to Iceberg), else what Iceberg's operation says."""
+    if _merge_key(props):
+        return "merge"
+    if engine_op == "overwrite" and summary.get("rows_added", 0) < summary.get("rows_removed", 0):
+        return "delete"  # net removal: a copy-on-write delete (rewritten files carry the surviving rows)
+    return _OPERATIONS.get(engine_op, "other")
 
 
 def _ancestors(meta: Any, start: int | None) -> list[int]:
@@ -44,11 +57,11 @@ def _commits(meta: Any) -> list[Commit]:
     for s in meta.snapshots:
         props = dict(s.summary.additional_properties) if s.summary else {}
         engine_op = s.summary.operation.value if s.summary else "unknown"
-        op = _OPERATIONS.get(engine_op, engine_op)
         summary = unified_summary(props)
-        if engine_op == "overwrite" and summary.get("rows_added", 0) < summary.get("rows_removed", 0):
-            op = "delete"  # net removal: a copy-on-write delete (rewritten files carry the surviving rows)
+        op = _operation(engine_op, props, summary)
         summary = {"engine_operation": engine_op, **summary}
+        if _merge_key(props):
+            summary["merge_key"] = _merge_key(props)
         if "engine-name" in props:
             summary["engine"] = f"{props['engine-name']} {props.get('engine-version', '')}".strip()
         summary["parent_version"] = s.parent_snapshot_id
@@ -177,6 +190,9 @@ class IcebergVersions:
         """The current snapshot id (from the metadata file alone where lakecat's catalog names it)."""
         return self.snapshot_metadata(table).current_snapshot_id  # type: ignore[no-any-return]
 
+    def merge_key_conf(self, keys: list[str]) -> dict[str, str]:
+        return {f"spark.sql.iceberg.snapshot-property.{MERGE_KEY}": ",".join(keys)}
+
     def read_version(self, table: TableHandle, version: int) -> DataFrame:
         spark = self.refreshed_session(table)  # type: ignore[attr-defined]
         return spark.sql(f"SELECT * FROM {table.spark_name} VERSION AS OF {int(version)}")  # type: ignore[no-any-return]
@@ -187,7 +203,7 @@ class IcebergVersions:
         spark = self.refreshed_session(table)  # type: ignore[attr-defined]
         meta = self.load(table).metadata  # type: ignore[attr-defined]
         if since != until and _has_delete_files(meta, since, commits):
-            return self._diff_changes(table, commits)
+            return _pair_updates(self._diff_changes(table, commits), commits)
         schema = meta.schema()
         identifier_columns = [schema.find_column_name(i) for i in sorted(schema.identifier_field_ids)]
         if (
@@ -230,7 +246,7 @@ class IcebergVersions:
             F.col("_commit_snapshot_id").cast("bigint").alias("_commit_version"),
             F.timestamp_millis(spark_lookup(stamps, F.col("_commit_snapshot_id"), "bigint")).alias("_commit_timestamp"),
         )
-        return df.where(F.lit(False)) if empty else df  # type: ignore[no-any-return]
+        return df.where(F.lit(False)) if empty else _pair_updates(df, commits)
 
     def _diff_changes(self, table: TableHandle, commits: dict[int, Commit]) -> DataFrame:
         """Changes as the difference of each commit and its parent: slower, but it sees merge-on-read deletes."""
@@ -305,6 +321,28 @@ class IcebergVersions:
             f"table => {sql_string(table.entry.ident.quoted)}, snapshot_id => {int(target)})"
         ).collect()
         return self.current_version(table)
+
+
+def _pair_updates(df: DataFrame, commits: dict[int, Commit]) -> DataFrame:
+    """In a merge lakecat committed, a delete and an insert of the same key are one row's update: its pre- and
+    post-image, as Delta's change data feed shows the same upsert. Each merge pairs by its own key (from its snapshot);
+    a key with more than one delete or insert in the snapshot stays as it is."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    by_key: dict[tuple[str, ...], list[int]] = {}
+    for c in commits.values():
+        key = tuple(c.summary.get("merge_key") or ())
+        if key and set(key) <= set(df.columns):
+            by_key.setdefault(key, []).append(c.version)
+    for key, versions in by_key.items():
+        kind = F.col("_change_type")
+        same = Window.partitionBy(F.col("_commit_version"), *[F.col(quote(k)) for k in key])
+        paired = (F.col("_commit_version").isin(versions) & (F.count(F.when(kind == "delete", 1)).over(same) == 1)
+                  & (F.count(F.when(kind == "insert", 1)).over(same) == 1))  # fmt: skip
+        df = df.withColumn("_change_type", F.when(paired & (kind == "delete"), F.lit("update_preimage"))
+                           .when(paired & (kind == "insert"), F.lit("update_postimage")).otherwise(kind))  # fmt: skip
+    return df
 
 
 def _has_delete_files(meta: Any, since: int, commits: dict[int, Commit]) -> bool:
