@@ -149,8 +149,8 @@ def engine(home: Path, *, repeat: int, formats: list[str]) -> dict[str, Any]:
     warm and cold rounds alternate. The lakecat process's peak RSS is its own tree's (the engine is not in it).
     """
     env = {**os.environ, "LAKECAT_HOME": str(home), "NO_COLOR": "1"}
-    env.pop("LAKECAT_SPARK_REMOTE", None)
-    cold_env = {**env, "LAKECAT_SPARK_REMOTE": "off"}
+    env.pop("LAKECAT_ENGINE", None)
+    cold_env = {**env, "LAKECAT_ENGINE": "in-process"}
     lakecat_cmd = [sys.executable, "-m", "lakecat.commands.main"]
     source = home / "engine-upsert.json"
     source.write_text("".join(json.dumps({"id": i, "v": f"v{i}"}) + "\n" for i in range(100)))

@@ -365,7 +365,7 @@ def _engine(doc: dict[str, Any]) -> list[str]:
     if en.get("results"):
         lines += ["", f"**A warm engine** (whole `lakecat` processes, median of {en.get('repeat')}; warm = a running "
                   f"`lakecat local engine` (Spark Connect, started once in {_s(en.get('engine_start_s'))}), cold = "
-                  "`LAKECAT_SPARK_REMOTE=off`, a Spark start per process; peak RSS of the lakecat process tree):", "",
+                  "`LAKECAT_ENGINE=in-process`, a Spark start per process; peak RSS of the lakecat process tree):", "",
                   "| command | format | cold | warm | warm / cold | peak RSS cold → warm |", "|---|---|---|---|---|---|"]  # fmt: skip
         for name, r in en["results"].items():
             cmd, _, fmt = name.rpartition("_")

@@ -29,7 +29,7 @@ Sections (``--sections``, all by default):
   only starts a bare Spark session with the same jars.
 - ``engine``: whole ``lakecat compact --dry-run`` / ``rollback`` / ``upsert`` (100 rows) processes on a warm local
   engine (``lakecat local engine``, Spark Connect: no JVM in the lakecat process) against the same commands with
-  ``LAKECAT_SPARK_REMOTE=off`` (each process starts its own Spark); wall seconds and peak RSS of the lakecat process.
+  ``LAKECAT_ENGINE=in-process`` (each process starts its own Spark); wall seconds and peak RSS of the lakecat process.
 - ``start``: the Spark start of a lakecat session (``cat.session()`` after ``lakecat.connect()``: jars from
   lakecat's cache, both extensions, the catalog registered) against a bare ``SparkSession.builder.getOrCreate()``,
   each in a fresh process, alternating, timed inside the process from the call to the session (interpreter,

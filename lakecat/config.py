@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
-from .errors import ConfigError, MissingDependencyError, did_you_mean
+from .errors import ConfigError, InvalidConfigError, MissingDependencyError, did_you_mean
 from .extras import install_hint, require
 from .identifiers import validate_part
 from .sizing import SparkSizing, this_machine, this_master
@@ -196,12 +196,10 @@ class CatalogConfig:
     spark_master: str | None = None
     spark_conf: dict[str, str] = field(default_factory=dict)
     spark_packages: list[str] = field(default_factory=list)
-    #: ``[spark] remote``: a Spark Connect endpoint (``sc://host:15002``, ``[spark] token`` appended as its token);
-    #: every Spark-path command then runs there and the lakecat process starts no JVM
-    spark_remote: str | None = None
     #: ``[spark] engine``: ``auto`` (the warm local engine at an interactive terminal, else in process),
-    #: ``in-process`` or ``local`` (the warm local engine, started when none runs); None: not set (``auto``). An
-    #: ``sc://`` value there is kept in ``spark_remote``.
+    #: ``in-process``, ``local`` (the warm local engine, started when none runs), or a Spark Connect endpoint
+    #: (``sc://host:15002``, ``[spark] token`` appended as its token: every Spark-path command runs there and the
+    #: lakecat process starts no JVM); None: not set (``auto``)
     spark_engine: str | None = None
     #: ``[spark] engine-idle``: how long an idle local engine that lakecat started by itself keeps running (a
     #: duration such as ``15m``; ``0``: until stopped); None: not set
@@ -358,7 +356,6 @@ def load_config_file(path: Path) -> CatalogConfig:
         spark_master=str(spark["master"]) if spark.get("master") else None,
         spark_conf={str(k): str(v) for k, v in spark.get("conf", {}).items()},
         spark_packages=[str(p) for p in spark.get("packages", [])],
-        spark_remote=_remote(spark, path),
         spark_engine=_engine(spark, path),
         engine_idle=str(spark["engine-idle"]).strip() if "engine-idle" in spark else None,
         storage={str(k): str(v).lower() if isinstance(v, bool) else str(v) for k, v in storage.items()},
@@ -371,36 +368,26 @@ ENGINE_CHOICES = ("auto", "in-process", "local")
 
 
 def _engine(spark: dict[str, Any], path: Path) -> str | None:
-    """``[spark] engine`` (one of ``ENGINE_CHOICES``), None when unset or a Spark Connect URL (``_remote`` keeps it)."""
+    """``[spark] engine``: one of ``ENGINE_CHOICES``, or a Spark Connect URL with ``[spark] token`` (a ``${ENV}``
+    reference, expanded by now) as its token parameter; None when unset."""
+    # Other unknown [spark] keys pass unread; a config naming a Spark Connect server this way would quietly run in
+    # process instead.
+    if "remote" in spark:
+        raise InvalidConfigError(f'catalog config {path}: [spark] has no key remote; use engine = "sc://host:port"')
     engine = str(spark.get("engine") or "").strip()
-    if not engine or engine.startswith("sc://"):
+    token = str(spark.get("token") or "").strip()
+    if token and not engine.startswith("sc://"):
+        raise ConfigError(f"catalog config {path}: [spark] token without a Spark Connect [spark] engine (sc://...)")
+    if not engine:
         return None
+    if engine.startswith("sc://"):
+        if not token:
+            return engine
+        return f"{engine};token={token}" if "/;" in engine else f"{engine.rstrip('/')}/;token={token}"
     if engine.lower() not in ENGINE_CHOICES:
         raise ConfigError(f"catalog config {path}: [spark] engine must be auto, in-process, local or a Spark Connect "
                           f"URL like sc://host:15002, not {engine!r}")  # fmt: skip
     return engine.lower()
-
-
-def _remote(spark: dict[str, Any], path: Path) -> str | None:
-    """``[spark] remote`` (or an ``sc://`` ``[spark] engine``) with ``[spark] token`` (a ``${ENV}`` reference, expanded
-    by now) as its token parameter."""
-    engine = str(spark.get("engine") or "").strip()
-    remote = str(spark.get("remote") or "").strip()
-    if engine.startswith("sc://"):
-        if remote and remote != engine:
-            raise ConfigError(f"catalog config {path}: [spark] engine and [spark] remote name two endpoints; keep one")
-        remote = engine
-    elif engine and remote:
-        raise ConfigError(f"catalog config {path}: [spark] engine = {engine!r} and [spark] remote contradict each other; "
-                          "keep one")  # fmt: skip
-    token = str(spark.get("token") or "").strip()
-    if not remote:
-        if token:
-            raise ConfigError(f"catalog config {path}: [spark] token without [spark] remote")
-        return None
-    if token:
-        remote = f"{remote};token={token}" if "/;" in remote else f"{remote.rstrip('/')}/;token={token}"
-    return remote
 
 
 def _search_dirs() -> list[Path]:

@@ -30,11 +30,10 @@ from .engine import first_line
 from .errors import ConfigError, EnvironmentProblemError, LakecatError
 from .processes import free_port, listening, port_free, start_server, terminate
 from .spark import (
+    ENGINE_ENV,
     ENGINE_SERVER_CLASS,
     ENGINE_STATE_FILE,
-    REMOTE_ENV,
     _check_java,
-    _check_remote,
     engine_dir,
     engine_jars,
     engine_spark_conf,
@@ -175,7 +174,6 @@ class LocalEngine:
 
 
 # --- which session a Spark-path command uses ---------------------------------------------------------------------
-ENGINE_ENV = "LAKECAT_ENGINE"
 IDLE_ENV = "LAKECAT_ENGINE_IDLE"
 DEFAULT_IDLE = "15m"
 #: What ``choose_engine`` returns besides an ``sc://`` URL: an in-process session; the local engine, started when
@@ -204,7 +202,7 @@ def interactive(environ: Mapping[str, str] | None = None) -> bool:
 
 def _parse_choice(value: str, where: str, *, at_terminal: bool) -> str:
     if value.startswith("sc://"):
-        return _check_remote(value, where)
+        return value
     choice = value.strip().lower()
     if choice == "auto":
         return LOCAL if at_terminal else RUNNING
@@ -217,16 +215,11 @@ def _parse_choice(value: str, where: str, *, at_terminal: bool) -> str:
 def choose_engine(config: CatalogConfig, *, environ: Mapping[str, str], at_terminal: bool) -> str:
     """Where ``config``'s Spark path runs: an ``sc://`` URL, ``IN_PROCESS``, ``LOCAL`` or ``RUNNING``.
 
-    ``LAKECAT_ENGINE`` (``auto``, ``in-process``, ``local`` or ``sc://...``), else ``LAKECAT_SPARK_REMOTE``
-    (``sc://...``, or ``off``: in process), else the catalog's ``[spark] engine`` / ``[spark] remote``, else ``auto``:
-    ``LOCAL`` when ``at_terminal`` (an interactive ``lakecat`` command), else ``RUNNING``.
+    ``LAKECAT_ENGINE`` (``auto``, ``in-process``, ``local`` or ``sc://...``), else the catalog's ``[spark] engine``,
+    else ``auto``: ``LOCAL`` when ``at_terminal`` (an interactive ``lakecat`` command), else ``RUNNING``.
     """
     if value := environ.get(ENGINE_ENV, "").strip():
         return _parse_choice(value, ENGINE_ENV, at_terminal=at_terminal)
-    if value := environ.get(REMOTE_ENV, "").strip():
-        return IN_PROCESS if value.lower() == "off" else _check_remote(value, REMOTE_ENV)
-    if config.spark_remote:
-        return _check_remote(config.spark_remote, f"[spark] remote of {config.source}")
     return _parse_choice(config.spark_engine or "auto", f"[spark] engine of {config.source}", at_terminal=at_terminal)
 
 

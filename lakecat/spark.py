@@ -373,8 +373,9 @@ def _start(config: CatalogConfig, before_local_start: Callable[[], object] | Non
     return spark
 
 
-#: The older spelling of ``LAKECAT_ENGINE`` (``lakecat.engine_local``): ``sc://...``, or ``off`` for in process.
-REMOTE_ENV = "LAKECAT_SPARK_REMOTE"
+#: Where Spark-path commands run (``lakecat.engine_local.choose_engine``): ``auto``, ``in-process``, ``local`` or
+#: ``sc://host:port``.
+ENGINE_ENV = "LAKECAT_ENGINE"
 ENGINE_SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 ENGINE_STATE_FILE = "engine-state.json"
 
@@ -397,12 +398,6 @@ def engine_state(data_dir: Path, *, running: bool = True) -> dict[str, Any] | No
     return state
 
 
-def _check_remote(url: str, where: str) -> str:
-    if not url.startswith("sc://"):
-        raise ConfigError(f"{where} must be a Spark Connect URL like sc://host:15002 (or 'off'), not {url!r}")
-    return url
-
-
 def _reachable(url: str, timeout: float = 5.0) -> None:
     """Fail fast on an endpoint that does not accept connections (the Connect client retries for minutes)."""
     parts = urlsplit(url.replace("sc://", "http://", 1))
@@ -411,7 +406,7 @@ def _reachable(url: str, timeout: float = 5.0) -> None:
     except OSError as e:
         raise EnvironmentProblemError(
             f"the Spark Connect engine {url} does not accept connections ({e.strerror or e}): start it "
-            f"(lakecat local engine start) or point [spark] remote / {REMOTE_ENV} elsewhere ('off': in process)"
+            f"(lakecat local engine start) or point [spark] engine / {ENGINE_ENV} elsewhere (in-process: no engine)"
         ) from None
 
 

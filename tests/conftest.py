@@ -57,7 +57,7 @@ def pytest_configure(config):
     global _CHECKOUT_BEFORE
     # In process unless asked: a local engine a test starts (tests/test_connect.py) must not capture the session.
     if not config.getoption("--spark-connect"):
-        os.environ["LAKECAT_SPARK_REMOTE"] = "off"
+        os.environ["LAKECAT_ENGINE"] = "in-process"
     _CHECKOUT_BEFORE = _checkout_entries()
 
 
@@ -110,7 +110,7 @@ def catalog(request):
 
     if request.config.getoption("--spark-connect"):
         engine = request.getfixturevalue("spark_engine")
-        os.environ["LAKECAT_SPARK_REMOTE"] = engine.status()["url"]
+        os.environ["LAKECAT_ENGINE"] = engine.status()["url"]
     return lakecat.connect()
 
 

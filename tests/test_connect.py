@@ -1,7 +1,7 @@
 """A warm engine: `lakecat local engine` (a Spark Connect server with lakecat's setup) and the Spark path through it.
 
 The commands run as real `lakecat` processes that find the running engine by themselves (no
-LAKECAT_SPARK_REMOTE), and each checks that it started no JVM of its own. The tables they change are read
+LAKECAT_ENGINE), and each checks that it started no JVM of its own. The tables they change are read
 back with pyiceberg / delta-rs. The whole Spark-path suite runs through an engine with ``--spark-connect``.
 """
 
@@ -38,7 +38,7 @@ def engine(spark_engine):
 
 
 def _lakecat(*args, env_extra=None, timeout=600):
-    env = {k: v for k, v in os.environ.items() if k != "LAKECAT_SPARK_REMOTE"}
+    env = {k: v for k, v in os.environ.items() if k != "LAKECAT_ENGINE"}
     env.update(env_extra or {})
     proc = subprocess.run([sys.executable, "-c", _PROBE, *map(str, args)], env=env, capture_output=True, text=True,
                           timeout=timeout)  # fmt: skip
@@ -126,11 +126,11 @@ def test_what_connect_cannot_do_is_one_line_and_exit_3(engine, ns):
     _ok("create", name, "--format", "iceberg", "--schema", "id BIGINT")
     code, out, err, probe = _lakecat("clean-orphans", name, "--older-than", "1h", "--force", "--dry-run")
     assert code == 3, err
-    assert "Spark Connect" in err and "LAKECAT_SPARK_REMOTE=off" in err
+    assert "Spark Connect" in err and "LAKECAT_ENGINE=in-process" in err
     assert len([ln for ln in err.splitlines() if ln.startswith("error:")]) == 1
     # the same command runs in process when asked to
     code, out, err, probe = _lakecat("clean-orphans", name, "--older-than", "1h", "--force", "--dry-run", "--json",
-                                     env_extra={"LAKECAT_SPARK_REMOTE": "off"})  # fmt: skip
+                                     env_extra={"LAKECAT_ENGINE": "in-process"})  # fmt: skip
     assert code == 0, err
     assert probe["jvm"] and json.loads(out)["dry_run"]
 
@@ -193,8 +193,8 @@ def test_kill_9_of_the_engine_mid_stream_then_restart_is_exactly_once(table_form
     catalog.create_table(name, schema="id BIGINT NOT NULL, v STRING", format=table_format)
     own = LocalEngine(resolve_config(None), port=free_port(), data_dir=tmp_path / "engine")
     url = own.start()
-    remote = {"LAKECAT_SPARK_REMOTE": url}
-    env = {**{k: v for k, v in os.environ.items() if k != "LAKECAT_SPARK_REMOTE"}, **remote}
+    remote = {"LAKECAT_ENGINE": url}
+    env = {**{k: v for k, v in os.environ.items() if k != "LAKECAT_ENGINE"}, **remote}
     base = ("ingest", name, "--kafka", kafka_bootstrap, "--topic", topic)
     proc = subprocess.Popen([sys.executable, "-m", "lakecat.commands.main", *base, "--max-records-per-batch", "150"],
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)  # fmt: skip
@@ -232,21 +232,21 @@ def test_unreachable_remote_fails_fast(ns):
     from lakecat.processes import free_port
 
     create = ("create", f"{ns}.never", "--format", "delta", "--schema", "id BIGINT")
-    code, _, err, probe = _lakecat(*create, env_extra={"LAKECAT_SPARK_REMOTE": f"sc://127.0.0.1:{free_port()}"})
+    code, _, err, probe = _lakecat(*create, env_extra={"LAKECAT_ENGINE": f"sc://127.0.0.1:{free_port()}"})
     assert code == 1 and "does not accept connections" in err and not probe["jvm"]
-    code, _, err, _ = _lakecat(*create, env_extra={"LAKECAT_SPARK_REMOTE": "http://localhost:15002"})
+    code, _, err, _ = _lakecat(*create, env_extra={"LAKECAT_ENGINE": "http://localhost:15002"})
     assert code != 0 and "sc://host:15002" in err
 
 
-def test_remote_and_token_from_the_catalog_config(tmp_path, monkeypatch):
+def test_an_sc_url_and_token_from_the_catalog_config(tmp_path, monkeypatch):
     from lakecat.config import load_config_file
     from lakecat.errors import ConfigError
 
     monkeypatch.setenv("TEAM_SPARK_TOKEN", "s3cr3t")
     conf = tmp_path / "team.toml"
     conf.write_text('name = "team"\nwarehouse = "/tmp/wh"\nmetastore = "sqlite:////tmp/m.db"\n'
-                    '[spark]\nremote = "sc://spark.example.com:15002"\ntoken = "${TEAM_SPARK_TOKEN}"\n')  # fmt: skip
-    assert load_config_file(conf).spark_remote == "sc://spark.example.com:15002/;token=s3cr3t"
+                    '[spark]\nengine = "sc://spark.example.com:15002"\ntoken = "${TEAM_SPARK_TOKEN}"\n')  # fmt: skip
+    assert load_config_file(conf).spark_engine == "sc://spark.example.com:15002/;token=s3cr3t"
     conf.write_text('name = "team"\nwarehouse = "/tmp/wh"\nmetastore = "sqlite:////tmp/m.db"\n[spark]\ntoken = "x"\n')
     with pytest.raises(ConfigError, match="token without"):
         load_config_file(conf)

@@ -128,7 +128,7 @@ def test_versions_older_than_deltas_retention_are_read_on_every_path(cli, catalo
             assert by_id(doc["rows"]) == expected[version]
 
 
-# A lakecat command in a fresh process that finds the running local engine (no LAKECAT_SPARK_REMOTE); afterwards,
+# A lakecat command in a fresh process that finds the running local engine (no LAKECAT_ENGINE); afterwards,
 # which session it used and whether a JVM ran in it.
 _PROBE = (
     "import sys, json\nfrom lakecat.commands.main import main\n"
@@ -142,7 +142,7 @@ _PROBE = (
 
 
 def _on_engine(*args):
-    env = {k: v for k, v in os.environ.items() if k != "LAKECAT_SPARK_REMOTE"}
+    env = {k: v for k, v in os.environ.items() if k != "LAKECAT_ENGINE"}
     proc = subprocess.run([sys.executable, "-c", _PROBE, *map(str, args), "--json"], env=env, capture_output=True,
                           text=True, timeout=600)  # fmt: skip
     assert proc.returncode == 0, proc.stderr

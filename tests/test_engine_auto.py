@@ -1,7 +1,7 @@
 """Which session a Spark-path command uses: the warm local engine at an interactive terminal, in process in scripts and
-CI, whatever ``[spark] engine`` / ``LAKECAT_ENGINE`` (and the older ``[spark] remote`` / ``LAKECAT_SPARK_REMOTE``)
-say; an engine lakecat started by itself stops when idle. One real run under a pseudo-terminal (slow: it starts the
-engine) checks the line a person sees and that the next command reuses the engine."""
+CI, whatever ``[spark] engine`` / ``LAKECAT_ENGINE`` say; an engine lakecat started by itself stops when idle. One
+real run under a pseudo-terminal (slow: it starts the engine) checks the line a person sees and that the next command
+reuses the engine."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ import pytest
 from lakecat import engine_idle, engine_local
 from lakecat.config import CatalogConfig, Metastore, load_config_file
 from lakecat.engine_local import IN_PROCESS, LOCAL, RUNNING, LocalEngineError, choose_engine, idle_stop
-from lakecat.errors import ConfigError
+from lakecat.errors import ConfigError, InvalidConfigError
 
 START_LINE = "starting lakecat's local engine in the background"
 
@@ -37,12 +37,11 @@ def _config(**kw) -> CatalogConfig:
         ({"LAKECAT_ENGINE": "local"}, {}, False, LOCAL),  # a script that wants the warm engine
         ({"LAKECAT_ENGINE": "auto"}, {"spark_engine": "in-process"}, True, LOCAL),  # the environment wins
         ({"LAKECAT_ENGINE": "sc://spark:15002"}, {}, True, "sc://spark:15002"),
-        ({"LAKECAT_SPARK_REMOTE": "off"}, {}, True, IN_PROCESS),
-        ({"LAKECAT_SPARK_REMOTE": "sc://spark:15002"}, {}, False, "sc://spark:15002"),
-        ({"LAKECAT_ENGINE": "in-process", "LAKECAT_SPARK_REMOTE": "sc://spark:15002"}, {}, True, IN_PROCESS),
+        ({"LAKECAT_ENGINE": "sc://spark:15002"}, {}, False, "sc://spark:15002"),
+        ({"LAKECAT_ENGINE": "in-process"}, {"spark_engine": "sc://team:15002"}, True, IN_PROCESS),
         ({}, {"spark_engine": "in-process"}, True, IN_PROCESS),
         ({}, {"spark_engine": "local"}, False, LOCAL),
-        ({}, {"spark_remote": "sc://team:15002"}, True, "sc://team:15002"),
+        ({}, {"spark_engine": "sc://team:15002"}, True, "sc://team:15002"),
     ],
 )
 def test_choose_engine(environ, config, at_terminal, expected):
@@ -52,8 +51,8 @@ def test_choose_engine(environ, config, at_terminal, expected):
 def test_a_bad_choice_is_a_config_error():
     with pytest.raises(ConfigError, match="LAKECAT_ENGINE must be auto, in-process, local or a Spark Connect URL"):
         choose_engine(_config(), environ={"LAKECAT_ENGINE": "warm"}, at_terminal=True)
-    with pytest.raises(ConfigError, match="must be a Spark Connect URL"):
-        choose_engine(_config(), environ={"LAKECAT_SPARK_REMOTE": "http://spark:15002"}, at_terminal=True)
+    with pytest.raises(ConfigError, match="LAKECAT_ENGINE must be auto, .* like sc://host:15002, not 'http"):
+        choose_engine(_config(), environ={"LAKECAT_ENGINE": "http://spark:15002"}, at_terminal=True)
 
 
 def test_interactive_needs_terminals_and_no_ci(monkeypatch):
@@ -118,16 +117,18 @@ def test_engine_key_of_a_catalog_config(tmp_path):
     head = 'name = "team"\nwarehouse = "/tmp/wh"\nmetastore = "sqlite:////tmp/m.db"\n[spark]\n'
     conf.write_text(head + 'engine = "in-process"\nengine-idle = "1h"\n')
     loaded = load_config_file(conf)
-    assert (loaded.spark_engine, loaded.engine_idle, loaded.spark_remote) == ("in-process", "1h", None)
-    conf.write_text(head + 'engine = "sc://spark:15002"\ntoken = "t0k"\n')  # a remote, with its token
-    loaded = load_config_file(conf)
-    assert (loaded.spark_engine, loaded.spark_remote) == (None, "sc://spark:15002/;token=t0k")
+    assert (loaded.spark_engine, loaded.engine_idle) == ("in-process", "1h")
+    conf.write_text(head + 'engine = "sc://spark:15002"\ntoken = "t0k"\n')  # a Spark Connect server, with its token
+    assert load_config_file(conf).spark_engine == "sc://spark:15002/;token=t0k"
     for body, match in [('engine = "warm"\n', "must be auto, in-process, local"),
-                        ('engine = "local"\nremote = "sc://spark:15002"\n', "contradict"),
-                        ('engine = "sc://a:1"\nremote = "sc://b:1"\n', "two endpoints")]:  # fmt: skip
+                        ('engine = "local"\ntoken = "t0k"\n', "token without a Spark Connect")]:  # fmt: skip
         conf.write_text(head + body)
         with pytest.raises(ConfigError, match=match):
             load_config_file(conf)
+    conf.write_text(head + 'remote = "sc://spark:15002"\n')  # not a key: refused, never read as in process
+    with pytest.raises(InvalidConfigError, match='has no key remote; use engine = "sc://host:port"') as refused:
+        load_config_file(conf)
+    assert refused.value.exit_code == 2
 
 
 def test_the_watchdog_stops_an_idle_engine(tmp_path):
@@ -171,7 +172,7 @@ def _at_terminal(args: list[str], env: dict[str, str], timeout: float = 900) -> 
 @pytest.mark.spark
 def test_at_a_terminal_the_first_command_starts_the_engine_and_the_next_reuses_it(tmp_path):
     home = tmp_path / "home"
-    env = {k: v for k, v in os.environ.items() if k not in ("CI", "LAKECAT_SPARK_REMOTE", "LAKECAT_ENGINE")}
+    env = {k: v for k, v in os.environ.items() if k not in ("CI", "LAKECAT_ENGINE")}
     env.update({"LAKECAT_HOME": str(home), "LAKECAT_ENGINE_IDLE": "10m", "COLUMNS": "200"})
 
     def status() -> dict:

@@ -209,7 +209,7 @@ def test_a_catalog_config_overrides_them_in_the_jvm(tmp_path):
     path = _config(tmp_path, '"spark.driver.memory" = "768m"\n'
                              '"spark.driver.extraJavaOptions" = "-XX:+UseSerialGC -XX:MaxDirectMemorySize=128m"\n')  # fmt: skip
     env = {k: v for k, v in os.environ.items() if not k.startswith("LAKECAT_") or k == "LAKECAT_JARS_CACHE"}
-    env.update({"LAKECAT_HOME": str(tmp_path / "home"), "LAKECAT_CATALOG": str(path), "LAKECAT_SPARK_REMOTE": "off"})
+    env.update({"LAKECAT_HOME": str(tmp_path / "home"), "LAKECAT_CATALOG": str(path), "LAKECAT_ENGINE": "in-process"})
     proc = subprocess.run([sys.executable, "-c", PRINT_JVM], env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     got = json.loads(proc.stdout.strip().splitlines()[-1])

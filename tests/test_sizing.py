@@ -228,7 +228,7 @@ def test_this_machine_is_read():
 # Real starts: the sizing of a `lakecat` process as the machine gives it (the suite's own pins removed).
 def _unpinned_env(home: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("LAKECAT_SPARK_MASTER", "SPARK_DRIVER_MEMORY")}
-    return {**env, "LAKECAT_HOME": str(home), "LAKECAT_SPARK_REMOTE": "off"}
+    return {**env, "LAKECAT_HOME": str(home), "LAKECAT_ENGINE": "in-process"}
 
 
 def _taskset() -> str:

@@ -253,7 +253,7 @@ class IcebergMaintenance:
         if is_connect(spark):
             raise UnsupportedOperationError(
                 "clean-orphans with a window under 24 h: Iceberg's procedure refuses it and its action API is not "
-                "reachable through Spark Connect; run it in process (LAKECAT_SPARK_REMOTE=off) or use --older-than 24h"
+                "reachable through Spark Connect; run it in process (LAKECAT_ENGINE=in-process) or use --older-than 24h"
             )
         jvm: Any = spark._jvm
         jspark = spark._jsparkSession
