@@ -20,10 +20,10 @@ _DISTRIBUTION = {
     "psycopg2": "psycopg2-binary",
     "prometheus_client": "prometheus-client",
     "confluent_kafka": "confluent-kafka",
-    "grpc": "pyspark",  # grpcio, through pyspark[connect]
-    "grpc_status": "pyspark",
-    "google.rpc": "pyspark",
-    "zstandard": "pyspark",
+    "grpc": "pyspark[connect]",  # grpcio, through pyspark's connect extra
+    "grpc_status": "pyspark[connect]",
+    "google.rpc": "pyspark[connect]",
+    "zstandard": "pyspark[connect]",
 }
 #: The modules pyspark's Spark Connect client imports besides pandas and pyarrow (pyspark[connect]).
 CONNECT_CLIENT = ("grpc", "grpc_status", "google.rpc", "zstandard")
@@ -32,13 +32,14 @@ CONNECT_CLIENT = ("grpc", "grpc_status", "google.rpc", "zstandard")
 def _requirement(module: str) -> str:
     """What to ``pip install`` for a module lakecat depends on: its requirement as lakecat's metadata spells it."""
     dist = _DISTRIBUTION.get(module, module.replace("_", "-"))
+    want, _, extra = dist.partition("[")  # the requirement must carry the extra too (pyspark is listed twice)
     try:
         requires = importlib.metadata.requires("lakecat") or []
     except importlib.metadata.PackageNotFoundError:
         requires = []
     for req in requires:
         name = re.split(r"[\s\[<>=!~;]", req, maxsplit=1)[0]
-        if ";" not in req and name.lower().replace("_", "-") == dist.lower():
+        if ";" not in req and name.lower().replace("_", "-") == want.lower() and (not extra or f"[{extra}" in req):
             return req
     return dist
 

@@ -255,6 +255,8 @@ def test_an_sc_url_and_token_from_the_catalog_config(tmp_path, monkeypatch):
 def test_engine_stop(engine, cli, request):
     if request.config.getoption("--spark-connect"):
         pytest.skip("the rest of this --spark-connect run uses the engine")
+    # the engine is the session's (conftest's spark_engine): later test files read through it, so it starts again
+    request.addfinalizer(engine.start)
     code, out, _ = cli("local", "engine", "stop")
     assert code == 0 and out.strip() == "Spark engine stopped"
     code, out, _ = cli("local", "engine", "status", "--json")
