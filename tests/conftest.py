@@ -9,6 +9,7 @@ import sys
 import tempfile
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -203,5 +204,25 @@ def light_cli(lakecat_home):
                               env=env, capture_output=True, text=True, timeout=60)  # fmt: skip
         assert proc.returncode == 0, proc.stderr
         return json.loads(proc.stdout)
+
+    return invoke
+
+
+@pytest.fixture
+def lakecat(capsys, monkeypatch):
+    """Run `lakecat ARGS` through main() in-process, stdout and stderr captured (not a terminal); returns
+    (exit code, stdout, stderr)."""
+    from lakecat.commands.main import main
+
+    def invoke(*args: Any, env: dict[str, str] | None = None) -> tuple[int, str, str]:
+        with monkeypatch.context() as m:
+            m.setattr(sys, "argv", ["lakecat", *map(str, args)])
+            for k, v in (env or {}).items():
+                m.setenv(k, v)
+            capsys.readouterr()
+            with pytest.raises(SystemExit) as exit_:
+                main()
+            out, err = capsys.readouterr()
+        return exit_.value.code or 0, out, err
 
     return invoke

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from lakecat.commands._common import leaf_commands
-from lakecat.commands.main import app, main
+from lakecat.commands.main import app
 from typer.main import get_command
 
 from lakecat.processes import free_port
@@ -86,24 +86,6 @@ def app_commands() -> dict[tuple[str, ...], Any]:
 
 def takes_table(cmd: Any) -> bool:
     return any(p.param_type_name == "argument" and p.name == "name" for p in cmd.params)
-
-
-@pytest.fixture
-def lakecat(capsys, monkeypatch):
-    """Run `lakecat ARGS` through main() in-process; returns (exit code, stdout, stderr)."""
-
-    def invoke(*args: Any, env: dict[str, str] | None = None) -> tuple[int, str, str]:
-        with monkeypatch.context() as m:
-            m.setattr(sys, "argv", ["lakecat", *map(str, args)])
-            for k, v in (env or {}).items():
-                m.setenv(k, v)
-            capsys.readouterr()
-            with pytest.raises(SystemExit) as exit_:
-                main()
-            out, err = capsys.readouterr()
-        return exit_.value.code or 0, out, err
-
-    return invoke
 
 
 def one_document(out: str) -> Any:

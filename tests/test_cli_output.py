@@ -6,33 +6,12 @@ command here stays on the light path, so no JVM starts."""
 from __future__ import annotations
 
 import json
-import sys
 from importlib.metadata import version
-from typing import Any
 
 import pytest
 from helpers import light_tables
-from lakecat.commands.main import main
 
 FORMAT_OF = {0: "iceberg", 1: "delta"}  # light_tables: even tables are Iceberg, odd ones Delta
-
-
-@pytest.fixture
-def lakecat(capsys, monkeypatch):
-    """Run `lakecat ARGS` through main() in-process, stdout and stderr captured (not a terminal)."""
-
-    def invoke(*args: Any, env: dict[str, str] | None = None) -> tuple[int, str, str]:
-        with monkeypatch.context() as m:
-            m.setattr(sys, "argv", ["lakecat", *map(str, args)])
-            for k, v in (env or {}).items():
-                m.setenv(k, v)
-            capsys.readouterr()
-            with pytest.raises(SystemExit) as exit_:
-                main()
-            out, err = capsys.readouterr()
-        return exit_.value.code or 0, out, err
-
-    return invoke
 
 
 def newest(lakecat, name: str) -> int:

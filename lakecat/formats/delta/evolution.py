@@ -49,6 +49,12 @@ class DeltaEvolution:
 
         with_retries(run, what=f"{what} {table.name}")
 
+    def _rewrite_plan(self, table: TableHandle) -> tuple[int, int]:
+        """The files and bytes a rewrite of the whole table reads (what ``--dry-run`` reports)."""
+        with no_cyclic_gc():  # as compaction's plan reads it
+            files = self.data_files(table)  # type: ignore[attr-defined]
+        return len(files), sum(f.size for f in files)
+
     def column_mapping(self, table: TableHandle) -> str:
         return str(self.properties(table).get(COLUMN_MAPPING, "none"))  # type: ignore[attr-defined]
 
@@ -127,9 +133,7 @@ class DeltaEvolution:
                 "Delta refuses to rewrite such a table under a new schema (DELTA_BLOCK_COLUMN_MAPPING_AND_CDC_OPERATION); "
                 "widen in place (type widening, see --yes)",
             )
-        with no_cyclic_gc():  # as compaction's plan reads it
-            files = self.data_files(table)  # type: ignore[attr-defined]
-        planned = (len(files), sum(f.size for f in files))
+        planned = self._rewrite_plan(table)
         if dry_run:
             return planned
         from pyspark.sql import functions as F
@@ -168,9 +172,7 @@ class DeltaEvolution:
                 "an overwrite cannot carry Delta generated columns (days(ts), ...) in one commit; partition by plain "
                 "columns, or create a new table and copy the rows",
             )
-        with no_cyclic_gc():  # as compaction's plan reads it
-            files = self.data_files(table)  # type: ignore[attr-defined]
-        planned = (len(files), sum(f.size for f in files))
+        planned = self._rewrite_plan(table)
         if dry_run:
             return planned
         spark = table.catalog.session()
