@@ -27,6 +27,7 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "tags": ("tag", "tags", "untag", "branch", "publish"),
     "ingest": ("ingest",),
     "upsert": ("upsert",),
+    "mirror": ("mirror",),
     "maintenance": ("compact", "expire", "clean-orphans", "maintain", "alter"),
     "health": ("health",),
     "local": ("local",),

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, overload
 
-from . import adopt, health, maintenance
+from . import adopt, health, maintenance, mirror
 from .config import (
     DEFAULT_CATALOG,
     CatalogConfig,
@@ -148,17 +148,17 @@ class Catalog:
     def find_entry(self, ident: TableIdent) -> TableEntry | None:
         """The catalog entry of ``ident``, whichever format owns it (None: no such table)."""
         self.metastore  # noqa: B018 - the formats' metastore tables exist
-        for adapter in all_formats():
-            entry = adapter.get_entry(self, ident)
-            if entry is not None:
-                return entry
-        return None
+        found = [e for adapter in all_formats() if (e := adapter.get_entry(self, ident)) is not None]
+        found = mirror.one_per_name(found) if len(found) > 1 else found
+        return found[0] if found else None
 
     def entries(self, namespace: str | None = None, *, format: str | None = None) -> list[TableEntry]:
         """Catalog entries of every format (or one), sorted by name."""
         self.metastore  # noqa: B018 - the formats' metastore tables exist
         adapters = [get_format(format)] if format is not None else all_formats()
-        out = [e for adapter in adapters for e in adapter.list_entries(self, namespace)]
+        out = mirror.one_per_name(e for adapter in all_formats() for e in adapter.list_entries(self, namespace))
+        if format is not None:
+            out = [e for e in out if e.format in {a.name for a in adapters}]
         return sorted(out, key=lambda e: (e.ident.namespace, e.ident.name))
 
     def entry(self, name: str | TableIdent) -> TableEntry:
@@ -182,7 +182,10 @@ class Catalog:
         if format is not None:
             format = get_format(format).name
         return ListResult(
-            [TableInfo(str(e.ident), e.format, e.location) for e in self.entries(namespace, format=format)]
+            [
+                TableInfo(str(e.ident), e.format, e.location, mirror.mirrors(e))
+                for e in self.entries(namespace, format=format)
+            ]
         )
 
     def table_exists(self, name: str | TableIdent) -> bool:
@@ -289,6 +292,7 @@ class Catalog:
         adapter = get_format(entry.format)
         if purge:
             self._check_purge_location(entry)
+        mirror.drop(self, entry)  # a mirror is the table read as another format: it goes with the table
         adapter.drop(self, entry)
         if purge:
             self._delete_location(entry.location)
@@ -377,7 +381,20 @@ class Catalog:
                     "metrics_port serves /metrics while ingest waits for its stream: not with background=True"
                 )
             return start_ingest(self, table, source, opts)
-        return run_ingest(self, table, source, opts, on_progress=on_progress, stop_event=stop_event)
+        ident = table if isinstance(table, TableIdent) else TableIdent.parse(table)
+        entry = self.find_entry(ident)
+        if entry is None or not mirror.mirrors(entry):
+            return run_ingest(self, table, source, opts, on_progress=on_progress, stop_event=stop_event)
+        target = Table(self, entry)
+
+        def in_step(handle: Any, progress: Any) -> None:  # the mirror's commit follows each batch's
+            mirror.keep_in_step(target)
+            if on_progress is not None:
+                on_progress(handle, progress)
+
+        result = run_ingest(self, table, source, opts, on_progress=in_step, stop_event=stop_event)
+        mirror.keep_in_step(target)
+        return result
 
     # --- maintenance (lakecat/maintenance.py) ---------------------------------------------------
     def maintain(self, pattern: str | None = None, *, plan: str | Path | dict[str, Any] | None = None,

@@ -36,6 +36,8 @@ class TableInfo(Result):
     name: str
     format: str
     location: str
+    #: Other formats the table is also readable as (``lakecat mirror``), under the same name.
+    mirrors: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -102,6 +104,8 @@ class DescribeResult(Result):
     branches: list[RefInfo] = field(default_factory=list)
     partition_specs: list[PartitionSpecInfo] = field(default_factory=list)
     column_mapping: str | None = None
+    #: Other formats the table is also readable as (``lakecat mirror``), under the same name.
+    mirrors: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -557,3 +561,43 @@ class QuickstartResult(Result):
     tables: dict[str, dict[str, Any]] = field(default_factory=dict)
     next_commands: list[str] = field(default_factory=list)
     duration_s: float = 0.0
+
+
+@dataclass
+class MirrorResult(Result):
+    """What ``mirror`` (and ``mirror --sync``) did: the table read as another format, how far it is mirrored."""
+
+    name: str
+    mirror_format: str
+    #: The table's version the mirror reads as now (Delta version), and the mirror's own version there (snapshot id).
+    source_version: int | None
+    mirror_version: int | None
+    #: Commits the mirror made in this call (one per source version), and whether it was built from the current state.
+    commits: int = 0
+    rebuilt: bool = False
+    files: int = 0
+    behind: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class MirrorCheck(Result):
+    """One column (or the row count) compared on both sides of a mirror."""
+
+    column: str
+    source: str
+    mirror: str
+    equal: bool
+
+
+@dataclass
+class MirrorVerifyResult(Result):
+    """``mirror --verify``: the table and its mirror read by each format's own library at the mirrored version."""
+
+    name: str
+    mirror_format: str
+    source_version: int | None
+    mirror_version: int | None
+    rows: int
+    checks: list[MirrorCheck]
+    equal: bool

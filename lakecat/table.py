@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from . import cdc, evolution, health, maintenance, versions
+from . import cdc, evolution, health, maintenance, mirror, versions
 from .engine import spark_errors
 from .formats import get_format
 from .records import input_fields
@@ -25,6 +25,8 @@ if TYPE_CHECKING:
         ExpireResult,
         HistoryResult,
         MetadataResult,
+        MirrorResult,
+        MirrorVerifyResult,
         OrphanResult,
         PropertiesResult,
         RollbackResult,
@@ -92,7 +94,9 @@ class Table:
     def describe(self) -> DescribeResult:
         """Schema, partitioning, properties, version, files and size — from metadata, no JVM."""
         self.refresh()
-        return self.adapter.describe(self)
+        result = self.adapter.describe(self)
+        result.mirrors = mirror.mirrors(self.entry)
+        return result
 
     def to_spark(self) -> DataFrame:
         """The table's current contents as a Spark DataFrame."""
@@ -133,7 +137,9 @@ class Table:
                  force: bool = False) -> RollbackResult:  # fmt: skip
         """Make the table read as it did at ``version`` (or the version tagged ``tag``, or as of ``timestamp``);
         ``force`` also undoes batches an ingest stream committed (refused otherwise: it would not write them again)."""
-        return versions.rollback(self, version=version, timestamp=timestamp, tag=tag, force=force)
+        result = versions.rollback(self, version=version, timestamp=timestamp, tag=tag, force=force)
+        mirror.keep_in_step(self)
+        return result
 
     # --- evolution and named versions (lakecat/evolution.py) ---------------------------------------
     def alter(self, *, add_columns: list[str] | tuple[str, ...] = (), rename_columns: list[str] | tuple[str, ...] = (),
@@ -152,9 +158,11 @@ class Table:
         """
         changes = evolution.schema_changes(add_columns=add_columns, rename_columns=rename_columns, drop_columns=drop_columns,
                                  widen=widen, comments=comments)  # fmt: skip
-        return evolution.alter(
+        result = evolution.alter(
             self, changes=changes, partition_by=partition_by, rewrite=rewrite, dry_run=dry_run, yes=yes
         )
+        mirror.keep_in_step(self)
+        return result
 
     def tag(
         self, name: str, *, version: int | None = None, timestamp: str | None = None, retain: str | None = None
@@ -194,7 +202,9 @@ class Table:
             >>> t.upsert("/landing/fixes/", key=["id"], delete_when="op = 'D'").updated
         """
         target = self.on_branch(branch) if branch is not None else self
-        return cdc.upsert(target, data, key=key, file_format=file_format, delete_when=delete_when)
+        result = cdc.upsert(target, data, key=key, file_format=file_format, delete_when=delete_when)
+        mirror.keep_in_step(self)
+        return result
 
     # --- maintenance (lakecat/maintenance.py) ---------------------------------------------------
     def compact(self, *, strategy: str = "binpack", by: list[str] | tuple[str, ...] | str = (),
@@ -204,14 +214,18 @@ class Table:
         Example:
             >>> t.compact(strategy="zorder", by=["user_id"], target_file_size="128MB").files_after
         """
-        return maintenance.compact(
+        result = maintenance.compact(
             self, strategy=strategy, by=by, target_file_size=target_file_size, where=where, dry_run=dry_run
         )
+        mirror.keep_in_step(self)
+        return result
 
     def expire(self, *, older_than: str | None = None, retain_last: int | None = None, dry_run: bool = False,
                force: bool = False) -> ExpireResult:  # fmt: skip
         """Expire versions older than ``older_than`` (keeping the newest ``retain_last``) and their files."""
-        return maintenance.expire(self, older_than=older_than, retain_last=retain_last, dry_run=dry_run, force=force)
+        result = maintenance.expire(self, older_than=older_than, retain_last=retain_last, dry_run=dry_run, force=force)
+        mirror.keep_in_step(self)
+        return result
 
     def clean_orphans(
         self, *, older_than: str | None = None, dry_run: bool = False, force: bool = False
@@ -231,4 +245,28 @@ class Table:
         self, properties: dict[str, str] | None = None, *, unset: list[str] | tuple[str, ...] = ()
     ) -> PropertiesResult:
         """Set or unset table properties (maintenance policies ``lakecat.*`` are validated)."""
-        return maintenance.set_properties(self, properties, unset=unset)
+        result = maintenance.set_properties(self, properties, unset=unset)
+        mirror.keep_in_step(self)
+        return result
+
+    # --- mirrors (lakecat/mirror.py) --------------------------------------------------------------
+    def mirror(self, *, as_format: str, purge_deletes: bool = False) -> MirrorResult:
+        """Make the table readable as ``as_format`` too, under its own name (metadata only: no data is copied), and keep
+        it in step with every commit lakecat makes; ``purge_deletes`` first rewrites away Delta's deletion vectors.
+
+        Example:
+            >>> t.mirror(as_format="iceberg").source_version
+        """
+        return mirror.mirror(self, as_format=as_format, purge_deletes=purge_deletes)
+
+    def sync_mirrors(self) -> list[MirrorResult]:
+        """Bring the table's mirrors up to its current version (commits other writers made)."""
+        return mirror.sync(self)
+
+    def verify_mirrors(self) -> list[MirrorVerifyResult]:
+        """Compare the table with each mirror at the mirrored version: row count and a checksum of every column."""
+        return mirror.verify(self)
+
+    def drop_mirrors(self) -> list[str]:
+        """Remove the table's mirrors from the catalog (the data files stay: they are the table's)."""
+        return mirror.drop(self.catalog, self.entry)

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from ..identifiers import TableIdent
     from ..metastore import Metastore, TableEntry
     from ..partitioning import PartitionField
-    from ..results import DescribeResult, ExpireResult, MetadataResult, RefInfo
+    from ..results import DescribeResult, ExpireResult, MetadataResult, MirrorResult, MirrorVerifyResult, RefInfo
     from ..schema import Column
 
 
@@ -663,6 +663,32 @@ class TableFormat(ABC):
 
     def rewrite_metadata(self, table: TableHandle, dry_run: bool, min_count: int) -> MetadataResult:
         raise self.unsupported("rewrite-metadata")
+
+    # --- mirrors: the table also readable as another format, metadata only -------------------
+    def mirrors(self, entry: TableEntry) -> list[str]:
+        """The formats the table is also readable as (``lakecat mirror``), from its catalog entry."""
+        return []
+
+    def library_catalog(self, ctx: CatalogContext) -> Any:
+        """The format's own library's catalog over this lakecat catalog (pyiceberg's for Iceberg), which another
+        format's mirror commits to."""
+        raise self.unsupported("a catalog other formats' mirrors commit to")
+
+    def mirror(self, table: TableHandle, target: TableFormat, *, purge_deletes: bool = False) -> MirrorResult:
+        """Make the table readable as ``target`` too (its metadata over the same data files) and bring it up to date."""
+        raise self.unsupported(f"mirror --as {target.name}")
+
+    def sync_mirror(self, table: TableHandle, target: TableFormat) -> MirrorResult:
+        """Bring the mirror as ``target`` up to the table's current version, one mirror commit per version."""
+        raise self.unsupported(f"mirror --as {target.name}")
+
+    def drop_mirror(self, ctx: CatalogContext, entry: TableEntry, target: TableFormat) -> None:
+        """Remove the mirror as ``target`` from the catalog (its metadata stays; the data files are the table's)."""
+        raise self.unsupported(f"mirror --as {target.name}")
+
+    def verify_mirror(self, table: TableHandle, target: TableFormat) -> MirrorVerifyResult:
+        """Compare the table and its mirror at the mirrored version: rows and a checksum of every column."""
+        raise self.unsupported(f"mirror --as {target.name}")
 
     # --- health (light path) ---------------------------------------------------------------
     def health_facts(self, table: TableHandle) -> HealthFacts:

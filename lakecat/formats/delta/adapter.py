@@ -22,6 +22,7 @@ from ..base import FoundTable, TableFormat
 from .evolution import COLUMN_MAPPING, DeltaEvolution
 from .health import DeltaHealth
 from .maintenance import DeltaMaintenance, spark_path
+from .mirror_commit import DeltaMirror
 from .partitioning import delta_generated_columns, describe_delta_partitioning
 from .tags import TagStore
 from .versions import DeltaVersions
@@ -80,7 +81,7 @@ def delta_type_sql(t: Any) -> str:
     return _PRIMITIVE_SQL.get(text, text.upper())
 
 
-class DeltaFormat(DeltaVersions, DeltaMaintenance, DeltaHealth, DeltaEvolution, TableFormat):
+class DeltaFormat(DeltaVersions, DeltaMaintenance, DeltaHealth, DeltaEvolution, DeltaMirror, TableFormat):
     name = "delta"
     partition_transforms = frozenset({"identity", "years", "months", "days", "hours", "truncate"})
     hidden_partitioning = False

@@ -285,6 +285,9 @@ class IcebergFormat(IcebergVersions, IcebergMaintenance, IcebergHealth, IcebergE
                                                  warehouse=ctx.config.warehouse_uri, **ctx.config.pyiceberg_properties())  # fmt: skip
         return self._sql_catalogs[key]
 
+    def library_catalog(self, ctx: CatalogContext) -> Any:
+        return self.sql_catalog(ctx)
+
     def spark_name(self, ctx: CatalogContext, entry: TableEntry) -> str:
         return f"{quote(ctx.name)}.{entry.ident.quoted}"
 
