@@ -64,8 +64,9 @@ def health(
             result = cat.health(pattern, progress=progress)
         if html is not None:
             from lakecat.health_html import write_html
+            from lakecat.maintenance_log import RunLog
 
-            write_html(result, html)
+            write_html(result, html, RunLog(cat.metastore).runs(pattern, limit=100))
         if prometheus is not None:
             from lakecat.metrics import write_health_textfile
 

@@ -28,7 +28,7 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "ingest": ("ingest",),
     "upsert": ("upsert",),
     "mirror": ("mirror",),
-    "maintenance": ("compact", "expire", "clean-orphans", "maintain", "alter"),
+    "maintenance": ("compact", "expire", "clean-orphans", "maintain", "maintenance-log", "policy", "alter"),
     "health": ("health",),
     "local": ("local",),
     "jars": ("jars",),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import signal
+import threading
 from pathlib import Path
 from typing import Annotated
 
@@ -9,7 +11,8 @@ import typer
 from rich.text import Text
 
 from lakecat.errors import InvalidArgumentError
-from lakecat.units import human_size, plural
+from lakecat.layouts import parse_switch
+from lakecat.units import human_size, parse_duration, plural
 
 from ._options import CatalogOpt, JsonOpt, VerboseOpt, connect, parse_properties
 from ._output import Output, run
@@ -33,12 +36,17 @@ def compact(
             "--where", help="Only files that may hold rows matching this predicate (Delta: partition columns only)."
         ),
     ] = None,
+    full: Annotated[
+        bool,
+        typer.Option("--full", help="A clustered table: recluster every file, not only the ones that need it."),
+    ] = False,
     dry_run: DryRunOpt = False,
     catalog: CatalogOpt = None,
     json_: JsonOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
-    """Rewrite small files into fewer, larger ones (Iceberg rewrite_data_files, Delta OPTIMIZE).
+    """Rewrite small files into fewer, larger ones (Iceberg rewrite_data_files, Delta OPTIMIZE); a clustered table
+    is clustered by its keys.
 
     Example: lakecat compact sales.orders --strategy zorder --by user_id --target-file-size 128MB
     """
@@ -48,8 +56,8 @@ def compact(
         t = connect(catalog).load_table(name)
         with out.status(f"{'planning' if dry_run else 'compacting'} {name}"):
             return t.compact(
-                strategy=strategy, by=by or (), target_file_size=target_file_size, where=where, dry_run=dry_run
-            )
+                strategy=strategy, by=by or (), target_file_size=target_file_size, where=where, dry_run=dry_run, full=full
+            )  # fmt: skip
 
     def human(console, r):  # type: ignore[no-untyped-def]
         how = (
@@ -57,7 +65,7 @@ def compact(
         )
         took = "" if r.dry_run else f" in {human_duration(r.duration_s)}"
         if not r.partitions:
-            why = ("no partition has two or more files under 75% of the target" if r.strategy == "binpack"
+            why = ("no partition has two or more files under 75% of the target" if r.strategy in ("binpack", "cluster") and not r.full
                    else "no partition has more than one file")  # fmt: skip
             console.print(f"{r.table} ({r.format}, {how}): nothing to compact — {plural(r.files_before, 'file')}, "
                           f"{human_size(r.bytes_before)}; {why}{' matching --where' if r.where else ''}", markup=False)  # fmt: skip
@@ -191,6 +199,27 @@ def maintain(
             help="Afterwards, write the tables' health gauges in Prometheus' text format (textfile collector).",
         ),
     ] = None,
+    every: Annotated[
+        str | None,
+        typer.Option(
+            "--every",
+            metavar="DUR",
+            help="With --auto: run as a service, a pass every DUR (e.g. 10m) until SIGTERM/SIGINT (exit 0); "
+            "each pass works on the most urgent tables first.",
+        ),
+    ] = None,
+    max_minutes: Annotated[
+        float | None,
+        typer.Option("--max-minutes", help="With --every: start no new table after N minutes of a pass."),
+    ] = None,
+    parallel: Annotated[
+        int | None,
+        typer.Option("--parallel", help="With --every: tables worked on at a time, on one Spark session (default 1)."),
+    ] = None,
+    metrics_port: Annotated[
+        int | None,
+        typer.Option("--metrics-port", help="With --every: serve Prometheus /metrics on this port (metrics extra)."),
+    ] = None,
     dry_run: DryRunOpt = False,
     catalog: CatalogOpt = None,
     json_: JsonOpt = False,
@@ -198,9 +227,15 @@ def maintain(
 ) -> None:
     """Run every matching table's maintenance policy; exit 1 if any table failed (the others still run).
 
-    Example: lakecat maintain 'sales.*' --plan plan.toml --json · lakecat maintain --auto --dry-run
+    With --auto --every, run as a service until stopped: see the docs' maintenance service page.
+
+    Example: lakecat maintain 'sales.*' --plan plan.toml --json · lakecat maintain --auto --every 10m --max-minutes 8
     """
     out = Output(json_, verbose)
+    if every is not None or any(v is not None for v in (max_minutes, parallel, metrics_port)):
+        _serve(out, catalog, pattern, plan=plan, auto=auto, every=every, max_minutes=max_minutes,
+               parallel=parallel, metrics_port=metrics_port, dry_run=dry_run, prometheus=prometheus)  # fmt: skip
+        return
 
     def api():  # type: ignore[no-untyped-def]
         if prometheus is not None:
@@ -239,6 +274,198 @@ def maintain(
     report = run(out, api, human)
     if report.failed:
         raise typer.Exit(1)
+
+
+def _serve(out: Output, catalog: str | None, pattern: str | None, *, plan: Path | None, auto: bool, every: str | None,
+           max_minutes: float | None, parallel: int | None, metrics_port: int | None, dry_run: bool,
+           prometheus: Path | None) -> None:  # fmt: skip
+    """``maintain --auto --every``: the service, until SIGTERM or SIGINT (a second one abandons the step under way)."""
+    stop = threading.Event()
+    stopped_by: list[str] = []
+
+    def api():  # type: ignore[no-untyped-def]
+        if every is None:
+            raise InvalidArgumentError("--max-minutes, --parallel and --metrics-port go with --every (the service)")
+        if not auto:
+            raise InvalidArgumentError("--every needs --auto: the service runs what each table's health calls for")
+        if dry_run or prometheus is not None:
+            raise InvalidArgumentError(f"--every runs until stopped: {'--dry-run' if dry_run else '--prometheus'} "
+                                       "goes with one pass (maintain --auto), the service serves --metrics-port")  # fmt: skip
+        from lakecat.service import ServiceOptions, abandon_current_step, serve
+
+        ServiceOptions(every=parse_duration(every), max_minutes=max_minutes, parallel=parallel or 1).check()
+        if metrics_port is not None:
+            from lakecat.metrics import require_client
+
+            require_client()
+        cat = connect(catalog)
+
+        def on_signal(signum: int, _frame: object) -> None:
+            name = signal.Signals(signum).name
+            if stop.is_set():
+                out.err.print(f"{name} again: abandoning the step under way", markup=False)
+                abandon_current_step()
+                return
+            stopped_by.append(name)
+            stop.set()
+            out.err.print(f"{name}: finishing the step under way, then stopping (again to abandon it)", markup=False)
+
+        def on_pass(p):  # type: ignore[no-untyped-def]
+            runs = ", ".join(f"{n} {k}" for k, n in p.runs.items())
+            out.err.print(f"pass {p.number}: {plural(p.tables, 'table')} read, {p.queued} queued, {p.worked} worked on "
+                          f"({runs}), {p.deferred} left for the next pass, in {human_duration(p.seconds)}"
+                          + (f"; pass failed: {p.error}" if p.error else ""), markup=False)  # fmt: skip
+
+        previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+        try:
+            out.err.print(f"maintenance service on {cat.name}: {pattern or 'every table'}, a pass every {every}"
+                          + (f", /metrics on port {metrics_port}" if metrics_port is not None else ""), markup=False)  # fmt: skip
+            result = serve(cat, pattern, every=every, max_minutes=max_minutes, parallel=parallel or 1, plan=plan,
+                           metrics_port=metrics_port, stop=stop, on_pass=on_pass)  # fmt: skip
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+        result.stopped_by = stopped_by[0] if stopped_by else None
+        return result
+
+    def human(console, r):  # type: ignore[no-untyped-def]
+        runs = ", ".join(f"{n} {k}" for k, n in r.runs.items())
+        console.print(f"stopped by {r.stopped_by or 'request'} after {plural(r.passes, 'pass', 'passes')} in "
+                      f"{human_duration(r.seconds)}: runs {runs}, {human_size(r.bytes_rewritten)} rewritten", markup=False)  # fmt: skip
+
+    run(out, api, human)
+
+
+def maintenance_log(
+    pattern: Annotated[
+        str | None, typer.Argument(metavar="PATTERN", help="Tables, fnmatch style, e.g. 'sales.*' (default: all).")
+    ] = None,
+    since: Annotated[
+        str | None, typer.Option("--since", metavar="DUR", help="Only runs started within DUR, e.g. 1d.")
+    ] = None,
+    limit: Annotated[int, typer.Option("--limit", help="At most N runs, newest first.")] = 200,
+    catalog: CatalogOpt = None,
+    json_: JsonOpt = False,
+    verbose: VerboseOpt = False,
+) -> None:
+    """What maintenance ran, newest first: `maintain` and the maintenance service keep every action in the
+    catalog's metastore (outcome ok, failed or skipped; files and bytes before and after; error). No JVM.
+
+    Example: lakecat maintenance-log 'sales.*' --since 1d --json
+    """
+    out = Output(json_, verbose)
+
+    def api():  # type: ignore[no-untyped-def]
+        from lakecat.maintenance_log import RunLog, RunLogResult
+
+        window = parse_duration(since) if since is not None else None
+        if limit < 1:
+            raise InvalidArgumentError("invalid --limit: must be at least 1")
+        return RunLogResult(RunLog(connect(catalog).metastore).runs(pattern, since=window, limit=limit))
+
+    def human(console, r):  # type: ignore[no-untyped-def]
+        if not r.runs:
+            console.print(f"no maintenance runs{f' of {pattern}' if pattern else ''}{f' in the last {since}' if since else ''}",
+                          markup=False)  # fmt: skip
+            return
+        t = table("started (UTC)", key("table"), key("action"), key("outcome"), num("time"), num("files"),
+                  num("bytes"), "detail", title="maintenance log")  # fmt: skip
+        for run_ in r.runs:
+            files = (f"{run_.files_before:,} → {run_.files_after:,}" if run_.files_before is not None
+                     and run_.files_after is not None else "")  # fmt: skip
+            size = (f"{human_size(run_.bytes_before)} → {human_size(run_.bytes_after)}" if run_.bytes_before is not None
+                    and run_.bytes_after is not None else human_size(run_.bytes_deleted) + " deleted"
+                    if run_.bytes_deleted else "")  # fmt: skip
+            detail = run_.error or (f"{run_.snapshots_removed} versions removed" if run_.snapshots_removed else "")
+            style = {"failed": "red", "ok": "green", "skipped": "yellow"}.get(run_.outcome, "")
+            action = run_.action + (f" ({run_.tier})" if run_.tier else "")
+            t.add_row(human_time(run_.started), run_.table, action, Text(run_.outcome, style=style),
+                      human_duration(run_.seconds), files, size, detail)  # fmt: skip
+        print_table(console, t)
+
+    run(out, api, human)
+
+
+policy_app = typer.Typer(
+    help="Maintenance policies for a table, a namespace (ns.*) or the whole catalog (*), inherited catalog → "
+    "namespace → table; maintain and the maintenance service honour them.",
+    no_args_is_help=True,
+)
+
+
+@policy_app.command("set")
+def policy_set(
+    pattern: Annotated[
+        str, typer.Argument(metavar="PATTERN", help="A table (sales.orders), a namespace (sales.*) or the catalog (*).")
+    ],  # fmt: skip
+    values: Annotated[
+        list[str] | None,
+        typer.Argument(metavar="KEY=VALUE...", help="Policy keys, with or without 'lakecat.' (expire.retain-last=10)."),
+    ] = None,
+    unset: Annotated[list[str] | None, typer.Option("--unset", help="Remove a key at this scope (repeatable).")] = None,
+    catalog: CatalogOpt = None,
+    json_: JsonOpt = False,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Set policy keys for a table (its properties), a namespace or the catalog (the metastore). A namespace's or
+    the catalog's policy needs no JVM; a table's is a property change of its format.
+
+    Example: lakecat policy set 'sales.*' compact.target-file-size=256MB expire.retain-last=10
+    """
+    out = Output(json_, verbose)
+
+    def api():  # type: ignore[no-untyped-def]
+        from lakecat.policy_admin import set_policy
+
+        props = {}
+        for item in values or []:
+            if "=" not in item:
+                raise InvalidArgumentError(f"invalid policy {item!r}: use KEY=VALUE")
+            k, v = item.split("=", 1)
+            props[k.strip()] = v.strip()
+        return set_policy(connect(catalog), pattern, props, unset=list(unset or []))
+
+    def human(console, r):  # type: ignore[no-untyped-def]
+        t = table(
+            key("key"), "value", title=f"policy of {'the catalog' if r.scope == 'catalog' else f'{r.scope} {r.target}'}"
+        )
+        for k, v in sorted(r.policy.items()):
+            t.add_row(k, v)
+        print_table(console, t)
+
+    run(out, api, human)
+
+
+@policy_app.command("show")
+def policy_show(
+    name: Annotated[str, typer.Argument(metavar="TABLE", help="namespace.table")],
+    plan: Annotated[
+        Path | None, typer.Option("--plan", metavar="FILE", help="Also apply this maintenance plan.")
+    ] = None,
+    catalog: CatalogOpt = None,
+    json_: JsonOpt = False,
+    verbose: VerboseOpt = False,
+) -> None:
+    """A table's effective maintenance policy and where each key comes from (default, catalog, namespace, table
+    property, plan). No JVM.
+
+    Example: lakecat policy show sales.orders --json
+    """
+    out = Output(json_, verbose)
+
+    def api():  # type: ignore[no-untyped-def]
+        from lakecat.policy_admin import show_policy
+
+        return show_policy(connect(catalog), name, plan=plan)
+
+    def human(console, r):  # type: ignore[no-untyped-def]
+        t = table(key("key"), "value", "from", title=f"{r.table} ({r.format}) policy"
+                  + ("" if r.enabled else " — maintenance disabled"))  # fmt: skip
+        for k, v in r.policy.items():
+            t.add_row(k, v["value"], v["source"])
+        print_table(console, t)
+
+    run(out, api, human)
 
 
 PropertyOpt = Annotated[
@@ -324,6 +551,9 @@ def _print_alter(console, r) -> None:  # type: ignore[no-untyped-def]
         f"partitioning: {', '.join(r.partitioning) or '(none)'}; column mapping: {r.column_mapping or '-'}",
         markup=False,
     )
+    if r.clustering or r.deletion_vectors is not None:
+        console.print(f"clustering: {', '.join(r.clustering) or '(none)'}; deletes mark rows: "
+                      f"{'yes' if r.deletion_vectors else 'no'}", markup=False)  # fmt: skip
 
 
 def alter(
@@ -337,6 +567,22 @@ def alter(
     set_comment: SetCommentOpt = None,
     partition_by: PartitionByOpt = None,
     rewrite: RewriteOpt = False,
+    cluster_by: Annotated[
+        str | None,
+        typer.Option(
+            "--cluster-by",
+            help='New clustering keys, e.g. "region, user_id", "zorder(a, b)" (Iceberg) or '
+            "none; files are clustered by the next compact.",
+        ),
+    ] = None,
+    deletion_vectors: Annotated[
+        str | None,
+        typer.Option(
+            "--deletion-vectors",
+            metavar="on|off",
+            help="Deletes, updates and merges from now on mark rows (on) or rewrite files (off).",
+        ),
+    ] = None,
     dry_run: DryRunOpt = False,
     yes: YesOpt = False,
     catalog: CatalogOpt = None,
@@ -348,7 +594,8 @@ def alter(
     Example: lakecat alter sales.orders --add-column "discount DECIMAL(5,2) AFTER amount" --rename-column cust=customer_id --yes
     """
     out = Output(json_, verbose)
-    evolving = any([add_column, rename_column, drop_column, widen, set_comment, partition_by is not None])
+    evolving = any([add_column, rename_column, drop_column, widen, set_comment, partition_by is not None,
+                    cluster_by is not None, deletion_vectors is not None])  # fmt: skip
 
     def api():  # type: ignore[no-untyped-def]
         props = parse_properties(property)
@@ -360,6 +607,7 @@ def alter(
         with out.status(f"altering {name}"):
             return t.alter(add_columns=add_column or (), rename_columns=rename_column or (), drop_columns=drop_column or (),
                            widen=widen or (), comments=set_comment or (), partition_by=partition_by, rewrite=rewrite,
+                           cluster_by=cluster_by, deletion_vectors=parse_switch(deletion_vectors, "--deletion-vectors"),
                            dry_run=dry_run, yes=yes)  # fmt: skip
 
     run(out, api, _print_alter)
@@ -370,4 +618,6 @@ def register(app: typer.Typer) -> None:
     app.command("expire")(expire)
     app.command("clean-orphans")(clean_orphans)
     app.command("maintain")(maintain)
+    app.command("maintenance-log")(maintenance_log)
+    app.add_typer(policy_app, name="policy")
     app.command("alter")(alter)

@@ -1,7 +1,7 @@
 """``lakecat health --html FILE``: one self-contained page (inline CSS and SVG, nothing fetched at view time).
 
 Per table: the verdict and its reason, a file-size histogram, the retained versions over time coloured by
-operation, and the figures behind the verdict.
+operation, and the figures behind the verdict; then the recent maintenance runs of those tables.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from .units import human_size, parse_timestamp
 
 if TYPE_CHECKING:
+    from .maintenance_log import MaintenanceRun
     from .results import HealthResult, TableHealth
 
 _COLOURS = {"healthy": "#2e7d32", "compact": "#ef6c00", "expire": "#f9a825", "clean": "#0277bd", "failed": "#c62828"}
@@ -105,8 +106,36 @@ def _figures(h: TableHealth) -> str:
     return '<table class="figs">' + "".join(f"<tr><td>{_e(k)}</td><td>{_e(v)}</td></tr>" for k, v in rows) + "</table>"
 
 
-def render(result: HealthResult) -> str:
-    """The page as a string."""
+_OUTCOMES = {"ok": "#2e7d32", "failed": "#c62828", "skipped": "#f9a825"}
+
+
+def runs_section(runs: list[MaintenanceRun]) -> str:
+    """The recent maintenance runs (``lakecat maintenance-log``) as one table, newest first."""
+    if not runs:
+        return '<section class="card runs"><h2>recent maintenance runs</h2><p>none recorded yet</p></section>'
+    head = "".join(f"<th>{_e(h)}</th>" for h in ("started (UTC)", "table", "action", "outcome", "seconds", "files",
+                                                  "bytes", "detail"))  # fmt: skip
+    rows = []
+    for r in runs:
+        files = (
+            f"{r.files_before:,} → {r.files_after:,}"
+            if r.files_before is not None and r.files_after is not None
+            else ""
+        )
+        size = (f"{human_size(r.bytes_before)} → {human_size(r.bytes_after)}" if r.bytes_before is not None
+                and r.bytes_after is not None else "")  # fmt: skip
+        detail = r.error or (f"{r.snapshots_removed} versions removed" if r.snapshots_removed else "")
+        action = r.action + (f" ({r.tier})" if r.tier else "")
+        rows.append(f'<tr class="run" data-outcome="{_e(r.outcome)}"><td>{_e(r.started.replace("T", " ").rstrip("Z"))}</td>'
+                    f"<td>{_e(r.table)}</td><td>{_e(action)}</td>"
+                    f'<td style="color:{_OUTCOMES.get(r.outcome, "#555555")}">{_e(r.outcome)}</td><td>{r.seconds:.1f}</td>'
+                    f"<td>{_e(files)}</td><td>{_e(size)}</td><td>{_e(detail)}</td></tr>")  # fmt: skip
+    return (f'<section class="card runs"><h2>recent maintenance runs</h2><table class="figs"><tr>{head}</tr>'
+            + "".join(rows) + "</table></section>")  # fmt: skip
+
+
+def render(result: HealthResult, runs: list[MaintenanceRun] | None = None) -> str:
+    """The page as a string; with ``runs``, a section of recent maintenance runs after the tables."""
     legend = "".join(f'<span style="color:{c}">● {_e(op)}</span>' for op, c in _OPS.items())
     cards = []
     for h in result.tables:
@@ -124,11 +153,11 @@ def render(result: HealthResult) -> str:
     return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>lakecat table health</title>'
             f'<meta name="viewport" content="width=device-width, initial-scale=1"><style>{_CSS}</style></head><body>'
             f'<h1>lakecat table health</h1><div class="sub">{len(result.tables)} tables: {counts} · generated {_e(generated)}</div>'
-            + "".join(cards) + "</body></html>\n")  # fmt: skip
+            + "".join(cards) + (runs_section(runs) if runs is not None else "") + "</body></html>\n")  # fmt: skip
 
 
-def write_html(result: HealthResult, path: str | Path) -> Path:
+def write_html(result: HealthResult, path: str | Path, runs: list[MaintenanceRun] | None = None) -> Path:
     target = Path(path).expanduser()
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(render(result), encoding="utf-8")
+    target.write_text(render(result, runs), encoding="utf-8")
     return target

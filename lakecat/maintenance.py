@@ -16,18 +16,20 @@ from __future__ import annotations
 import fnmatch
 import logging
 import math
+import threading
 import time
-import tomllib
 from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .engine import java_message, now, parse_expression, validate_properties, with_retries
-from .errors import InvalidArgumentError, LakecatError, UnsupportedOperationError
+from .errors import CommitConflictError, InvalidArgumentError, LakecatError, UnsupportedOperationError
 from .files import DataFile, exists, file_sizes, no_cyclic_gc, norm_path
 from .identifiers import parse_columns
-from .metastore import MaintenanceLog
+from .maintenance_log import log_action
+from .metastore import MaintenanceLog, ScopedPolicies
+from .policy import STRATEGIES, load_plan, resolve_policy, table_policy, validate_policy
 from .results import (
     CompactResult,
     ExpireResult,
@@ -39,7 +41,7 @@ from .results import (
     PropertiesResult,
     TableMaintenance,
 )
-from .units import format_duration, iso, parse_duration, parse_size, plural
+from .units import format_duration, iso, parse_duration, parse_size, parse_timestamp, plural
 from .versions import check_predicate_columns
 
 if TYPE_CHECKING:
@@ -49,7 +51,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-STRATEGIES = ("binpack", "sort", "zorder")
 DEFAULT_TARGET_FILE_SIZE = 128 * 1000**2
 SMALL_FILE_RATIO = 0.75  # a file below 75% of the target is "small" (Iceberg's min-file-size-bytes default)
 DEFAULT_EXPIRE_WINDOW = timedelta(days=7)
@@ -57,20 +58,9 @@ DEFAULT_MIN_INPUT_FILES = 5  # `maintain` compacts a partition once it has this 
 AUTO_MIN_INPUT_FILES = 2  # `maintain --auto` compacts what health counts: small files sharing a partition
 MAINTAIN_ACTIONS = ("compact", "expire", "clean-orphans", "rewrite-metadata")
 APPLY_DELETES = "apply-deletes"  # a policy entry `maintain --auto` sets when deletes call for compaction
+COMPACT_SINCE = "compact-since"  # a policy entry the service sets for a minor compaction: data written after it
 Decide = Callable[["TableLike", dict[str, str]], tuple[list[str], dict[str, Any]]]
 
-POLICY_KEYS = {
-    "lakecat.compact.target-file-size": "size",
-    "lakecat.compact.strategy": "strategy",
-    "lakecat.compact.by": "columns",
-    "lakecat.compact.min-input-files": "int",
-    "lakecat.expire.older-than": "duration",
-    "lakecat.expire.retain-last": "int",
-    "lakecat.orphans.older-than": "duration",
-    "lakecat.maintain.enabled": "bool",
-    "lakecat.health.small-files": "int",
-    "lakecat.health.deleted-rows-percent": "int",
-}
 _FORBIDDEN_IN_PREDICATE = (";", "--", "/*", "*/")
 
 
@@ -288,7 +278,7 @@ def expire(
     """Expire old versions and delete the files only they reference. See ``Table.expire``."""
     started = time.monotonic()
     table.adapter.require("expire", "expire")
-    policy = _table_policy(table)
+    policy = table_policy(table)
     if older_than is None and "lakecat.expire.older-than" in policy:
         older_than = policy["lakecat.expire.older-than"]
     if retain_last is None and "lakecat.expire.retain-last" in policy:
@@ -319,7 +309,7 @@ def clean_orphans(
     started = time.monotonic()
     adapter = table.adapter
     adapter.require("clean_orphans", "clean-orphans")
-    policy = _table_policy(table)
+    policy = table_policy(table)
     if older_than is None and "lakecat.orphans.older-than" in policy:
         older_than = policy["lakecat.orphans.older-than"]
     window = _window(older_than, adapter.default_orphan_window, "--older-than")
@@ -360,45 +350,10 @@ def rewrite_metadata(table: TableLike, *, dry_run: bool = False, min_count: int 
 
 
 # --- properties / policies ---------------------------------------------------------------------
-def validate_policy(properties: dict[str, str]) -> dict[str, str]:
-    """Check the values of ``lakecat.*`` policy properties (other keys pass through)."""
-    props = validate_properties(properties)
-    for k, v in props.items():
-        kind = POLICY_KEYS.get(k)
-        if kind is None:
-            if k.startswith(
-                ("lakecat.compact.", "lakecat.expire.", "lakecat.orphans.", "lakecat.maintain.", "lakecat.health.")
-            ):
-                raise InvalidArgumentError(f"unknown maintenance property {k!r}: use one of {', '.join(POLICY_KEYS)}")
-            continue
-        try:
-            if kind == "size":
-                parse_size(v)
-            elif kind == "duration":
-                parse_duration(v)
-            elif kind == "strategy" and v.lower() not in STRATEGIES:
-                raise InvalidArgumentError(f"use {', '.join(STRATEGIES)}")
-            elif kind == "columns":
-                parse_columns(v)
-            elif kind == "int" and (not str(v).strip().isdigit() or int(v) < 1):
-                raise InvalidArgumentError("use a positive integer")
-            elif kind == "bool" and str(v).lower() not in ("true", "false"):
-                raise InvalidArgumentError("use true or false")
-        except InvalidArgumentError as e:
-            raise InvalidArgumentError(f"invalid value {v!r} for {k}: {e}") from None
-    return props
-
-
-def _table_policy(table: TableLike) -> dict[str, str]:
-    """The ``lakecat.*`` properties of a table, from metadata (no JVM)."""
-    table.refresh()
-    return {k: v for k, v in table.adapter.properties(table).items() if k.startswith("lakecat.")}
-
-
 def _policy_size(table: TableLike, explicit: int | str | None) -> int:
     if explicit is not None:
         return parse_size(explicit)
-    value = _table_policy(table).get("lakecat.compact.target-file-size")
+    value = table_policy(table).get("lakecat.compact.target-file-size")
     return parse_size(value) if value else DEFAULT_TARGET_FILE_SIZE
 
 
@@ -416,76 +371,6 @@ def set_properties(
 
 
 # --- maintain ----------------------------------------------------------------------------------
-def load_plan(path: str | Path | dict[str, Any] | None) -> dict[str, Any]:
-    """Read a maintenance plan (TOML): ``[defaults]`` and ``[[tables]]`` entries with ``match``."""
-    if path is None:
-        return {}
-    if isinstance(path, dict):
-        raw = path
-    else:
-        try:
-            raw = tomllib.loads(Path(path).read_text())
-        except FileNotFoundError:
-            raise InvalidArgumentError(f"plan file {path} not found") from None
-        except tomllib.TOMLDecodeError as e:
-            raise InvalidArgumentError(f"plan file {path} is not valid TOML: {e}") from None
-    plan: dict[str, Any] = {"defaults": _flat_policy(raw.get("defaults", {}), "[defaults]"), "tables": []}
-    for i, item in enumerate(raw.get("tables", [])):
-        if not isinstance(item, dict) or not isinstance(item.get("match"), str):
-            raise InvalidArgumentError(f'plan file: [[tables]] entry {i + 1} needs match = "namespace.pattern"')
-        body = {k: v for k, v in item.items() if k != "match"}
-        plan["tables"].append((item["match"], _flat_policy(body, f"[[tables]] {item['match']}")))
-    unknown = set(raw) - {"defaults", "tables"}
-    if unknown:
-        raise InvalidArgumentError(
-            f"plan file: unknown section(s) {', '.join(sorted(unknown))}: use [defaults] and [[tables]]"
-        )
-    return plan
-
-
-def _flat_policy(body: Any, where: str) -> dict[str, str]:
-    if not isinstance(body, dict):
-        raise InvalidArgumentError(f"plan file: {where} must be a table of settings")
-    flat: dict[str, str] = {}
-
-    def walk(prefix: str, value: Any) -> None:
-        if isinstance(value, dict):
-            for k, v in value.items():
-                walk(f"{prefix}.{k}" if prefix else str(k), v)
-        elif isinstance(value, list):
-            flat[prefix] = ",".join(str(v) for v in value)
-        elif isinstance(value, bool):
-            flat[prefix] = "true" if value else "false"
-        else:
-            flat[prefix] = str(value)
-
-    walk("", body)
-    out: dict[str, str] = {}
-    for k, v in flat.items():
-        if k == "force":
-            out["force"] = v
-            continue
-        key = k if k.startswith("lakecat.") else f"lakecat.{k}"
-        if key not in POLICY_KEYS:
-            raise InvalidArgumentError(f"plan file: unknown setting {k!r} in {where}")
-        out[key] = v
-    forced = out.pop("force", None)
-    validate_policy(out)
-    if forced is not None:
-        out["force"] = forced
-    return out
-
-
-def resolve_policy(table: TableLike, plan: dict[str, Any]) -> dict[str, str]:
-    """built-in defaults < plan [defaults] < table properties < plan [[tables]] entries that match (later wins)."""
-    policy: dict[str, str] = dict(plan.get("defaults", {}))
-    policy.update(_table_policy(table))
-    for pattern, body in plan.get("tables", []):
-        if fnmatch.fnmatchcase(table.name, pattern):
-            policy.update(body)
-    return policy
-
-
 def maintain(
     catalog: CatalogLike,
     pattern: str | None = None,
@@ -499,15 +384,18 @@ def maintain(
 
     ``decide(table, policy)`` (``maintain --auto``: the table's health) narrows each table's actions to the
     ones it returns, with a note kept in the report; without it every action whose policy calls for it runs.
+    Every action that ran (or was due and could not run) is kept in the catalog's maintenance log.
     """
     started = time.monotonic()
     loaded = load_plan(plan)
     entries = [e for e in catalog.entries() if pattern is None or fnmatch.fnmatchcase(str(e.ident), pattern)]
+    scoped = ScopedPolicies(catalog.metastore).all()
     reports: list[TableMaintenance] = []
     for i, entry in enumerate(entries):
         if progress is not None:
             progress(str(entry.ident), i, len(entries))
-        reports.append(_maintain_one(catalog.load_table(entry.ident), loaded, dry_run, decide))
+        table = catalog.load_table(entry.ident)
+        reports.append(maintain_table(table, loaded, dry_run=dry_run, decide=decide, scoped=scoped))
     if progress is not None:
         progress("", len(entries), len(entries))
     failed = sum(r.status == "failed" for r in reports)
@@ -519,15 +407,27 @@ def maintain(
     )  # fmt: skip
 
 
-def _maintain_one(
-    table: TableLike, plan: dict[str, Any], dry_run: bool, decide: Decide | None = None
+def maintain_table(
+    table: TableLike,
+    plan: dict[str, Any],
+    *,
+    dry_run: bool = False,
+    decide: Decide | None = None,
+    scoped: dict[str, dict[str, str]] | None = None,
+    stop: threading.Event | None = None,
+    source: str = "maintain",
 ) -> TableMaintenance:
+    """One table's maintenance (see ``maintain``); ``plan`` is a loaded plan (``load_plan``).
+
+    Once ``stop`` is set, the step under way finishes and the table's later steps are left for the next run. A
+    commit conflict that outlasts the retries skips its step to the next run (``skipped``, not ``failed``).
+    """
     started = time.monotonic()
     report = TableMaintenance(table.name, table.format, "skipped")
-    current = "policy"
+    current, began = "policy", (time.time(), time.monotonic())
     try:
-        policy = resolve_policy(table, plan)
-        report.policy = dict(policy)
+        policy = resolve_policy(table, plan, scoped=scoped)
+        report.policy = {k: v for k, v in policy.items() if k not in (COMPACT_SINCE,)}
         if policy.get("lakecat.maintain.enabled", "true").lower() == "false":
             report.actions.append(MaintainAction("all", "skipped", "lakecat.maintain.enabled=false"))
             return report
@@ -538,6 +438,8 @@ def _maintain_one(
             chosen, report.health = decide(table, policy)
             if report.health.get("apply_deletes"):
                 policy[APPLY_DELETES] = "true"
+            if report.health.get("compact_since"):  # the service's minor tier
+                policy[COMPACT_SINCE] = str(report.health["compact_since"])
             wanted = tuple(a for a in MAINTAIN_ACTIONS if a in chosen)
             policy.setdefault("lakecat.compact.min-input-files", str(AUTO_MIN_INPUT_FILES))
             for skipped in (a for a in MAINTAIN_ACTIONS if a not in chosen):
@@ -545,8 +447,18 @@ def _maintain_one(
                     MaintainAction(skipped, "skipped", f"health does not call for it ({report.health['verdict']})")
                 )
         for current in wanted:
-            action = _maintain_action(table, current, policy, dry_run, force)
+            if stop is not None and stop.is_set():
+                report.actions.append(MaintainAction(current, "skipped", "stopped before this step"))
+                continue
+            began = (time.time(), time.monotonic())
+            try:
+                action = _maintain_action(table, current, policy, dry_run, force)
+            except CommitConflictError as e:
+                action = MaintainAction(current, "skipped", f"commit conflict, left to the next run: {e}")
+                action.result = {"conflict": True}
             report.actions.append(action)
+            if not dry_run and (action.status == "done" or (action.result or {}).get("conflict")):
+                log_action(table, action, began, tier=_tier(action.action, policy), source=source)
         ran = [a for a in report.actions if a.status in ("done", "would-run")]
         report.status = ("planned" if dry_run else "ok") if ran else "skipped"
     except Exception as e:  # noqa: BLE001 - one table's failure must not stop the others
@@ -554,9 +466,16 @@ def _maintain_one(
         report.error = str(e) if isinstance(e, LakecatError) else f"internal error ({type(e).__name__}: {e})"
         report.error_type = e.type_name if isinstance(e, LakecatError) else "InternalError"
         report.actions.append(MaintainAction(current, "failed", report.error))
+        if not dry_run:
+            log_action(table, report.actions[-1], began, tier=None, source=source)
     finally:
         report.duration_s = round(time.monotonic() - started, 3)
     return report
+
+
+def _tier(action: str, policy: dict[str, str]) -> str | None:
+    """A compaction's tier: minor (the partitions written since a time) or major (the whole table)."""
+    return ("minor" if COMPACT_SINCE in policy else "major") if action == "compact" else None
 
 
 _ACTION_CAPABILITY = {
@@ -576,8 +495,10 @@ def _maintain_action(
         strategy = policy.get("lakecat.compact.strategy", "binpack").lower()
         by = policy.get("lakecat.compact.by", "")
         min_files = int(policy.get("lakecat.compact.min-input-files", DEFAULT_MIN_INPUT_FILES))
-        kw = {"strategy": strategy, "by": by if strategy != "binpack" else (),
+        kw: dict[str, Any] = {"strategy": strategy, "by": by if strategy != "binpack" else (),
               "target_file_size": policy.get("lakecat.compact.target-file-size")}  # fmt: skip
+        if COMPACT_SINCE in policy:  # minor tier: small files of the partitions written since, binpacked
+            kw = {**kw, "strategy": "binpack", "by": (), "since": parse_timestamp(policy[COMPACT_SINCE])}
         plan = compact(table, dry_run=True, **kw)  # type: ignore[arg-type]
         if policy.get(APPLY_DELETES) == "true":  # maintain --auto: deletes hide too many rows
             if dry_run:

@@ -290,3 +290,50 @@ class MaintenanceLog:
         """(table, action) -> when it last finished (ms), for every table of the catalog."""
         rows = self.metastore.find(self.TABLE, catalog_filter(self.metastore))
         return {(r["table_name"], r["action"]): int(r["finished_ms"]) for r in rows}
+
+
+class ScopedPolicies:
+    """Maintenance policies set for a namespace or the whole catalog (scope ``*``), one row per (scope, key).
+
+    A table's own policy is its ``lakecat.*`` table properties, kept in its metadata; what holds for many tables
+    lives here, where every tool that reaches the catalog sees it.
+    """
+
+    TABLE = "lakecat_policies"
+    CATALOG_SCOPE = "*"
+
+    def __init__(self, metastore: Metastore) -> None:
+        self.metastore = metastore
+
+    @cached_property
+    def t(self) -> sa.Table:
+        import sqlalchemy as sa
+
+        return self.metastore.table(
+            self.TABLE,
+            sa.Column("catalog_name", sa.String(255), primary_key=True),
+            sa.Column("scope", sa.String(255), primary_key=True),
+            sa.Column("key", sa.String(255), primary_key=True),
+            sa.Column("value", sa.Text, nullable=False),
+        )
+
+    def all(self) -> dict[str, dict[str, str]]:
+        """scope -> {key: value} for the whole catalog, in one read (no SQLAlchemy on SQLite)."""
+        if self.metastore.sqlite_path is None:
+            self.t  # noqa: B018 - declared before SQLAlchemy reads it
+        out: dict[str, dict[str, str]] = {}
+        for row in self.metastore.find(self.TABLE, {"catalog_name": self.metastore.catalog_name}):
+            out.setdefault(row["scope"], {})[row["key"]] = row["value"]
+        return out
+
+    def set(self, scope: str, values: dict[str, str], unset: list[str] | tuple[str, ...] = ()) -> dict[str, str]:
+        """Set ``values`` and remove ``unset`` at ``scope`` in one transaction; returns the scope's policy after."""
+        t, c = self.t, self.t.c
+        mine = [c.catalog_name == self.metastore.catalog_name, c.scope == scope]
+        with self.metastore.engine.begin() as con:
+            for key in [*values, *unset]:
+                con.execute(t.delete().where(*mine, c.key == key))
+            for key, value in values.items():
+                con.execute(t.insert().values(catalog_name=self.metastore.catalog_name, scope=scope, key=key,
+                                              value=value))  # fmt: skip
+        return self.all().get(scope, {})

@@ -4,6 +4,8 @@
   rows written, rows dead-lettered by reason, batches, batch and commit durations, source lag per
   partition, the last commit's time, whether the stream still runs — labelled by table and format. When the
   run ends it can linger until a scrape has read the final figures.
+- ``ServiceExporter`` serves ``/metrics`` for the life of the maintenance service (``lakecat maintain --auto --every
+  DUR --metrics-port N``): queue depth, runs by action and outcome, bytes rewritten, passes, tables by verdict.
 - ``write_health_textfile`` writes ``lakecat health``'s figures as gauges in the text exposition format, for
   the node-exporter textfile collector (``lakecat health --prometheus FILE`` from CI or cron).
 
@@ -161,6 +163,70 @@ class _Answer(list[bytes]):
     def __iter__(self) -> Iterator[bytes]:
         yield from super().__iter__()
         self.sent()  # the server asks for the next chunk only after writing the previous one
+
+
+class ServiceExporter:
+    """``/metrics`` of the maintenance service (``lakecat maintain --auto --every DUR --metrics-port N``), until
+    ``close``: queue depth, runs by action and outcome, bytes rewritten, passes and the last one's time, tables by
+    verdict at the last pass."""
+
+    def __init__(self, port: int, *, addr: str = "0.0.0.0") -> None:
+        require_client()
+        from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
+
+        self.registry = registry = CollectorRegistry()
+        self.depth = Gauge("lakecat_maintenance_queue_depth", "Tables queued for maintenance and not yet started.",
+                           registry=registry)  # fmt: skip
+        self.runs = Counter("lakecat_maintenance_runs", "Maintenance actions run, by action and outcome "
+                            "(ok, failed, skipped).", ["action", "outcome"], registry=registry)  # fmt: skip
+        self.rewritten = Counter("lakecat_maintenance_rewritten_bytes", "Bytes of data files compaction rewrote.",
+                                 registry=registry)  # fmt: skip
+        self.passes = Counter("lakecat_maintenance_passes", "Passes over the catalog's tables.", registry=registry)
+        self.pass_errors = Counter("lakecat_maintenance_pass_errors", "Passes that failed as a whole.",
+                                   registry=registry)  # fmt: skip
+        self.deferred = Counter("lakecat_maintenance_deferred_tables", "Queued tables a pass did not reach (budget "
+                                "spent or stopped): they wait for the next pass.", registry=registry)  # fmt: skip
+        self.last_pass = Gauge("lakecat_maintenance_last_pass_timestamp_seconds", "When the last pass ended (Unix "
+                               "time).", registry=registry)  # fmt: skip
+        self.last_pass_duration = Gauge("lakecat_maintenance_last_pass_duration_seconds", "Wall time of the last pass.",
+                                        registry=registry)  # fmt: skip
+        self.tables = Gauge("lakecat_maintenance_tables", "Tables by health verdict at the last pass (disabled: "
+                            "lakecat.maintain.enabled=false).", ["verdict"], registry=registry)  # fmt: skip
+        for action in ("compact", "expire", "clean-orphans"):  # every series exists from the first scrape, at 0
+            for outcome in ("ok", "failed", "skipped"):
+                self.runs.labels(action=action, outcome=outcome)
+        self.port = int(port)
+        try:
+            self.server, self.thread = start_http_server(self.port, addr=addr, registry=registry)
+        except OSError as e:
+            raise LakecatError(f"--metrics-port {port}: cannot serve /metrics there ({e.strerror or e})") from None
+
+    def queued(self, depth: int, verdicts: dict[str, int]) -> None:
+        self.depth.set(depth)
+        for verdict in {*VERDICTS, "disabled", *verdicts}:
+            self.tables.labels(verdict=verdict).set(verdicts.get(verdict, 0))
+
+    def queue_depth(self, depth: int) -> None:
+        self.depth.set(max(0, depth))
+
+    def ran(self, action: str, outcome: str, rewritten_bytes: int = 0) -> None:
+        self.runs.labels(action=action, outcome=outcome).inc()
+        if rewritten_bytes:
+            self.rewritten.inc(rewritten_bytes)
+
+    def pass_done(self, p: Any) -> None:
+        """A pass has ended (``service.PassResult``)."""
+        self.passes.inc()
+        if p.error:
+            self.pass_errors.inc()
+        if p.deferred:
+            self.deferred.inc(p.deferred)
+        self.last_pass.set(time.time())
+        self.last_pass_duration.set(p.seconds)
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
 
 
 def require_client() -> None:

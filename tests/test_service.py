@@ -1,0 +1,128 @@
+"""The maintenance service (maintain --auto --every): passes in process on both formats, the run log, /metrics,
+health --html's runs, and a stop by SIGTERM; the tables checked with pyiceberg / delta-rs."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import urllib.request
+
+import pytest
+from helpers import read_rows
+
+SCHEMA = "id BIGINT NOT NULL, region STRING, v STRING"
+COMMITS = 12
+POLICY = {"lakecat.compact.target-file-size": "1MB"}  # every file here is small
+
+
+def build(catalog, spark, name, fmt, *, commits=COMMITS):
+    """Partitioned by region, 2 small files per commit."""
+    t = catalog.create_table(name, schema=SCHEMA, format=fmt, partition_by="region", properties=POLICY)
+    for i in range(commits):
+        spark.sql(f"INSERT INTO {t.spark_name} VALUES ({2 * i}, 'eu', 'a{i}'), ({2 * i + 1}, 'us', 'b{i}')")
+    return t
+
+
+def rows(catalog, t):
+    return sorted((r["id"], r["region"], r["v"]) for r in read_rows(catalog, t))
+
+
+def files(t):
+    from lakecat.maintenance import data_files
+
+    return data_files(t)
+
+
+def passes(catalog, pattern, count, **kw):
+    """Run the service in process for ``count`` passes (a stop set by the last one); returns (result, passes)."""
+    from lakecat.service import serve
+
+    stop, seen = threading.Event(), []
+    scrape = kw.pop("scrape", None)
+
+    def on_pass(p):
+        seen.append(p)
+        if scrape is not None:
+            scrape(p)
+        if len(seen) >= count:
+            stop.set()
+
+    return serve(catalog, pattern, every="1s", stop=stop, on_pass=on_pass, **kw), seen
+
+
+def metrics(port: int) -> str:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+        return r.read().decode()
+
+
+@pytest.mark.spark
+def test_service_compacts_the_urgent_table_logs_and_exports(cli, catalog, spark, ns, table_format, tmp_path):
+    from lakecat.processes import free_port
+
+    busy = build(catalog, spark, f"{ns}.busy", table_format)
+    calm = build(catalog, spark, f"{ns}.calm", table_format, commits=1)
+    before, calm_files = rows(catalog, busy), len(files(calm))
+    port, scraped = free_port(), []
+
+    result, seen = passes(catalog, f"{ns}.*", 2, metrics_port=port, scrape=lambda p: scraped.append(metrics(port)))
+    first, second = seen
+    assert (first.tables, first.queued, first.worked, first.deferred) == (2, 1, 1, 0), first
+    assert first.runs["ok"] >= 1 and first.runs["failed"] == 0 and first.bytes_rewritten > 0
+    assert second.queued == 0 and second.verdicts == {"healthy": 2}, second  # nothing left to do
+    assert result.passes == 2 and result.runs["failed"] == 0
+    # the data, read by pyiceberg / delta-rs: the same rows in one file per partition; the calm table untouched
+    assert rows(catalog, busy) == before and len(files(busy)) == 2 and len(files(calm)) == calm_files
+    assert 'lakecat_maintenance_runs_total{action="compact",outcome="ok"} 1.0' in scraped[0]
+    assert 'lakecat_maintenance_tables{verdict="compact"} 1.0' in scraped[0]
+    assert "lakecat_maintenance_queue_depth 0.0" in scraped[0]
+    assert 'lakecat_maintenance_tables{verdict="healthy"} 2.0' in scraped[1]
+
+    # the run log: one compaction of the whole table by the service
+    code, out, err = cli("maintenance-log", f"{ns}.*", "--since", "1h", "--json")
+    assert code == 0, err
+    log = json.loads(out)
+    compactions = [r for r in log if r["action"] == "compact"]
+    assert len(compactions) == 1, log
+    run = compactions[0]
+    assert (run["table"], run["outcome"], run["tier"], run["source"]) == (busy.name, "ok", "major", "service")
+    assert (run["files_before"], run["files_after"]) == (2 * COMMITS, 2)
+    assert run["seconds"] > 0 and run["started"].endswith("Z") and run["error"] is None
+    assert run["bytes_rewritten"] > 0 and run["bytes_before"] >= run["bytes_after"] > 0
+
+    # new data in one partition: the next pass compacts only that partition (the minor tier)
+    for i in range(3):
+        spark.sql(f"INSERT INTO {busy.spark_name} VALUES ({100 + i}, 'eu', 'n{i}')")
+    passes(catalog, busy.name, 1)
+    latest = json.loads(cli("maintenance-log", busy.name, "--json")[1])[0]
+    assert (latest["action"], latest["outcome"], latest["tier"]) == ("compact", "ok", "minor"), latest
+    assert (latest["files_before"], latest["files_after"]) == (5, 2)
+    assert len(rows(catalog, busy)) == 2 * COMMITS + 3
+
+    page = tmp_path / "health.html"
+    code, _, err = cli("health", f"{ns}.*", "--html", str(page))
+    assert code == 0, err
+    html = page.read_text()
+    assert "recent maintenance runs" in html and 'data-outcome="ok"' in html and "compact (minor)" in html
+
+
+def test_sigterm_stops_the_service_with_exit_0(lakecat_home, ns):
+    """Nothing matches: no JVM starts, so a stop by SIGTERM costs a second or two."""
+    env = {**os.environ, "LAKECAT_HOME": str(lakecat_home)}
+    proc = subprocess.Popen([sys.executable, "-m", "lakecat.commands.main", "maintain", f"{ns}.*", "--auto",
+                             "--every", "1s", "--json"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)  # fmt: skip
+    try:
+        assert proc.stderr is not None
+        while "pass 1:" not in (line := proc.stderr.readline()):
+            assert line, "the service ended before its first pass"
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, err
+    doc = json.loads(out)
+    assert doc["stopped_by"] == "SIGTERM" and doc["passes"] >= 1 and doc["runs"] == {"ok": 0, "failed": 0, "skipped": 0}
