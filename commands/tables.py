@@ -26,11 +26,34 @@ def create(
     if_not_exists: Annotated[
         bool, typer.Option("--if-not-exists", help="Succeed if the table exists already.")
     ] = False,
+    cluster_by: Annotated[
+        str | None,
+        typer.Option(
+            "--cluster-by",
+            help='Clustering keys, e.g. "region, user_id" or "zorder(a, b)" (Iceberg). '
+            "Delta: liquid clustering (up to 4 keys, no --partition-by); Iceberg: the table's sort order.",
+        ),
+    ] = None,
+    format_version: Annotated[
+        int | None,
+        typer.Option(
+            "--format-version",
+            help="Iceberg's format version, 2 or 3 (default: the catalog config's [tables] format-version, else 2).",
+        ),
+    ] = None,
+    deletion_vectors: Annotated[
+        bool | None,
+        typer.Option(
+            "--deletion-vectors/--no-deletion-vectors",
+            help="Deletes, updates and merges mark rows instead "
+            "of rewriting files (default: the catalog config's [tables] deletion-vectors, else off).",
+        ),
+    ] = None,
     catalog: CatalogOpt = None,
     json_: JsonOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
-    """Create a partitioned Iceberg or Delta table.
+    """Create a partitioned or clustered Iceberg or Delta table.
 
     Example: lakecat create sales.orders --format delta --schema "id BIGINT, ts TIMESTAMP" --partition-by "days(ts)"
     """
@@ -47,6 +70,9 @@ def create(
                 partition_by=partition_by,
                 properties=props,
                 if_not_exists=if_not_exists,
+                cluster_by=cluster_by,
+                format_version=format_version,
+                deletion_vectors=deletion_vectors,
             )
         return t.describe()
 
@@ -137,6 +163,7 @@ def _render_description(console, d) -> None:  # type: ignore[no-untyped-def]
         console.print(
             f"  column mapping: {d.column_mapping} ({_MAPPING_MEANS.get(d.column_mapping, '')})", markup=False
         )
+    _render_layout(console, d)
     if len(d.partition_specs) > 1:
         specs = "; ".join(
             f"{s.spec_id}: {', '.join(s.fields) or '(none)'}{' (current)' if s.current else ''}"
@@ -158,6 +185,27 @@ def _render_description(console, d) -> None:  # type: ignore[no-untyped-def]
             p.add_row(k, v)
         print_table(console, p)
     console.print("capabilities: " + ", ".join(k for k, v in d.capabilities.items() if v), markup=False)
+
+
+_CLUSTERING_MEANS = {
+    "liquid": "Delta liquid clustering: OPTIMIZE clusters new files by these keys",
+    "sort": "the table's sort order: writes and compaction sort by these keys",
+    "zorder": "z-order: compaction interleaves these keys",
+}
+
+
+def _render_layout(console, d) -> None:  # type: ignore[no-untyped-def]
+    keys = ", ".join(d.clustering)
+    clustering = f"{keys} ({_CLUSTERING_MEANS.get(d.clustering_method or '', '')})" if keys else "(none)"
+    console.print(f"  clustering:   {clustering}", markup=False)
+    if d.sort_order:
+        console.print(f"  sort order:   {', '.join(d.sort_order)}", markup=False)
+    if d.format_version is not None:  # Delta's: its protocol's minimum writer version
+        console.print(f"  format version: {d.format_version}", markup=False)
+    if d.delete_mode:
+        console.print(f"  deletes:      {d.delete_mode}", markup=False)
+    if d.table_features:
+        console.print(f"  features:     {', '.join(d.table_features)}", markup=False)
 
 
 def register(app: typer.Typer) -> None:

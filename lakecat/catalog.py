@@ -32,7 +32,7 @@ from .formats import all_formats, get_format
 from .identifiers import TableIdent, validate_part
 from .ingest import IngestHandle, IngestOptions, ProgressCallback, run_ingest, start_ingest
 from .metastore import Metastore, TableEntry
-from .partitioning import parse_partition_spec
+from .partitioning import Clustering, Layout, parse_cluster_by, parse_partition_spec
 from .results import (
     CatalogInfo,
     ConvertResult,
@@ -212,6 +212,9 @@ class Catalog:
         partition_by: str | list[str] | tuple[str, ...] | None = None,
         properties: dict[str, str] | None = None,
         if_not_exists: bool = False,
+        cluster_by: str | list[str] | None = None,
+        format_version: int | None = None,
+        deletion_vectors: bool | None = None,
     ) -> Table:
         """Create a table of either format.
 
@@ -222,6 +225,11 @@ class Catalog:
             partition_by: Iceberg transform words, e.g. ``["days(ts)", "region"]``.
             properties: table properties (``lakecat.*`` maintenance policies included).
             if_not_exists: return the existing table instead of raising.
+            cluster_by: clustering keys, ``"a, b"`` or ``"zorder(a, b)"`` (Delta: liquid clustering; Iceberg: the
+                table's sort order, or z-order).
+            format_version: Iceberg's format version (2 or 3); None: the catalog config's ``[tables]`` default, else 2.
+            deletion_vectors: mark deleted rows instead of rewriting files (Delta's deletion vectors, Iceberg's
+                merge-on-read); None: the catalog config's ``[tables]`` default, else off.
 
         Raises:
             InvalidArgumentError: bad name, schema, transform or property.
@@ -233,6 +241,8 @@ class Catalog:
         adapter = get_format(format)
         columns = parse_schema(schema)
         fields = parse_partition_spec(partition_by, columns)
+        layout = Layout(parse_cluster_by(cluster_by, columns) if cluster_by else Clustering(), format_version,
+                        deletion_vectors)  # fmt: skip
         props = maintenance.validate_policy(properties or {})  # keys, and the values of lakecat.* maintenance policies
         existing = self.find_entry(ident)
         if existing is not None:
@@ -240,8 +250,9 @@ class Catalog:
                 return Table(self, existing)
             raise TableAlreadyExistsError(f"table {ident} already exists ({existing.format})")
         adapter.check_partitioning(fields, columns)  # refuse what the format cannot express before Spark starts
+        adapter.check_layout(layout, fields)
         try:
-            entry = adapter.create(self, ident, columns, fields, props)
+            entry = adapter.create(self, ident, columns, fields, props, layout=layout)
         except TableAlreadyExistsError:
             if if_not_exists and (existing := self.find_entry(ident)) is not None:
                 return Table(self, existing)

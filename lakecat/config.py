@@ -210,6 +210,10 @@ class CatalogConfig:
     maven_repository: str | None = None
     #: ``[kafka] bootstrap``: the Kafka cluster this catalog's streams read (what ``lakecat doctor`` checks)
     kafka_bootstrap: str | None = None
+    #: ``[tables] format-version``: the Iceberg format version ``create`` uses when not told (None: 2)
+    default_format_version: int | None = None
+    #: ``[tables] deletion-vectors``: whether ``create`` turns deletion vectors on when not told (None: off)
+    default_deletion_vectors: bool | None = None
 
     @property
     def warehouse_uri(self) -> str:
@@ -304,7 +308,8 @@ def _redact(url: str) -> str:
     return re.sub(r"(://[^:/@]+:)[^@]+@", r"\1***@", url)
 
 
-_CORE_SECTIONS = ("spark", "storage", "kafka")
+_CORE_SECTIONS = ("spark", "storage", "kafka", "tables")
+TABLES_KEYS = ("format-version", "deletion-vectors")
 
 
 def load_config_file(path: Path) -> CatalogConfig:
@@ -361,7 +366,29 @@ def load_config_file(path: Path) -> CatalogConfig:
         storage={str(k): str(v).lower() if isinstance(v, bool) else str(v) for k, v in storage.items()},
         maven_repository=str(maven_repository) if maven_repository is not None else None,
         kafka_bootstrap=str(data["kafka"]["bootstrap"]) if "bootstrap" in data.get("kafka", {}) else None,
+        **_table_defaults(data.get("tables", {}), path),
     )
+
+
+def _table_defaults(tables: dict[str, Any], path: Path) -> dict[str, Any]:
+    """``[tables]``: the layout ``create`` gives a table when its flags do not say (``format-version`` for Iceberg,
+    ``deletion-vectors`` for every format)."""
+    unknown = sorted(set(tables) - set(TABLES_KEYS))
+    if unknown:
+        raise ConfigError(f"catalog config {path}: unknown [tables] key(s) {', '.join(unknown)}; allowed: "
+                          f"{', '.join(TABLES_KEYS)}")  # fmt: skip
+    out: dict[str, Any] = {}
+    if "format-version" in tables:
+        version = tables["format-version"]
+        if str(version) not in ("2", "3"):
+            raise ConfigError(f"catalog config {path}: [tables] format-version must be 2 or 3, not {version!r}")
+        out["default_format_version"] = int(version)
+    if "deletion-vectors" in tables:
+        dv = tables["deletion-vectors"]
+        if not isinstance(dv, bool):
+            raise ConfigError(f"catalog config {path}: [tables] deletion-vectors must be true or false, not {dv!r}")
+        out["default_deletion_vectors"] = dv
+    return out
 
 
 ENGINE_CHOICES = ("auto", "in-process", "local")

@@ -1,4 +1,5 @@
-"""Partition specs in Iceberg's transform words, parsed and checked against the schema for every format.
+"""Partition specs in Iceberg's transform words and clustering keys, parsed and checked against the schema for every
+format, and the layout a table is created with.
 
 How a format expresses a spec (hidden partitioning, generated columns) is its adapter's business
 (``lakecat.formats``); what it cannot express it refuses there.
@@ -7,7 +8,8 @@ How a format expresses a spec (hidden partitioning, generated columns) is its ad
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from .errors import InvalidArgumentError
 from .identifiers import validate_part
@@ -113,3 +115,82 @@ def source_column(word: str) -> str:
     if inner.endswith(")") and "(" in inner:
         inner = inner[inner.index("(") + 1 : -1]
     return inner.split(",")[-1].strip()
+
+
+_ZORDER = re.compile(r"\s*zorder\s*\((?P<cols>[^()]*)\)\s*\Z", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Clustering:
+    """A table's clustering keys: ``columns`` in order; ``zorder``: interleaved (z-order) rather than a linear sort."""
+
+    columns: tuple[str, ...] = ()
+    zorder: bool = False
+
+    def __bool__(self) -> bool:
+        return bool(self.columns)
+
+    def __str__(self) -> str:
+        keys = ", ".join(self.columns)
+        return f"zorder({keys})" if self.zorder else keys or "none"
+
+
+def parse_cluster_by(text: str | list[str] | tuple[str, ...], columns: list[Column]) -> Clustering:
+    """Parse ``--cluster-by``: ``"a, b"`` (a linear order), ``"zorder(a, b)"`` or ``"none"`` against the columns."""
+    joined = text if isinstance(text, str) else ", ".join(text)
+    if joined.strip().lower() == "none":
+        return Clustering()
+    m = _ZORDER.match(joined)
+    items = [i.strip() for i in (m.group("cols") if m else joined).split(",")]
+    if not any(items) or not all(items):
+        raise InvalidArgumentError(f'invalid --cluster-by {joined!r}: give column names ("a, b"), zorder(a, b) or none')
+    by_name = {c.name.lower(): c for c in columns}
+    keys: list[str] = []
+    for item in items:
+        if "(" in item or ")" in item:
+            raise InvalidArgumentError(f"invalid --cluster-by {joined!r}: clustering keys are plain columns; "
+                                       "zorder(a, b) is the only function allowed, around all of them")  # fmt: skip
+        col = by_name.get(validate_part(item, what="clustering column").lower())
+        if col is None:
+            raise InvalidArgumentError(f"invalid --cluster-by {joined!r}: no column {item!r} in the schema")
+        if col.name in keys:
+            raise InvalidArgumentError(f"invalid --cluster-by {joined!r}: {col.name} appears twice")
+        keys.append(col.name)
+    if m and len(keys) < 2:
+        raise InvalidArgumentError(f"invalid --cluster-by {joined!r}: z-order interleaves two or more columns; "
+                                   f"give {keys[0]} alone for a sort by one column")  # fmt: skip
+    return Clustering(tuple(keys), zorder=bool(m))
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How a new table lays out its rows and records deletes, as ``create`` was asked (None: the catalog config's
+    ``[tables]`` default, else the format's own)."""
+
+    clustering: Clustering = field(default_factory=Clustering)
+    format_version: int | None = None
+    deletion_vectors: bool | None = None
+
+
+@dataclass(frozen=True)
+class LayoutInfo:
+    """A table's layout as ``describe`` shows it (from metadata, no JVM)."""
+
+    clustering: Clustering = field(default_factory=Clustering)
+    #: How the keys cluster: ``liquid`` (Delta), ``sort`` (an Iceberg sort order), ``zorder`` (Iceberg); None: no keys.
+    clustering_method: str | None = None
+    #: The sort order in the format's own words (``a ASC NULLS FIRST``); empty where the format has none.
+    sort_order: tuple[str, ...] = ()
+    format_version: int | None = None
+    #: Whether deletes, updates and merges mark rows (deletion vectors, position deletes) instead of rewriting files.
+    deletion_vectors: bool = False
+    #: ``copy-on-write``, ``deletion vectors`` or ``position deletes``.
+    delete_mode: str = "copy-on-write"
+    table_features: tuple[str, ...] = ()
+
+    def describe_fields(self) -> dict[str, Any]:
+        """The keys ``describe`` shows (``DescribeResult``'s layout fields)."""
+        return {"clustering": list(self.clustering.columns), "sort_order": list(self.sort_order),
+                "clustering_method": self.clustering_method if self.clustering else None,
+                "format_version": self.format_version, "deletion_vectors": self.deletion_vectors,
+                "delete_mode": self.delete_mode, "table_features": list(self.table_features)}  # fmt: skip

@@ -106,6 +106,17 @@ class DescribeResult(Result):
     column_mapping: str | None = None
     #: Other formats the table is also readable as (``lakecat mirror``), under the same name.
     mirrors: list[str] = field(default_factory=list)
+    #: The clustering keys (Delta liquid clustering, an Iceberg sort order or z-order); [] when none.
+    clustering: list[str] = field(default_factory=list)
+    #: ``liquid``, ``sort`` or ``zorder`` (None: no keys); ``sort_order``: Iceberg's order in its own words.
+    clustering_method: str | None = None
+    sort_order: list[str] = field(default_factory=list)
+    #: Iceberg's format version; Delta's minimum writer version.
+    format_version: int | None = None
+    #: Whether deletes, updates and merges mark rows (deletion vectors, position deletes) instead of rewriting files.
+    deletion_vectors: bool = False
+    delete_mode: str | None = None
+    table_features: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -228,6 +239,9 @@ class ReadResult(Result):
     #: Which engine answered: "light" (no JVM: pyiceberg / delta-rs + DuckDB) or "spark"; and, for Spark, why.
     engine: str | None = None
     engine_reason: str | None = None
+    #: A read at a version: the files its planning keeps (statistics rule the others out) and the version's files.
+    files_scanned: int | None = None
+    files_total: int | None = None
 
     def to_dict(self) -> dict[str, Any]:  # type: ignore[override]
         data: dict[str, Any] = {"name": self.name, "format": self.format, "engine": self.engine}
@@ -237,7 +251,8 @@ class ReadResult(Result):
             data.update(since_version=self.since_version, until_version=self.until_version,
                         until_timestamp=self.until_timestamp)  # fmt: skip
         else:
-            data.update(version=self.version, version_timestamp=self.version_timestamp, as_of=self.as_of)
+            data.update(version=self.version, version_timestamp=self.version_timestamp, as_of=self.as_of,
+                        files_scanned=self.files_scanned, files_total=self.files_total)  # fmt: skip
         if self.rows is None:
             data["count"] = self.count
         else:
@@ -294,6 +309,8 @@ class CompactResult(Result):
     retries: int = 0
     duration_s: float = 0.0
     engine_s: float = 0.0  # of duration_s, the engine's own procedure (rewrite_data_files / OPTIMIZE)
+    full: bool = False  # a clustered table reclustered whole (``--full``)
+    since: str | None = None  # the minor tier: only the partitions written after this time
 
 
 @dataclass
@@ -366,6 +383,8 @@ class AlterResult(Result):
     rewrite_files: int = 0
     rewrite_bytes: int = 0
     version: int | None = None
+    clustering: list[str] = field(default_factory=list)
+    deletion_vectors: bool | None = None
 
 
 @dataclass
@@ -458,7 +477,7 @@ class TableHealth(Result):
 
     name: str
     format: str
-    verdict: str  # healthy | compact | expire | clean | failed
+    verdict: str  # healthy | compact | purge | cluster | expire | clean | failed
     reason: str
     needs: list[str] = field(default_factory=list)  # every action called for, most urgent first
     data_files: int = 0
@@ -489,6 +508,9 @@ class TableHealth(Result):
     largest_partition_bytes: int = 0
     median_partition_bytes: int = 0
     partition_skew: float | None = None  # largest / median partition (bytes)
+    clustering: list[str] = field(default_factory=list)  # the clustering keys ([]: the table is not clustered)
+    overlapping_files: int | None = None  # files whose key ranges overlap another file's (None: not clustered)
+    clustering_depth: float | None = None  # files a key value may be in, on average (1.0: perfectly clustered)
     stream_last_commit: str | None = None
     thresholds: dict[str, Any] = field(default_factory=dict)
     timeline: list[VersionPoint] = field(default_factory=list)

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from . import cdc, evolution, health, maintenance, mirror, versions
+from . import cdc, evolution, health, layouts, maintenance, mirror, versions
 from .engine import spark_errors
+from .errors import InvalidArgumentError
 from .formats import get_format
 from .records import input_fields
 
 if TYPE_CHECKING:
+    from datetime import datetime
     from pathlib import Path
 
     from pyspark.sql import DataFrame
@@ -145,19 +147,28 @@ class Table:
     def alter(self, *, add_columns: list[str] | tuple[str, ...] = (), rename_columns: list[str] | tuple[str, ...] = (),
               drop_columns: list[str] | tuple[str, ...] = (), widen: list[str] | tuple[str, ...] = (),
               comments: list[str] | tuple[str, ...] = (), partition_by: str | None = None, rewrite: bool = False,
-              dry_run: bool = False, yes: bool = False) -> AlterResult:  # fmt: skip
+              cluster_by: str | None = None, deletion_vectors: bool | None = None, dry_run: bool = False,
+              yes: bool = False) -> AlterResult:  # fmt: skip
         """Evolve the schema (one commit per change) and/or the partitioning.
 
         ``add_columns``: ``"c TYPE [NOT NULL] [COMMENT '...'] [AFTER x | FIRST]"``; ``rename_columns``:
         ``"old=new"``; ``widen``: ``"c=BIGINT"``; ``comments``: ``"c=text"``. ``yes`` allows what the format must
         enable first (Delta's column mapping for rename and drop, type widening for an in-place widen); ``rewrite``
-        makes Delta rewrite the data for ``partition_by`` or ``widen`` instead. Returns an ``AlterResult``.
+        makes Delta rewrite the data for ``partition_by`` or ``widen`` instead. ``cluster_by`` (``"a, b"``,
+        ``"zorder(a, b)"``, ``"none"``) changes the clustering keys and ``deletion_vectors`` whether deletes mark rows,
+        each in an alter of its own. Returns an ``AlterResult``.
 
         Example:
             >>> t.alter(add_columns=["discount DECIMAL(5,2) AFTER amount"], rename_columns=["cust=customer_id"], yes=True)
         """
         changes = evolution.schema_changes(add_columns=add_columns, rename_columns=rename_columns, drop_columns=drop_columns,
                                  widen=widen, comments=comments)  # fmt: skip
+        if cluster_by is not None or deletion_vectors is not None:
+            if changes or partition_by is not None:
+                raise InvalidArgumentError("give cluster_by / deletion_vectors in an alter of their own, not with "
+                                           "schema or partition changes").with_cli_terms(
+                    {"cluster_by / deletion_vectors": "--cluster-by / --deletion-vectors"})  # fmt: skip
+            return layouts.alter_layout(self, cluster_by=cluster_by, deletion_vectors=deletion_vectors, dry_run=dry_run)
         result = evolution.alter(
             self, changes=changes, partition_by=partition_by, rewrite=rewrite, dry_run=dry_run, yes=yes
         )
@@ -208,15 +219,18 @@ class Table:
 
     # --- maintenance (lakecat/maintenance.py) ---------------------------------------------------
     def compact(self, *, strategy: str = "binpack", by: list[str] | tuple[str, ...] | str = (),
-                target_file_size: int | str | None = None, where: str | None = None, dry_run: bool = False) -> CompactResult:  # fmt: skip
-        """Rewrite small files into fewer, larger ones; ``dry_run`` only reports what would be rewritten.
+                target_file_size: int | str | None = None, where: str | None = None, dry_run: bool = False,
+                full: bool = False, since: datetime | None = None) -> CompactResult:  # fmt: skip
+        """Rewrite small files into fewer, larger ones; ``dry_run`` only reports what would be rewritten. A clustered
+        table is clustered by its own keys (``strategy="binpack"``, the default): the files that need it, or with
+        ``full`` every file. With ``since`` only the small files of the partitions written after that time (the
+        minor tier a maintenance service runs often; one commit).
 
         Example:
             >>> t.compact(strategy="zorder", by=["user_id"], target_file_size="128MB").files_after
         """
-        result = maintenance.compact(
-            self, strategy=strategy, by=by, target_file_size=target_file_size, where=where, dry_run=dry_run
-        )
+        result = maintenance.compact(self, strategy=strategy, by=by, target_file_size=target_file_size, where=where,
+                                     dry_run=dry_run, full=full, since=since)  # fmt: skip
         mirror.keep_in_step(self)
         return result
 

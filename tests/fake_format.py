@@ -40,7 +40,7 @@ class JsonLogFormat(TableFormat):
         assert path is not None, "jsonlog tables live on the local disk"
         return path / "table.json"
 
-    def create(self, ctx, ident, columns, partitioning, properties):
+    def create(self, ctx, ident, columns, partitioning, properties, *, layout=None):
         location = self.default_location(ctx, ident)
         path = self._doc_path(location)
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 from ..engine import to_int
 from ..errors import NotExactError, UnsupportedOperationError, VersionNotFoundError
 from ..files import local_path
+from ..partitioning import Clustering, Layout, LayoutInfo
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -159,6 +160,9 @@ class FileFact:
     partition: str
     records: int | None = None
     deleted_rows: int = 0
+    #: (lower, upper) of each clustering key (``HealthFacts.clustering``) from the file's column statistics; None when
+    #: the file has no statistics for a key.
+    bounds: tuple[tuple[Any, Any], ...] | None = None
 
 
 @dataclass
@@ -183,6 +187,8 @@ class HealthFacts:
     old_version_bytes: int = 0
     #: When lakecat's ingest last committed (its exactly-once marker), None if it never did.
     stream_commit_ms: int | None = None
+    #: The table's clustering keys (Delta liquid clustering, Iceberg's sort order); [] when it has none.
+    clustering: list[str] = field(default_factory=list)
 
 
 class VersionLog:
@@ -274,6 +280,8 @@ CAPABILITY_METHODS: dict[str, tuple[str, ...]] = {
     "health": ("health_facts",),
     "register": ("find_table", "register"),
     "convert": ("convert",),
+    "clustering": ("set_clustering",),
+    "deletion_vectors": ("set_deletion_vectors",),
 }
 _COMPACT_STRATEGIES = ("binpack", "sort", "zorder")
 
@@ -400,10 +408,31 @@ class TableFormat(ABC):
             if f.transform not in self.partition_transforms:
                 raise self.unsupported(f"partition transform {f}")
 
+    def check_layout(self, layout: Layout, partitioning: list[PartitionField]) -> None:
+        """Refuse a layout the format cannot have before any engine starts (exit 3; exit 2 for a combination)."""
+        if layout.clustering:
+            self.require("clustering", "--cluster-by")
+        if layout.deletion_vectors:
+            self.require("deletion_vectors", "--deletion-vectors")
+        if layout.format_version is not None:
+            raise self.unsupported("--format-version")
+
     @abstractmethod
     def create(self, ctx: CatalogContext, ident: TableIdent, columns: list[Column], partitioning: list[PartitionField],
-               properties: dict[str, str]) -> TableEntry:  # fmt: skip
-        """Create the table and record it in the catalog."""
+               properties: dict[str, str], *, layout: Layout | None = None) -> TableEntry:  # fmt: skip
+        """Create the table (laid out as ``layout`` says) and record it in the catalog."""
+
+    def layout(self, table: TableHandle) -> LayoutInfo:
+        """The table's clustering keys, format version and delete mode, from metadata (no JVM)."""
+        return LayoutInfo()
+
+    def set_clustering(self, table: TableHandle, clustering: Clustering) -> None:
+        """Make ``clustering`` the table's keys (empty: none) in one commit; data files stay as they are."""
+        raise self.unsupported("alter --cluster-by")
+
+    def set_deletion_vectors(self, table: TableHandle, on: bool) -> None:
+        """Mark deleted rows (``on``) or rewrite files (off) in the writes that follow."""
+        raise self.unsupported("alter --deletion-vectors")
 
     @abstractmethod
     def describe(self, table: TableHandle) -> DescribeResult:
@@ -645,11 +674,22 @@ class TableFormat(ABC):
         """Normalized paths of the files that may hold rows matching ``predicate``."""
         raise self.unsupported("compact --where")
 
+    def partitions_written_since(self, table: TableHandle, since: datetime) -> dict[str, str | None]:
+        """The partitions (as ``DataFile.partition`` spells them) of the live files that writes after ``since`` added,
+        each with a Spark SQL predicate that selects it for a rewrite (None: it cannot be narrowed to)."""
+        raise self.unsupported("compact since")
+
     def compact(self, table: TableHandle, strategy: str, by: list[str], target: int, where: str | None,
-                apply_deletes: bool = False) -> tuple[int, int]:  # fmt: skip
+                apply_deletes: bool = False, *, full: bool = False) -> tuple[int, int]:  # fmt: skip
         """Rewrite small files (with ``apply_deletes`` also files that deletes hide rows of, whatever their size);
-        returns (files rewritten, files added)."""
+        returns (files rewritten, files added). Strategy ``cluster`` (a clustered table) clusters by the table's own
+        keys: the files that need it, or with ``full`` every file."""
         raise self.unsupported("compact")
+
+    def planned_files(self, table: TableHandle, version: int, where: str | None) -> tuple[int, int] | None:
+        """(files a read of ``version`` filtered by ``where`` plans to open, files of the version), from the files'
+        partition values and column statistics (no JVM); None when the metadata cannot say."""
+        return None
 
     def expire(self, table: TableHandle, window: timedelta, keep: int, dry_run: bool, force: bool) -> ExpireResult:
         raise self.unsupported("expire")

@@ -14,11 +14,13 @@ from ...errors import InvalidArgumentError, LakecatError, TableAlreadyExistsErro
 from ...files import exists
 from ...identifiers import quote
 from ...metastore import Registry, TableEntry
+from ...partitioning import Clustering, LayoutInfo
 from ...records import GENERATED_KEY
 from ...results import ColumnInfo, DescribeResult
 from ...schema import schema_ddl
 from ...units import from_millis, iso
 from ..base import FoundTable, TableFormat
+from .clustering import MAX_CLUSTERING_KEYS, clustering_columns
 from .evolution import COLUMN_MAPPING, DeltaEvolution
 from .health import DeltaHealth
 from .maintenance import DeltaMaintenance, spark_path
@@ -35,13 +37,14 @@ if TYPE_CHECKING:
     from ...config import CatalogConfig
     from ...identifiers import TableIdent
     from ...metastore import Metastore
-    from ...partitioning import PartitionField
+    from ...partitioning import Layout, PartitionField
     from ...schema import Column
     from ..base import CatalogContext, TableHandle
 
 REGISTRY_TABLE = "lakecat_delta_tables"
 LOG_DIR = "_delta_log"
 CDF_PROPERTY = "delta.enableChangeDataFeed"
+DV_PROPERTY = "delta.enableDeletionVectors"
 _coordinate: str | None = None
 
 
@@ -176,8 +179,26 @@ class DeltaFormat(DeltaVersions, DeltaMaintenance, DeltaHealth, DeltaEvolution, 
     def check_partitioning(self, fields: list[PartitionField], columns: list[Column]) -> None:
         delta_generated_columns(fields, columns)  # refuses bucket (and name clashes) before Spark starts
 
+    def check_layout(self, layout: Layout, partitioning: list[PartitionField]) -> None:
+        if layout.format_version is not None:
+            raise InvalidArgumentError("--format-version is Iceberg's: a Delta table's protocol follows the features "
+                                       "it uses (deletion vectors, clustering); drop --format-version")  # fmt: skip
+        if layout.clustering and partitioning:
+            raise InvalidArgumentError("--cluster-by with --partition-by: Delta's liquid clustering replaces "
+                                       "partitioning, a table has one or the other; drop --partition-by (the keys can "
+                                       "change later with `lakecat alter --cluster-by`)")  # fmt: skip
+        self._check_clustering(layout.clustering)
+
+    def _check_clustering(self, clustering: Clustering) -> None:
+        if clustering.zorder:
+            raise InvalidArgumentError(f"--cluster-by {clustering}: Delta's liquid clustering picks its own "
+                                       f"multi-column order; give the keys alone (\"{', '.join(clustering.columns)}\")")  # fmt: skip
+        if len(clustering.columns) > MAX_CLUSTERING_KEYS:
+            raise InvalidArgumentError(f"--cluster-by {clustering}: Delta clusters by at most {MAX_CLUSTERING_KEYS} "
+                                       "columns; keep the ones queries filter on most")  # fmt: skip
+
     def create(self, ctx: CatalogContext, ident: TableIdent, columns: list[Column], partitioning: list[PartitionField],
-               properties: dict[str, str]) -> TableEntry:  # fmt: skip
+               properties: dict[str, str], *, layout: Layout | None = None) -> TableEntry:  # fmt: skip
         extra, part_cols = delta_generated_columns(partitioning, columns)
         location = self.default_location(ctx, ident)
         local = self.local_dir(location)
@@ -187,8 +208,17 @@ class DeltaFormat(DeltaVersions, DeltaMaintenance, DeltaHealth, DeltaEvolution, 
                 "remove it or drop the old table with --purge"
             )
         props = {CDF_PROPERTY: "true", "delta.checkpoint.writeStatsAsStruct": "true", **properties}
+        dv = (
+            layout.deletion_vectors
+            if layout and layout.deletion_vectors is not None
+            else ctx.config.default_deletion_vectors
+        )
+        if dv:
+            props[DV_PROPERTY] = "true"
         cols = ", ".join([schema_ddl(columns), *extra])
         parts = f" PARTITIONED BY ({', '.join(quote(c) for c in part_cols)})" if part_cols else ""
+        if layout and layout.clustering:
+            parts = f" CLUSTER BY ({', '.join(quote(c) for c in layout.clustering.columns)})"
         spark = ctx.session()
         with spark_errors("create", ident):
             spark.sql(f"CREATE TABLE {spark_path(location)} ({cols}) USING delta{parts}{tblproperties(props)}")
@@ -228,7 +258,36 @@ class DeltaFormat(DeltaVersions, DeltaMaintenance, DeltaHealth, DeltaEvolution, 
             size_bytes=int(sum(sizes)), records=records, last_updated=iso(from_millis(last)) if last else None,
             capabilities=self.capabilities, tags=self.refs(table),
             column_mapping=str(meta.configuration.get(COLUMN_MAPPING, "none")),
+            **self._layout(table, dt).describe_fields(),
         )  # fmt: skip
+
+    def layout(self, table: TableHandle) -> LayoutInfo:
+        return self._layout(table, self.load(table))
+
+    def _layout(self, table: TableHandle, dt: Any) -> LayoutInfo:
+        protocol = dt.protocol()
+        writer = set(protocol.writer_features or ())
+        dv = str(dt.metadata().configuration.get(DV_PROPERTY, "false")).lower() == "true"
+        keys = clustering_columns(table.entry.location, table.name, writer)
+        return LayoutInfo(
+            clustering=Clustering(keys), clustering_method="liquid", format_version=int(protocol.min_writer_version),
+            deletion_vectors=dv, delete_mode="deletion vectors" if dv else "copy-on-write",
+            table_features=tuple(sorted(writer | set(protocol.reader_features or ()))),
+        )  # fmt: skip
+
+    def set_clustering(self, table: TableHandle, clustering: Clustering) -> None:
+        self._check_clustering(clustering)
+        if clustering and list(self.load(table).metadata().partition_columns):
+            raise InvalidArgumentError(f"alter --cluster-by on {table.name}: the table is partitioned, and Delta's "
+                                       "liquid clustering replaces partitioning; create a clustered table "
+                                       "(create --cluster-by) and copy the rows")  # fmt: skip
+        keys = ", ".join(quote(c) for c in clustering.columns)
+        self._alter(table, "alter --cluster-by",
+                    f"ALTER TABLE {spark_path(table.location)} CLUSTER BY {f'({keys})' if keys else 'NONE'}")  # fmt: skip
+
+    def set_deletion_vectors(self, table: TableHandle, on: bool) -> None:
+        # Off keeps the vectors already written (readers still apply them) and the protocol feature; new deletes rewrite.
+        self.set_properties(table, {DV_PROPERTY: "true" if on else "false"}, [])
 
     def properties(self, table: TableHandle) -> dict[str, str]:
         return dict(self.load(table).metadata().configuration)

@@ -175,11 +175,17 @@ class DeltaEvolution:
         planned = self._rewrite_plan(table)
         if dry_run:
             return planned
+        not_null = [f.name for f in self.load(table).schema().fields if not f.nullable]  # type: ignore[attr-defined]
         spark = table.catalog.session()
         with spark_errors("alter --partition-by --rewrite", table.entry.ident):
             df = spark.read.format("delta").load(table.location)
             (df.write.format("delta").mode("overwrite").option("overwriteSchema", "true")
              .partitionBy(*[f.column for f in fields]).save(table.location))  # fmt: skip
+        # the overwrite makes every column nullable: the NOT NULL constraints come back, one commit each (Delta
+        # checks the rewritten rows, which came from NOT NULL columns)
+        for name in not_null:
+            self._alter(table, "alter --partition-by --rewrite",
+                        f"ALTER TABLE {spark_path(table.location)} ALTER COLUMN {quote(name)} SET NOT NULL")  # fmt: skip
         return planned
 
     # --- tags -----------------------------------------------------------------------------------

@@ -19,8 +19,9 @@ from ...errors import CommitConflictError, InvalidArgumentError, LakecatError, T
 from ...files import exists, fs_for
 from ...identifiers import TableIdent, quote
 from ...metastore import TableEntry, catalog_filter, key_of, normalize_location, table_key_columns
+from ...partitioning import Clustering, LayoutInfo, parse_cluster_by
 from ...results import ColumnInfo, DescribeResult, PartitionSpecInfo
-from ...schema import schema_ddl
+from ...schema import Column, schema_ddl
 from ...units import from_millis, iso
 from ..base import FoundTable, LocalServerFactory, TableFormat
 from . import rest
@@ -39,8 +40,7 @@ if TYPE_CHECKING:
 
     from ...config import CatalogConfig
     from ...metastore import Metastore
-    from ...partitioning import PartitionField
-    from ...schema import Column
+    from ...partitioning import Layout, PartitionField
     from ..base import CatalogContext, TableHandle
 
 
@@ -139,6 +139,36 @@ def partition_sql(field: PartitionField) -> str:
     if field.param is not None:
         return f"{field.transform}({field.param}, {col})"
     return f"{field.transform}({col})"
+
+
+#: Where lakecat keeps a z-order clustering (Iceberg's sort orders are linear): ``zorder(a, b)``.
+ZORDER_PROPERTY = "lakecat.clustering"
+#: The write modes that make deletes, updates and merges mark rows (merge-on-read) instead of rewriting files.
+ROW_DELETE_MODES = ("write.delete.mode", "write.update.mode", "write.merge.mode")
+
+
+def _delete_mode(version: int, props: dict[str, str]) -> str:
+    modes = [props.get(k, "copy-on-write") for k in ROW_DELETE_MODES]
+    if all(m == "merge-on-read" for m in modes):
+        return "deletion vectors" if version >= 3 else "position deletes"
+    if all(m == "copy-on-write" for m in modes):
+        return "copy-on-write"
+    return "mixed (" + ", ".join(f"{k.split('.')[1]}: {m}" for k, m in zip(ROW_DELETE_MODES, modes, strict=True)) + ")"
+
+
+def _sort_order(doc: dict[str, Any], names: dict[int, str]) -> list[tuple[str, str]]:
+    """(source column, the field in Iceberg's words) of each field of the table's default sort order."""
+    wanted = doc.get("default-sort-order-id", 0)
+    order: dict[str, Any] = next(
+        (o for o in doc.get("sort-orders") or [] if o.get("order-id") == wanted), {"fields": []}
+    )
+    out: list[tuple[str, str]] = []
+    for f in order.get("fields") or []:
+        source = names.get(int(f.get("source-id", -1)), "?")
+        nulls = "NULLS FIRST" if f.get("null-order") == "nulls-first" else "NULLS LAST"
+        out.append((source, f"{iceberg_transform_word(str(f.get('transform', 'identity')), source)} "
+                            f"{str(f.get('direction', 'asc')).upper()} {nulls}"))  # fmt: skip
+    return out
 
 
 METADATA_SUFFIX = ".metadata.json"
@@ -373,15 +403,35 @@ class IcebergFormat(IcebergVersions, IcebergMaintenance, IcebergHealth, IcebergE
         return entry
 
     # --- create / describe / drop -------------------------------------------------------------
+    def check_layout(self, layout: Layout, partitioning: list[PartitionField]) -> None:
+        if layout.format_version not in (None, 2, 3):
+            raise InvalidArgumentError(f"--format-version {layout.format_version}: lakecat creates Iceberg tables of "
+                                       "format version 2 or 3")  # fmt: skip
+
     def create(self, ctx: CatalogContext, ident: TableIdent, columns: list[Column], partitioning: list[PartitionField],
-               properties: dict[str, str]) -> TableEntry:  # fmt: skip
+               properties: dict[str, str], *, layout: Layout | None = None) -> TableEntry:  # fmt: skip
         spark = ctx.session()
         name = f"{quote(ctx.name)}.{ident.quoted}"
+        version = layout.format_version if layout and layout.format_version else ctx.config.default_format_version
         props = {"format-version": "2", "write.parquet.compression-codec": "zstd", **properties}
+        if version:
+            props["format-version"] = str(version)
+        dv = (
+            layout.deletion_vectors
+            if layout and layout.deletion_vectors is not None
+            else ctx.config.default_deletion_vectors
+        )
+        if dv:
+            props.update(dict.fromkeys(ROW_DELETE_MODES, "merge-on-read"))
+        clustering = layout.clustering if layout else Clustering()
+        if clustering.zorder:
+            props[ZORDER_PROPERTY] = str(clustering)
         parts = f" PARTITIONED BY ({', '.join(partition_sql(f) for f in partitioning)})" if partitioning else ""
         with spark_errors("create", ident):
             spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {quote(ctx.name)}.{quote(ident.namespace)}")
             spark.sql(f"CREATE TABLE {name} ({schema_ddl(columns)}) USING iceberg{parts}{tblproperties(props)}")
+            if clustering and not clustering.zorder:  # Spark's CREATE TABLE takes no sort order: a metadata commit
+                spark.sql(f"ALTER TABLE {name} WRITE ORDERED BY {', '.join(quote(c) for c in clustering.columns)}")
         entry = self.get_entry(ctx, ident)
         if entry is None:  # pragma: no cover - Spark said yes but the catalog row is missing
             raise LakecatError(f"create {ident}: Iceberg reported success but the table is not in the catalog")
@@ -444,7 +494,47 @@ class IcebergFormat(IcebergVersions, IcebergMaintenance, IcebergHealth, IcebergE
             column_mapping="id", tags=[r for r in refs if r.kind == "tag"], branches=[r for r in refs if r.kind == "branch"],
             partition_specs=[PartitionSpecInfo(int(s.get("spec-id", 0)), words(s), s is spec)
                              for s in sorted(specs, key=lambda s: int(s.get("spec-id", 0)))],
+            **self._layout(doc, names).describe_fields(),
         )  # fmt: skip
+
+    def layout(self, table: TableHandle) -> LayoutInfo:
+        doc = self.metadata_doc(table)
+        schema, _ = _current(doc, "schemas", "current-schema-id", "schema-id", "schema")
+        return self._layout(doc, _column_names(schema.get("fields") or []))
+
+    def _layout(self, doc: dict[str, Any], names: dict[int, str]) -> LayoutInfo:
+        props = {str(k): str(v) for k, v in (doc.get("properties") or {}).items()}
+        version = int(doc.get("format-version", 1))
+        order = _sort_order(doc, names)
+        zorder = props.get(ZORDER_PROPERTY, "")
+        if zorder:
+            clustering = parse_cluster_by(zorder, [Column(n, "") for n in names.values()])
+        else:
+            clustering = Clustering(tuple(dict.fromkeys(source for source, _ in order)))
+        mode = _delete_mode(version, props)
+        features = (("row-lineage",) if version >= 3 else ()) + ((mode.replace(" ", "-"),) if mode in
+                                                                  ("deletion vectors", "position deletes") else ())  # fmt: skip
+        return LayoutInfo(
+            clustering=clustering, clustering_method="zorder" if clustering.zorder else "sort",
+            sort_order=tuple(words for _, words in order), format_version=version,
+            deletion_vectors=mode in ("deletion vectors", "position deletes"), delete_mode=mode, table_features=features,
+        )  # fmt: skip
+
+    def set_clustering(self, table: TableHandle, clustering: Clustering) -> None:
+        name = self.spark_name(table.catalog, table.entry)
+        order = ", ".join(quote(c) for c in clustering.columns)
+        with spark_errors("alter --cluster-by", table.entry.ident):
+            spark = self.refreshed_session(table)
+            spark.sql(f"ALTER TABLE {name} WRITE " + (f"ORDERED BY {order}" if clustering and not clustering.zorder
+                                                      else "UNORDERED"))  # fmt: skip
+        if clustering.zorder:
+            self.set_properties(table, {ZORDER_PROPERTY: str(clustering)}, [])
+        elif ZORDER_PROPERTY in self.properties(table):
+            self.set_properties(table, {}, [ZORDER_PROPERTY])
+
+    def set_deletion_vectors(self, table: TableHandle, on: bool) -> None:
+        # merge-on-read writes deletion vectors on format version 3 and position delete files on 2
+        self.set_properties(table, dict.fromkeys(ROW_DELETE_MODES, "merge-on-read" if on else "copy-on-write"), [])
 
     def properties(self, table: TableHandle) -> dict[str, str]:
         return dict(self.load(table).properties)
@@ -494,6 +584,18 @@ class IcebergFormat(IcebergVersions, IcebergMaintenance, IcebergHealth, IcebergE
 
     def set_properties(self, table: TableHandle, properties: dict[str, str], removed: list[str]) -> None:
         from pyiceberg.exceptions import CommitFailedException
+
+        if self.writes_through_spark(table):
+            name = self.spark_name(table.catalog, table.entry)
+            statements = []
+            if properties:
+                items = ", ".join(f"{sql_string(k)} = {sql_string(v)}" for k, v in sorted(properties.items()))
+                statements.append(f"ALTER TABLE {name} SET TBLPROPERTIES ({items})")
+            if removed:
+                unset = ", ".join(sql_string(k) for k in removed)
+                statements.append(f"ALTER TABLE {name} UNSET TBLPROPERTIES IF EXISTS ({unset})")
+            self._spark_sql(table, "alter", statements)
+            return
 
         def commit() -> None:
             try:

@@ -95,12 +95,44 @@ def _field_name(field: PartitionField) -> str:
     return f"{field.column}_{field.transform}_{field.param}"
 
 
+def _field_sql(field: PartitionField) -> str:
+    """A partition field in Spark's Iceberg DDL (``days(`ts`)``, ``bucket(16, `id`)``)."""
+    if field.transform == "identity":
+        return quote(field.column)
+    width = f"{field.param}, " if field.param is not None else ""
+    return f"{field.transform}({width}{quote(field.column)})"
+
+
 class IcebergEvolution:
     """The evolution half of the Iceberg adapter (mixed into ``IcebergFormat``)."""
 
-    def _commit(self, table: TableHandle, what: str, fn: Callable[[Any], None]) -> None:
-        """One metadata commit through pyiceberg's catalog, retried on a conflict; pyiceberg's refusals are one line."""
+    def writes_through_spark(self, table: TableHandle) -> bool:
+        """Whether metadata commits go through Spark: pyiceberg reads format version 3 but does not write it."""
+        return int(self.metadata_doc(table).get("format-version", 1)) >= 3  # type: ignore[attr-defined]
+
+    def _spark_sql(self, table: TableHandle, what: str, statements: list[str]) -> None:
+        spark = table.catalog.session()
+
+        def run() -> None:
+            with spark_errors(what, table.entry.ident):
+                spark.sql(f"REFRESH TABLE {self._name(table)}")  # another engine (pyiceberg) may have committed since
+                for statement in statements:
+                    spark.sql(statement)
+
+        with_retries(run, what=f"{what} {table.name}")
+
+    def _name(self, table: TableHandle) -> str:
+        return str(self.spark_name(table.catalog, table.entry))  # type: ignore[attr-defined]
+
+    def _commit(self, table: TableHandle, what: str, fn: Callable[[Any], None],
+                sql: Callable[[], list[str]] | None = None) -> None:  # fmt: skip
+        """One metadata commit through pyiceberg's catalog, retried on a conflict; pyiceberg's refusals are one line.
+        On a format version 3 table the same change as Spark SQL (``sql``) instead."""
         from pyiceberg.exceptions import CommitFailedException
+
+        if sql is not None and self.writes_through_spark(table):
+            self._spark_sql(table, what, sql())
+            return
 
         def commit() -> None:
             tbl = self.sql_catalog(table.catalog).load_table((table.entry.ident.namespace, table.entry.ident.name))  # type: ignore[attr-defined]
@@ -113,14 +145,13 @@ class IcebergEvolution:
 
         with_retries(commit, what=f"{what} {table.name}")
 
-    def _schema(
-        self, table: TableHandle, what: str, change: Callable[[Any], None], *, incompatible: bool = False
-    ) -> None:
+    def _schema(self, table: TableHandle, what: str, change: Callable[[Any], None], sql: str, *,
+                incompatible: bool = False) -> None:  # fmt: skip
         def fn(tbl: Any) -> None:
             with tbl.update_schema(allow_incompatible_changes=incompatible) as update:
                 change(update)
 
-        self._commit(table, what, fn)
+        self._commit(table, what, fn, lambda: [f"ALTER TABLE {self._name(table)} {sql}"])
 
     # --- schema ---------------------------------------------------------------------------------
     def add_column(self, table: TableHandle, column: Column, position: str | None) -> None:
@@ -131,20 +162,25 @@ class IcebergEvolution:
             elif position:
                 u.move_after(column.name, position.split(" ", 1)[1])
 
+        where = " FIRST" if position == "FIRST" else (f" AFTER {quote(position.split(' ', 1)[1])}" if position else "")
         # a required column is only accepted on a table without rows (checked above the adapter)
-        self._schema(table, "alter --add-column", change, incompatible=not column.nullable)
+        self._schema(table, "alter --add-column", change, f"ADD COLUMN {column.ddl()}{where}",
+                     incompatible=not column.nullable)  # fmt: skip
 
     def rename_column(self, table: TableHandle, old: str, new: str) -> None:
-        self._schema(table, "alter --rename-column", lambda u: u.rename_column(old, new))
+        self._schema(table, "alter --rename-column", lambda u: u.rename_column(old, new),
+                     f"RENAME COLUMN {quote(old)} TO {quote(new)}")  # fmt: skip
 
     def drop_column(self, table: TableHandle, name: str) -> None:
-        self._schema(table, "alter --drop-column", lambda u: u.delete_column(name))
+        self._schema(table, "alter --drop-column", lambda u: u.delete_column(name), f"DROP COLUMN {quote(name)}")
 
     def widen_column(self, table: TableHandle, name: str, new_type: str) -> None:
-        self._schema(table, "alter --widen", lambda u: u.update_column(name, field_type=iceberg_type(new_type)))
+        self._schema(table, "alter --widen", lambda u: u.update_column(name, field_type=iceberg_type(new_type)),
+                     f"ALTER COLUMN {quote(name)} TYPE {new_type}")  # fmt: skip
 
     def set_column_comment(self, table: TableHandle, name: str, comment: str) -> None:
-        self._schema(table, "alter --set-comment", lambda u: u.update_column(name, doc=comment))
+        self._schema(table, "alter --set-comment", lambda u: u.update_column(name, doc=comment),
+                     f"ALTER COLUMN {quote(name)} COMMENT {sql_string(comment)}")  # fmt: skip
 
     # --- partitioning ---------------------------------------------------------------------------
     def evolve_partitioning(
@@ -166,7 +202,16 @@ class IcebergEvolution:
                     if key not in current:
                         update.add_field(f.column, _transform(f), _field_name(f))
 
-        self._commit(table, "alter --partition-by", fn)
+        def sql() -> list[str]:
+            tbl = self.load(table)  # type: ignore[attr-defined]
+            schema, name = tbl.schema(), self._name(table)
+            current = {(pf.source_id, str(pf.transform)): pf.name for pf in tbl.spec().fields}
+            wanted = {(schema.find_field(f.column).field_id, str(_transform(f))): f for f in fields}
+            return [f"ALTER TABLE {name} DROP PARTITION FIELD {quote(n)}" for k, n in current.items() if k not in wanted] + [
+                f"ALTER TABLE {name} ADD PARTITION FIELD {_field_sql(f)} AS {quote(_field_name(f))}"
+                for k, f in wanted.items() if k not in current]  # fmt: skip
+
+        self._commit(table, "alter --partition-by", fn, sql)
         return 0, 0
 
     # --- refs -----------------------------------------------------------------------------------
@@ -192,12 +237,15 @@ class IcebergEvolution:
 
     def create_tag(self, table: TableHandle, name: str, version: int, retain: timedelta | None) -> None:
         age = int(retain.total_seconds() * 1000) if retain is not None else None
+        retain_sql = f" RETAIN {-(-age // 60_000)} MINUTES" if age else ""
         self._commit(
-            table, "tag", lambda tbl: tbl.manage_snapshots().create_tag(version, name, max_ref_age_ms=age).commit()
-        )
+            table, "tag", lambda tbl: tbl.manage_snapshots().create_tag(version, name, max_ref_age_ms=age).commit(),
+            lambda: [f"ALTER TABLE {self._name(table)} CREATE TAG {quote(name)} AS OF VERSION {version}{retain_sql}"],
+        )  # fmt: skip
 
     def drop_tag(self, table: TableHandle, name: str) -> None:
-        self._commit(table, "untag", lambda tbl: tbl.manage_snapshots().remove_tag(name).commit())
+        self._commit(table, "untag", lambda tbl: tbl.manage_snapshots().remove_tag(name).commit(),
+                     lambda: [f"ALTER TABLE {self._name(table)} DROP TAG {quote(name)}"])  # fmt: skip
 
     def create_branch(self, table: TableHandle, name: str, version: int | None) -> None:
         def fn(tbl: Any) -> None:
@@ -206,7 +254,13 @@ class IcebergEvolution:
                 raise LakecatError(f"branch {table.name}: the table has no snapshot to branch from yet")
             tbl.manage_snapshots().create_branch(snap, name).commit()
 
-        self._commit(table, "branch", fn)
+        def sql() -> list[str]:
+            snap = version if version is not None else self.current_version(table)  # type: ignore[attr-defined]
+            if snap is None:
+                raise LakecatError(f"branch {table.name}: the table has no snapshot to branch from yet")
+            return [f"ALTER TABLE {self._name(table)} CREATE BRANCH {quote(name)} AS OF VERSION {snap}"]
+
+        self._commit(table, "branch", fn, sql)
 
     def branch_spark_name(self, spark_name: str, branch: str) -> str:
         return f"{spark_name}.{quote('branch_' + branch)}"
