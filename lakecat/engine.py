@@ -86,10 +86,13 @@ def java_message(e: BaseException) -> str:
     return first_line(str(e))
 
 
+# Iceberg's validations of a commit against the ones since it planned (a rewrite beside a MERGE or a DELETE, and back)
+# are conflicts too: planned again on top of the other commit, the operation succeeds.
 _CONFLICT_MARKERS = ("CommitFailedException", "ConcurrentAppendException", "ConcurrentDeleteReadException",
                      "ConcurrentDeleteDeleteException", "ConcurrentTransactionException", "MetadataChangedException",
                      "ProtocolChangedException", "ValidationException: Found conflicting files",
-                     "ConcurrentWriteException")  # fmt: skip
+                     "ConcurrentWriteException", "Found new conflicting delete files", "Cannot commit, found new",
+                     "Cannot commit, missing data files", "Missing required files to delete")  # fmt: skip
 
 # Spark error classes that mean the user's text (a predicate, a column list) is wrong: exit 2.
 _USAGE_MARKERS = ("PARSE_SYNTAX_ERROR", "UNRESOLVED_COLUMN", "DATATYPE_MISMATCH", "UNRESOLVED_ROUTINE",

@@ -19,11 +19,11 @@ import math
 import threading
 import time
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .engine import java_message, now, parse_expression, validate_properties, with_retries
+from .engine import RETRY_ATTEMPTS, java_message, now, parse_expression, validate_properties, with_retries
 from .errors import CommitConflictError, InvalidArgumentError, LakecatError, UnsupportedOperationError
 from .files import DataFile, exists, file_sizes, no_cyclic_gc, norm_path
 from .identifiers import parse_columns
@@ -56,6 +56,9 @@ SMALL_FILE_RATIO = 0.75  # a file below 75% of the target is "small" (Iceberg's 
 DEFAULT_EXPIRE_WINDOW = timedelta(days=7)
 DEFAULT_MIN_INPUT_FILES = 5  # `maintain` compacts a partition once it has this many small files
 AUTO_MIN_INPUT_FILES = 2  # `maintain --auto` compacts what health counts: small files sharing a partition
+MINOR_COMPACT_ATTEMPTS = 3  # a minor compaction that keeps conflicting with writers is left to the next pass
+MAX_SCOPED_PARTITIONS = 500  # beyond this, a minor compaction's predicate would cost more than it narrows
+UNPARTITIONED = "(unpartitioned)"
 MAINTAIN_ACTIONS = ("compact", "expire", "clean-orphans", "rewrite-metadata")
 APPLY_DELETES = "apply-deletes"  # a policy entry `maintain --auto` sets when deletes call for compaction
 COMPACT_SINCE = "compact-since"  # a policy entry the service sets for a minor compaction: data written after it
@@ -182,7 +185,7 @@ def _plan_compaction(files: list[DataFile], strategy: str, target: int) -> list[
         if len(chosen) < 2:
             continue
         total = sum(f.size for f in chosen)
-        plans.append(PartitionPlan(part or "(unpartitioned)", len(chosen), total, max(1, math.ceil(total / target))))
+        plans.append(PartitionPlan(part or UNPARTITIONED, len(chosen), total, max(1, math.ceil(total / target))))
     return plans
 
 
@@ -195,16 +198,86 @@ def compact(
     where: str | None = None,
     dry_run: bool = False,
     apply_deletes: bool = False,
+    full: bool = False,
+    since: datetime | None = None,
 ) -> CompactResult:
     """Rewrite small files into fewer, larger ones (optionally sorted or z-ordered). See ``Table.compact``.
 
+    ``since`` is the minor tier a service runs often: only the small files of the partitions that writes after that
+    time (naive: UTC) added files to, in one commit, with fewer retries of a commit conflict (the next pass tries
+    again); without it the whole table (the major tier).
+
     ``apply_deletes`` also rewrites files whose rows deletes hide (``maintain --auto`` when deletes call for it),
-    so the engine runs even when no partition has small files to merge.
+    so the engine runs even when no partition has small files to merge. On a clustered table the default
+    strategy clusters by the table's own keys (strategy ``cluster``): the files that need it, every file with ``full``.
     """
     started = time.monotonic()
     adapter = table.adapter
     adapter.require("compact", "compact")
-    strategy = str(strategy).lower()
+    strategy, cols = _check_strategy(table, str(strategy).lower(), by)
+    keys = list(adapter.layout(table).clustering.columns)
+    if keys and strategy == "binpack":  # the table's declared layout: compaction keeps it clustered
+        strategy, cols = "cluster", keys
+    elif full:
+        raise InvalidArgumentError(
+            f"--full reclusters a clustered table by its own keys; {table.name} "
+            + ("is compacted by --strategy, which rewrites every file anyway" if keys else "has no clustering keys")
+        )
+    target = _policy_size(table, target_file_size)
+    files_before = data_files(table)
+    if where is not None:
+        _check_where(table, where)
+        where = validate_predicate(table.catalog.session(), where, table)
+        matching = adapter.files_matching(table, where)  # type: ignore[arg-type]
+        candidates = [f for f in files_before if norm_path(f.path) in matching]
+    else:
+        candidates = files_before
+    recent = None if since is None else adapter.partitions_written_since(table, _utc(since))
+    if recent is not None:
+        candidates = [f for f in candidates if f.partition in recent]
+    plans = _plan_compaction(candidates, ("sort" if full else "binpack") if strategy == "cluster" else strategy, target)
+    rewritten_est = sum(p.files for p in plans)
+    bytes_before = sum(f.size for f in files_before)
+
+    def result(**kw: Any) -> CompactResult:
+        return CompactResult(
+            table=table.name, format=table.format, strategy=strategy, by=cols, target_file_size=target, where=where,
+            files_before=len(files_before), bytes_before=bytes_before, partitions=plans, full=full,
+            since=iso(_utc(since)) if since is not None else None, **kw,
+        )  # fmt: skip
+
+    if dry_run:
+        return result(
+            files_after=len(files_before) - rewritten_est + sum(p.estimated_output_files for p in plans),
+            bytes_after=bytes_before, files_rewritten=rewritten_est,
+            files_added=sum(p.estimated_output_files for p in plans), dry_run=True,
+            duration_s=round(time.monotonic() - started, 3),
+        )  # fmt: skip
+    # nothing to do: do not start an engine job that commits an empty rewrite
+    if not plans and not (apply_deletes or full):
+        return result(files_after=len(files_before), bytes_after=bytes_before, files_rewritten=0, files_added=0,
+                      dry_run=False, duration_s=round(time.monotonic() - started, 3))  # fmt: skip
+
+    engine_started = time.monotonic()
+    scope = where if recent is None else _recent_scope(where, recent, plans)
+    (rewritten, added), retries = with_retries(
+        lambda: adapter.compact(table, strategy, cols, target, scope, apply_deletes, full=full),
+        what=f"compact {table.name}",
+        attempts=RETRY_ATTEMPTS if since is None else MINOR_COMPACT_ATTEMPTS,
+    )
+    engine_s = time.monotonic() - engine_started
+    files_after, bytes_after = file_totals(table)
+    _record_run(table, "compact")
+    return result(
+        files_after=files_after, bytes_after=bytes_after, files_rewritten=rewritten, files_added=added, dry_run=False,
+        retries=retries, duration_s=round(time.monotonic() - started, 3),
+        engine_s=round(engine_s, 3),
+    )  # fmt: skip
+
+
+def _check_strategy(table: TableLike, strategy: str, by: list[str] | tuple[str, ...] | str) -> tuple[str, list[str]]:
+    """(strategy, columns) of a compaction, checked against the format and the table's columns."""
+    adapter = table.adapter
     if strategy not in STRATEGIES:
         raise InvalidArgumentError(f"invalid strategy {strategy!r}: use binpack, sort or zorder")
     cols = parse_columns(by) if (by and (not isinstance(by, str) or by.strip())) else []
@@ -223,47 +296,21 @@ def compact(
         unknown = [c for c in cols if c not in known]
         if unknown:
             raise InvalidArgumentError(f"--by: table {table.name} has no column {', '.join(unknown)}")
-    target = _policy_size(table, target_file_size)
-    files_before = data_files(table)
-    if where is not None:
-        _check_where(table, where)
-        where = validate_predicate(table.catalog.session(), where, table)
-        matching = adapter.files_matching(table, where)  # type: ignore[arg-type]
-        candidates = [f for f in files_before if norm_path(f.path) in matching]
-    else:
-        candidates = files_before
-    plans = _plan_compaction(candidates, strategy, target)
-    rewritten_est = sum(p.files for p in plans)
-    bytes_before = sum(f.size for f in files_before)
+    return strategy, cols
 
-    def result(**kw: Any) -> CompactResult:
-        return CompactResult(
-            table=table.name, format=table.format, strategy=strategy, by=cols, target_file_size=target, where=where,
-            files_before=len(files_before), bytes_before=bytes_before, partitions=plans, **kw,
-        )  # fmt: skip
 
-    if dry_run:
-        return result(
-            files_after=len(files_before) - rewritten_est + sum(p.estimated_output_files for p in plans),
-            bytes_after=bytes_before, files_rewritten=rewritten_est,
-            files_added=sum(p.estimated_output_files for p in plans), dry_run=True,
-            duration_s=round(time.monotonic() - started, 3),
-        )  # fmt: skip
-    if not plans and not apply_deletes:  # nothing to do: do not start an engine job that commits an empty rewrite
-        return result(files_after=len(files_before), bytes_after=bytes_before, files_rewritten=0, files_added=0,
-                      dry_run=False, duration_s=round(time.monotonic() - started, 3))  # fmt: skip
+def _utc(moment: datetime) -> datetime:
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment
 
-    engine_started = time.monotonic()
-    (rewritten, added), retries = with_retries(
-        lambda: adapter.compact(table, strategy, cols, target, where, apply_deletes), what=f"compact {table.name}"
-    )
-    engine_s = time.monotonic() - engine_started
-    files_after, bytes_after = file_totals(table)
-    _record_run(table, "compact")
-    return result(
-        files_after=files_after, bytes_after=bytes_after, files_rewritten=rewritten, files_added=added, dry_run=False,
-        retries=retries, duration_s=round(time.monotonic() - started, 3), engine_s=round(engine_s, 3),
-    )  # fmt: skip
+
+def _recent_scope(where: str | None, recent: dict[str, str | None], plans: list[PartitionPlan]) -> str | None:
+    """The minor tier's rewrite narrowed to the partitions it plans (with the caller's ``where``); not narrowed when
+    a partition has no predicate or so many that the predicate would cost more than it saves."""
+    chosen = [recent.get("" if p.partition == UNPARTITIONED else p.partition) for p in plans]
+    if not chosen or None in chosen or len(chosen) > MAX_SCOPED_PARTITIONS:
+        return where
+    scope = " OR ".join(f"({c})" for c in sorted(set(c for c in chosen if c)))
+    return scope if where is None else f"({where}) AND ({scope})"
 
 
 # --- expiry ------------------------------------------------------------------------------------

@@ -6,16 +6,26 @@ import contextlib
 import logging
 import math
 import time
-from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
+from datetime import date, datetime, timedelta
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
 
-from ...engine import command_row, default_parallelism, first_line, now, spark_conf, spark_errors
+from ...engine import (
+    command_row,
+    default_parallelism,
+    first_line,
+    now,
+    spark_conf,
+    spark_errors,
+    sql_string,
+    sql_timestamp,
+)
 from ...errors import LakecatError
 from ...files import DataFile, file_sizes, fs_for, is_local_dir, norm_path
 from ...identifiers import quote
 from ...results import ExpireResult, MetadataResult
 from ...units import format_duration, iso, plural
-from .log import arrow, commit_times, last_checkpoint, live_files, log_actions, log_entries
+from .log import add_actions, arrow, commit_actions, commit_times, last_checkpoint, live_files, log_actions, log_entries
 
 if TYPE_CHECKING:
     from ..base import TableHandle
@@ -32,6 +42,28 @@ def spark_path(location: str) -> str:
 def vacuum_hours(window: timedelta) -> int:
     """VACUUM's RETAIN in whole hours, rounded up (Delta rounds a fraction to the nearest hour: never shorter)."""
     return math.ceil(window.total_seconds() / 3600 - 1e-9)
+
+
+def _partition_term(column: str, value: Any) -> str | None:
+    """``column = value`` in Spark SQL for a typed partition value; None for a type it is not said for (a float)."""
+    name = quote(column)
+    if value is None:
+        return f"{name} IS NULL"
+    if isinstance(value, bool):
+        return f"{name} = {'true' if value else 'false'}"
+    if isinstance(value, int):
+        return f"{name} = {value}"
+    if isinstance(value, Decimal):
+        return f"{name} = {value}BD"
+    if isinstance(value, str):
+        return f"{name} = {sql_string(value)}"
+    if isinstance(value, datetime):
+        if value.tzinfo is None:
+            return f"{name} = TIMESTAMP_NTZ {sql_string(value.isoformat(sep=' '))}"
+        return f"{name} = {sql_timestamp(value)}"
+    if isinstance(value, date):
+        return f"{name} = DATE {sql_string(value.isoformat())}"
+    return None
 
 
 class DeltaMaintenance:
@@ -54,9 +86,34 @@ class DeltaMaintenance:
         with spark_errors("compact --where", table.entry.ident):
             return {norm_path(p) for p in self.read_current(table).where(predicate).inputFiles()}  # type: ignore[attr-defined]
 
+    def partitions_written_since(self, table: TableHandle, since: datetime) -> dict[str, str | None]:
+        # the live files that commits after ``since`` added with a change of data (OPTIMIZE's own adds change none)
+        dt = self.load(table)  # type: ignore[attr-defined]
+        entries = log_entries(table.location, table.name)
+        since_ms = int(since.timestamp() * 1000)
+        recent = [v for v, t in commit_times(entries).items() if t > since_ms and v <= dt.version()]
+        if not recent:
+            return {}
+        base = table.location.rstrip("/")
+        added = {norm_path(a["path"] if "://" in a["path"] else f"{base}/{a['path']}")
+                 for _, a in commit_actions(table.location, entries, min(recent), max(recent), ("add",))
+                 if a.get("dataChange", True) is not False}  # fmt: skip
+        out: dict[str, str | None] = {}
+        for r in add_actions(dt).to_pylist():
+            path = str(r["path"])
+            if norm_path(path if "://" in path else f"{base}/{path}") not in added:
+                continue
+            values = {k[len("partition.") :]: v for k, v in r.items() if k.startswith("partition.")}
+            key = "/".join(f"{k}={v}" for k, v in values.items())  # as ``live_files`` spells a file's partition
+            if key not in out:
+                terms = [_partition_term(k, v) for k, v in values.items()]
+                out[key] = None if not terms or None in terms else " AND ".join(t for t in terms if t)
+        return out
+
     def compact(self, table: TableHandle, strategy: str, by: list[str], target: int, where: str | None,
-                apply_deletes: bool = False) -> tuple[int, int]:  # fmt: skip
-        # OPTIMIZE rewrites files whose deletion vectors hide more than maxDeletedRowsRatio (5%) of their rows anyway
+                apply_deletes: bool = False, *, full: bool = False) -> tuple[int, int]:  # fmt: skip
+        # OPTIMIZE rewrites files whose deletion vectors hide more than maxDeletedRowsRatio (5%) of their rows anyway;
+        # on a clustered table it clusters (incrementally; FULL reclusters every file) and takes no ZORDER
         spark = table.catalog.session()
         conf = {
             "spark.databricks.delta.optimize.maxFileSize": str(target),
@@ -68,6 +125,10 @@ class DeltaMaintenance:
             sql += f" WHERE {where}"  # one validated expression (maintenance.validate_predicate); Delta refuses non-partition columns
         if strategy == "zorder":
             sql += f" ZORDER BY ({', '.join(quote(c) for c in by)})"
+        elif strategy == "cluster" and full:
+            sql += " FULL"
+        if apply_deletes:  # deletion vectors purged: every file carrying one is rewritten without the rows it hides
+            sql = f"REORG TABLE {spark_path(table.location)}{f' WHERE {where}' if where else ''} APPLY (PURGE)"
         with spark_errors("compact", table.entry.ident), spark_conf(spark, conf):
             row = command_row(spark, sql)
         metrics = row["metrics"] if row else None

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import time
-from datetime import datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from ...engine import command_row, is_connect, now, spark_errors, sql_string, sql_timestamp, with_retries
@@ -43,6 +44,83 @@ def _reachable(tbl: Any, snapshots: list[Any]) -> tuple[dict[str, int], dict[str
             for entry in m.fetch_manifest_entry(tbl.io, discard_deleted=True):
                 files[entry.data_file.file_path] = int(entry.data_file.file_size_in_bytes)
     return files, manifests
+
+
+def partition_predicate(spec: Any, schema: Any, partition: Any) -> str | None:
+    """A Spark SQL predicate on the source columns that holds for every row of one partition (an identity value,
+    a day's or an hour's range, ...); None when no field can be said so (a bucket): the rewrite is then not narrowed.
+    A field that cannot be said only widens the predicate, never narrows it."""
+    from pyiceberg import transforms as tr
+    from pyiceberg import types as ty
+
+    units: dict[type, str] = {tr.YearTransform: "year", tr.MonthTransform: "month", tr.DayTransform: "day",
+                              tr.HourTransform: "hour"}  # fmt: skip
+    terms = []
+    for i, field in enumerate(spec.fields):
+        name = schema.find_column_name(field.source_id)
+        if name is None:
+            continue
+        column = ".".join(quote(p) for p in name.split("."))
+        value, kind, transform = partition[i], schema.find_type(field.source_id), field.transform
+        unit = units.get(type(transform))
+        if value is None:
+            terms.append(f"{column} IS NULL")  # every transform keeps a null a null
+        elif isinstance(transform, tr.IdentityTransform):
+            if (literal := _literal(kind, value)) is not None:
+                terms.append(f"{column} = {literal}")
+        elif unit is not None and isinstance(kind, (ty.DateType, ty.TimestampType, ty.TimestamptzType)):
+            start, end = _time_range(unit, value)
+            terms.append(f"{column} >= {_literal(kind, start)} AND {column} < {_literal(kind, end)}")
+        elif isinstance(transform, tr.TruncateTransform) and isinstance(value, int):
+            terms.append(f"{column} >= {int(value)} AND {column} < {int(value) + int(transform.width)}")
+    return " AND ".join(terms) or None
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def _time_range(unit: str, value: Any) -> tuple[datetime, datetime]:
+    """[start, end) of a year / month / day / hour partition value (counted from 1970)."""
+    if isinstance(value, date):  # some readers hand a day's value over as a date
+        value = ((value.date() if isinstance(value, datetime) else value) - _EPOCH.date()).days
+    n = int(value)
+    if unit == "hour":
+        start = _EPOCH + timedelta(hours=n)
+        return start, start + timedelta(hours=1)
+    if unit == "day":
+        start = _EPOCH + timedelta(days=n)
+        return start, start + timedelta(days=1)
+    months = n * 12 if unit == "year" else n
+    step = 12 if unit == "year" else 1
+    start = _EPOCH.replace(year=1970 + months // 12, month=months % 12 + 1)
+    after = months + step
+    return start, _EPOCH.replace(year=1970 + after // 12, month=after % 12 + 1)
+
+
+def _literal(kind: Any, value: Any) -> str | None:
+    """A Spark SQL literal of an Iceberg-typed value (a partition value or a range bound); None for the types a
+    partition predicate leaves out."""
+    from pyiceberg import types as ty
+
+    if isinstance(kind, ty.StringType):
+        return sql_string(str(value))
+    if isinstance(kind, (ty.IntegerType, ty.LongType)):
+        return str(int(value))
+    if isinstance(kind, ty.BooleanType):
+        return "true" if value else "false"
+    if isinstance(kind, ty.DecimalType):
+        return f"{Decimal(value)}BD"
+    if isinstance(kind, ty.DateType):
+        day = value.date() if isinstance(value, datetime) else value
+        day = _EPOCH.date() + timedelta(days=int(day)) if isinstance(day, int) else day
+        return "DATE " + sql_string(day.isoformat())
+    if isinstance(kind, (ty.TimestampType, ty.TimestamptzType)):
+        moment = _EPOCH + timedelta(microseconds=int(value)) if isinstance(value, int) else value
+        if moment.tzinfo is not None:
+            moment = moment.astimezone(UTC).replace(tzinfo=None)
+        text = sql_string(moment.isoformat(sep=" "))
+        return ("TIMESTAMP_NTZ " if isinstance(kind, ty.TimestampType) else "TIMESTAMP ") + text  # the session is UTC
+    return None
 
 
 class _KeepFile:
@@ -110,14 +188,48 @@ class IcebergMaintenance:
                         .select(F.input_file_name().alias("f")).distinct().collect())  # fmt: skip
             return {norm_path(r["f"]) for r in rows}
 
+    def partitions_written_since(self, table: TableHandle, since: datetime) -> dict[str, str | None]:
+        # the live files (data and deletes) the current lineage's snapshots after ``since`` added, compactions' own
+        # snapshots aside; a file added by such a snapshot sits in a manifest written by it or by a later one
+        from pyiceberg.table.snapshots import Operation
+
+        tbl = self.load(table)  # type: ignore[attr-defined]
+        snap = tbl.current_snapshot()
+        by_id = {s.snapshot_id: s for s in tbl.metadata.snapshots}
+        since_ms = int(since.timestamp() * 1000)
+        recent: set[int] = set()
+        written: set[int] = set()
+        sid = snap.snapshot_id if snap is not None else None
+        while sid is not None and sid in by_id and by_id[sid].timestamp_ms > since_ms:
+            recent.add(sid)
+            summary = by_id[sid].summary
+            if summary is None or summary.operation != Operation.REPLACE:
+                written.add(sid)
+            sid = by_id[sid].parent_snapshot_id
+        if not written:
+            return {}
+        schema, specs = tbl.schema(), tbl.specs()
+        partition_path = partition_paths(specs, schema)
+        out: dict[str, str | None] = {}
+        with no_cyclic_gc():
+            for m in snap.manifests(tbl.io):
+                if m.added_snapshot_id not in recent:
+                    continue
+                for entry in m.fetch_manifest_entry(tbl.io, discard_deleted=True):
+                    f = entry.data_file
+                    if entry.snapshot_id in written and (key := partition_path(f.spec_id, f.partition)) not in out:
+                        out[key] = partition_predicate(specs[f.spec_id], schema, f.partition)
+        return out
+
     def compact(self, table: TableHandle, strategy: str, by: list[str], target: int, where: str | None,
-                apply_deletes: bool = False) -> tuple[int, int]:  # fmt: skip
+                apply_deletes: bool = False, *, full: bool = False) -> tuple[int, int]:  # fmt: skip
         spark = table.catalog.session()
         totals = self._totals(table) or {}
         options = {
             "target-file-size-bytes": str(target),
             "min-input-files": "2",
             "use-starting-sequence-number": "true",  # concurrent appends and deletes stay valid
+            "partial-progress.enabled": "false",  # one commit: readers and writers see the table before or after
         }
         if int(totals.get("total-files-size", PARTIAL_PROGRESS_BYTES)) >= PARTIAL_PROGRESS_BYTES:
             # a big table commits group by group: less to redo after a conflict (a commit per group costs time: not
@@ -132,6 +244,12 @@ class IcebergMaintenance:
         args = [f"table => {_ident_arg(table)}"]
         if strategy == "binpack":
             args.append("strategy => 'binpack'")
+        elif strategy == "cluster":  # the table's keys: only files outside the size range unless full
+            args.append("strategy => 'sort'")
+            if self.load(table).sort_order().is_unsorted:  # type: ignore[attr-defined]  # z-order keys: no sort order
+                args.append(f"sort_order => {sql_string('zorder(' + ', '.join(by) + ')')}")
+            if full:
+                options["rewrite-all"] = "true"
         else:
             order = f"zorder({', '.join(by)})" if strategy == "zorder" else ", ".join(f"{c} ASC NULLS LAST" for c in by)
             args += ["strategy => 'sort'", f"sort_order => {sql_string(order)}"]
