@@ -36,6 +36,9 @@ COVERED_ELSEWHERE = {
     ("local", "engine", "start"): "tests/test_connect.py::test_engine_status_and_second_start",
     ("local", "engine", "status"): "tests/test_connect.py::test_engine_status_and_second_start",
     ("local", "engine", "stop"): "tests/test_connect.py::test_engine_stop",
+    ("maintenance-log",): "tests/test_service.py::test_service_compacts_the_urgent_table_logs_and_exports",
+    ("policy", "set"): "tests/test_policy.py::test_policy_inherits_catalog_namespace_table_without_a_jvm",
+    ("policy", "show"): "tests/test_policy.py::test_policy_inherits_catalog_namespace_table_without_a_jvm",
 }
 
 # The keys DESIGN.md promises (more are fine).

@@ -12,40 +12,52 @@ from helpers import light_tables
 
 def test_policy_inherits_catalog_namespace_table_without_a_jvm(catalog, light_cli, lakecat, ns):
     iceberg, delta = light_tables(catalog, ns, 2, commits=1)  # t000 Iceberg, t001 Delta
-    forbid = ("pyspark", "py4j")
-    doc = light_cli("policy", "set", "*", "expire.retain-last=3", "orphans.older-than=9d", forbid=forbid)
-    assert doc == {"scope": "catalog", "target": "*",
-                   "policy": {"lakecat.expire.retain-last": "3", "lakecat.orphans.older-than": "9d"}}  # fmt: skip
-    doc = light_cli("policy", "set", f"{ns}.*", "lakecat.expire.retain-last=5", "compact.target-file-size=64MB")
-    assert doc["scope"] == "namespace" and doc["target"] == ns
-    doc = light_cli("policy", "set", iceberg, "compact.target-file-size=32MB")  # Iceberg: a property, by pyiceberg
-    assert doc == {"scope": "table", "target": iceberg, "policy": {"lakecat.compact.target-file-size": "32MB"}}
 
-    shown = light_cli("policy", "show", iceberg)
-    p = shown["policy"]
-    assert shown["enabled"] is True and shown["table"] == iceberg
-    assert p["lakecat.compact.target-file-size"] == {"value": "32MB", "source": "table property"}
-    assert p["lakecat.expire.retain-last"] == {"value": "5", "source": f"namespace {ns}"}
-    assert p["lakecat.orphans.older-than"] == {"value": "9d", "source": "catalog"}
-    assert p["lakecat.compact.strategy"] == {"value": "binpack", "source": "default"}
-    p = light_cli("policy", "show", delta)["policy"]
-    assert p["lakecat.compact.target-file-size"] == {"value": "64MB", "source": f"namespace {ns}"}
+    def policy(*args):
+        code, out, err = lakecat("policy", *args, "--json")
+        assert code == 0, err
+        return json.loads(out)
 
-    # unset at the namespace: the catalog's value shows through; the namespace's policy is a metastore entry
-    doc = light_cli("policy", "set", f"{ns}.*", "--unset", "expire.retain-last")
-    assert doc["policy"] == {"lakecat.compact.target-file-size": "64MB"}
-    assert light_cli("policy", "show", delta)["policy"]["lakecat.expire.retain-last"]["source"] == "catalog"
-    light_cli("policy", "set", "*", "--unset", "expire.retain-last", "--unset", "orphans.older-than")
+    try:
+        assert policy("set", "*", "expire.retain-last=3", "orphans.older-than=9d") == {
+            "scope": "catalog", "target": "*",
+            "policy": {"lakecat.expire.retain-last": "3", "lakecat.orphans.older-than": "9d"},
+        }  # fmt: skip
+        # in a process that must not load Spark: a namespace's policy, an Iceberg table's (a property, by pyiceberg)
+        doc = light_cli("policy", "set", f"{ns}.*", "lakecat.expire.retain-last=5", "compact.target-file-size=64MB",
+                        forbid=("pyspark", "py4j"))  # fmt: skip
+        assert doc["scope"] == "namespace" and doc["target"] == ns
+        doc = light_cli("policy", "set", iceberg, "compact.target-file-size=32MB")
+        assert doc == {"scope": "table", "target": iceberg, "policy": {"lakecat.compact.target-file-size": "32MB"}}
+
+        shown = light_cli("policy", "show", iceberg)
+        p = shown["policy"]
+        assert shown["enabled"] is True and shown["table"] == iceberg
+        assert p["lakecat.compact.target-file-size"] == {"value": "32MB", "source": "table property"}
+        assert p["lakecat.expire.retain-last"] == {"value": "5", "source": f"namespace {ns}"}
+        assert p["lakecat.orphans.older-than"] == {"value": "9d", "source": "catalog"}
+        assert p["lakecat.compact.strategy"] == {"value": "binpack", "source": "default"}
+        p = policy("show", delta)["policy"]
+        assert p["lakecat.compact.target-file-size"] == {"value": "64MB", "source": f"namespace {ns}"}
+
+        # unset at the namespace: the catalog's value shows through
+        assert policy("set", f"{ns}.*", "--unset", "expire.retain-last")["policy"] == {
+            "lakecat.compact.target-file-size": "64MB"
+        }
+        assert policy("show", delta)["policy"]["lakecat.expire.retain-last"]["source"] == "catalog"
+    finally:  # the catalog's policy reaches every later test's tables
+        policy("set", "*", "--unset", "expire.retain-last", "--unset", "orphans.older-than")
 
     # the opt-out, for the namespace: maintain (and the service) skip the tables, and say why
-    light_cli("policy", "set", f"{ns}.*", "maintain.enabled=false")
-    assert light_cli("policy", "show", delta)["enabled"] is False
+    policy("set", f"{ns}.*", "maintain.enabled=false")
+    assert policy("show", delta)["enabled"] is False
     code, out, err = lakecat("maintain", f"{ns}.*", "--auto", "--dry-run", "--json")
     assert code == 0, err
     assert [(t["status"], t["actions"][0]["reason"]) for t in json.loads(out)["tables"]] == [
         ("skipped", "lakecat.maintain.enabled=false")
     ] * 2
-    light_cli("policy", "set", f"{ns}.*", "--unset", "maintain.enabled", "--unset", "compact.target-file-size")
+    policy("set", f"{ns}.*", "--unset", "maintain.enabled", "--unset", "compact.target-file-size")
+    assert light_cli("maintenance-log", f"{ns}.*", forbid=("pyspark", "py4j")) == []  # nothing ran
 
 
 def test_policy_refusals_are_usage_errors(lakecat, catalog, ns):
