@@ -396,7 +396,8 @@ def test_branches_answer_exit_3_where_the_format_has_none(cli, catalog, spark, n
 
 # --- partition evolution -------------------------------------------------------------------------
 def test_partition_evolution(cli, catalog, spark, ns, table_format):
-    t = catalog.create_table(f"{ns}.p", schema="id BIGINT NOT NULL, ts TIMESTAMP, region STRING, kind STRING",
+    # nullable id: Delta refuses to rewrite NOT NULL columns (test_layouts)
+    t = catalog.create_table(f"{ns}.p", schema="id BIGINT, ts TIMESTAMP, region STRING, kind STRING",
                              format=table_format, partition_by="region")  # fmt: skip
     for i in range(3):
         spark.sql(f"INSERT INTO {t.spark_name} VALUES ({i}, TIMESTAMP'2026-01-0{i + 1} 10:00:00', 'eu', 'k{i % 2}')")

@@ -55,6 +55,16 @@ class DeltaEvolution:
             files = self.data_files(table)  # type: ignore[attr-defined]
         return len(files), sum(f.size for f in files)
 
+    def _refuse_not_null(self, table: TableHandle, what: str, instead: str) -> None:
+        """A whole-table overwrite would silently drop NOT NULL: Delta makes every column of a rewrite nullable and
+        cannot make a column NOT NULL again."""
+        not_null = [f.name for f in self.load(table).schema().fields if not f.nullable]  # type: ignore[attr-defined]
+        if not_null:
+            raise self.unsupported(  # type: ignore[attr-defined]
+                f"{what} on a table with NOT NULL columns ({', '.join(not_null)})",
+                f"Delta makes every column of a rewrite nullable and cannot set NOT NULL back; {instead}",
+            )
+
     def column_mapping(self, table: TableHandle) -> str:
         return str(self.properties(table).get(COLUMN_MAPPING, "none"))  # type: ignore[attr-defined]
 
@@ -119,13 +129,7 @@ class DeltaEvolution:
                 "an overwrite cannot carry Delta generated columns in one commit; widen in place (type widening, see "
                 "--yes) or create a new table and copy the rows",
             )
-        not_null = [f.name for f in self.load(table).schema().fields if not f.nullable]  # type: ignore[attr-defined]
-        if not_null:
-            raise self.unsupported(  # type: ignore[attr-defined]
-                f"alter --widen --rewrite on a table with NOT NULL columns ({', '.join(not_null)})",
-                "Delta makes every column of a rewrite nullable and cannot set NOT NULL back; widen in place (type "
-                "widening, see --yes)",
-            )
+        self._refuse_not_null(table, "alter --widen --rewrite", "widen in place (type widening, see --yes)")
         change_data = self.properties(table).get(self.change_data_property, "")  # type: ignore[attr-defined]
         if self.column_mapping(table) != "none" and str(change_data).lower() == "true":
             raise self.unsupported(  # type: ignore[attr-defined]
@@ -172,20 +176,16 @@ class DeltaEvolution:
                 "an overwrite cannot carry Delta generated columns (days(ts), ...) in one commit; partition by plain "
                 "columns, or create a new table and copy the rows",
             )
+        self._refuse_not_null(table, "alter --partition-by --rewrite", "create a table partitioned the new way and "
+                              "copy the rows into it")  # fmt: skip
         planned = self._rewrite_plan(table)
         if dry_run:
             return planned
-        not_null = [f.name for f in self.load(table).schema().fields if not f.nullable]  # type: ignore[attr-defined]
         spark = table.catalog.session()
         with spark_errors("alter --partition-by --rewrite", table.entry.ident):
             df = spark.read.format("delta").load(table.location)
             (df.write.format("delta").mode("overwrite").option("overwriteSchema", "true")
              .partitionBy(*[f.column for f in fields]).save(table.location))  # fmt: skip
-        # the overwrite makes every column nullable: the NOT NULL constraints come back, one commit each (Delta
-        # checks the rewritten rows, which came from NOT NULL columns)
-        for name in not_null:
-            self._alter(table, "alter --partition-by --rewrite",
-                        f"ALTER TABLE {spark_path(table.location)} ALTER COLUMN {quote(name)} SET NOT NULL")  # fmt: skip
         return planned
 
     # --- tags -----------------------------------------------------------------------------------
