@@ -9,7 +9,9 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 import urllib.request
+from datetime import timedelta
 
 import pytest
 from helpers import read_rows
@@ -125,3 +127,43 @@ def test_sigterm_stops_the_service_with_exit_0(lakecat_home, ns):
     assert proc.returncode == 0, err
     doc = json.loads(out)
     assert doc["stopped_by"] == "SIGTERM" and doc["passes"] >= 1 and doc["runs"] == {"ok": 0, "failed": 0, "skipped": 0}
+
+
+def test_queue_order_tiers_and_budget():
+    """How a pass chooses, from health figures alone (no table, no JVM)."""
+    from lakecat.results import TableHealth, VersionPoint
+    from lakecat.service import PassResult, QueueItem, Service, ServiceOptions, plan_item, urgency
+
+    def health(name, **kw):
+        return TableHealth(name, "any", kw.pop("verdict", "healthy"), "", **kw)
+
+    mib, hour_ms, now_ms = 2**20, 3_600_000, 1_800_000_000_000
+    big = health("a.big", verdict="compact", needs=["compact"], data_files=400, compactable_small_files=300,
+                 data_bytes=50_000 * mib)  # fmt: skip
+    small = health("a.small", verdict="compact", needs=["compact", "expire"], data_files=20, compactable_small_files=15,
+                   data_bytes=mib)  # fmt: skip
+    tidy = health("a.tidy", data_files=4, data_bytes=400 * mib)
+    assert urgency(big) > urgency(small) > urgency(tidy) == 0
+    assert plan_item(tidy, {}, None, now_ms) is None
+    item = plan_item(small, {}, None, now_ms)
+    assert (item.actions, item.tier, item.since) == (["compact", "expire"], "major", None)
+
+    # small files below health's threshold: a major compaction once per major-every, else minor after new data
+    timeline = [VersionPoint(1, "2027-01-15T08:00:00Z", "compact"), VersionPoint(2, "2027-01-15T08:20:00Z", "append")]
+    recent = health("a.recent", data_files=6, compactable_small_files=3, last_compaction="2027-01-15T08:00:00Z",
+                    timeline=timeline)  # fmt: skip
+    last_major = now_ms - hour_ms
+    item = plan_item(recent, {}, last_major, now_ms)
+    assert (item.actions, item.tier, item.since) == (["compact"], "minor", "2027-01-15T08:00:00.000Z")
+    item = plan_item(recent, {"lakecat.compact.major-every": "30m"}, last_major, now_ms)
+    assert (item.tier, item.since) == ("major", None)
+    assert plan_item(recent, {"lakecat.compact.min-input-files": "5"}, last_major, now_ms) is None
+    recent.timeline = timeline[:1]  # no data since the last compaction: nothing to do until major-every
+    assert plan_item(recent, {}, last_major, now_ms) is None
+
+    # a spent budget (or a stop) starts nothing: every queued table waits for the next pass
+    service = Service(None, ServiceOptions(every=timedelta(minutes=1)))  # type: ignore[arg-type]
+    p = PassResult(1, "", queued=2)
+    service._work([QueueItem("a.big", 2.0, ["compact"], "compact", ""), QueueItem("a.small", 1.0, ["expire"], "", "")],
+                  p, deadline=time.monotonic() - 1)  # fmt: skip
+    assert (p.worked, p.deferred) == (0, 2)
