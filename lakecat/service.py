@@ -298,11 +298,12 @@ class Service:
             if outcome is None:
                 continue
             p.runs[outcome] += 1
-            rewritten = sum(x.get("bytes", 0) for x in (a.result or {}).get("partitions") or [])
-            if a.action == "compact" and outcome == "ok":
-                p.bytes_rewritten += rewritten
+            rewritten = 0
+            if outcome == "ok":  # the files a rewrite (compact, purge, cluster) replaced
+                rewritten = sum(x.get("bytes", 0) for x in (a.result or {}).get("partitions") or [])
+            p.bytes_rewritten += rewritten
             if self.metrics is not None:
-                self.metrics.ran(a.action, outcome, rewritten if outcome == "ok" and a.action == "compact" else 0)
+                self.metrics.ran(a.action, outcome, rewritten)
 
 
 def abandon_current_step() -> None:
