@@ -77,6 +77,9 @@ class BatchWriter:
         # observes itself
         self.stream_observation = observation
         self.query_name = query_name
+        # the last batch had bad records: bad records come in runs (a producer's bug, a schema change), so the next
+        # batch is cached and its dead letters are taken from that one read instead of reading the batch again
+        self.bad_before = False
         self._exprs: BatchExprs | None = None
         self._jquery: Any = None  # the running query's StreamExecution (JVM), looked up by its first batch
 
@@ -108,10 +111,12 @@ class BatchWriter:
                prepare: Callable[[DataFrame], DataFrame] | None = None) -> list[str]:  # fmt: skip
         """Append the batch's good rows and dead-letter its bad ones; ``prepare`` runs on the batch first.
 
-        The batch is cached only when it is read more than once before its table write (``prepare``, the check for
-        bad records without a dead-letter table). The dead-letter write reads it again only when the batch has bad
-        records, and then re-runs its plan: a stateful batch replays from the state version before it, and bad
-        records are salted so the dedupe never drops one, so both runs see the same records.
+        The batch is cached when it is read more than once before its table write (``prepare``, the check for bad
+        records without a dead-letter table), or when the last batch had bad records (``bad_before``): then its
+        dead letters are split off the one read the table write made. Otherwise the dead-letter write reads it again
+        only when the batch has bad records, and then re-runs its plan: a stateful batch replays from the state
+        version before it, and bad records are salted so the dedupe never drops one, so both runs see the same
+        records.
         """
         base = df.persist() if cache else df
         df = base
@@ -127,6 +132,7 @@ class BatchWriter:
             else:
                 bad, names = self._write_good(df, batch_id, stats)
             self.write_dead_letters(df, batch_id, bad, stats, done)
+            self.bad_before = bad > 0
         finally:
             if df is not base:
                 df.unpersist()

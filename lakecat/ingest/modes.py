@@ -53,8 +53,9 @@ class Append(Mode):
                           count_unknown=writer.settings.unknown_mode, detail=False)  # fmt: skip
 
     def write(self, writer: BatchWriter, df: DataFrame, batch_id: int, stats: BatchStats, done: Done) -> list[str]:
-        # without a dead-letter table the batch is read twice: checked for bad records, then written
-        return writer.append(df, batch_id, stats, done, cache=writer.dlq is None)
+        # without a dead-letter table the batch is read twice: checked for bad records, then written; after a batch
+        # with bad records the next is kept for its dead letters
+        return writer.append(df, batch_id, stats, done, cache=writer.dlq is None or writer.bad_before)
 
 
 class MergeSchema(Mode):
