@@ -130,7 +130,10 @@ class IcebergEvolution:
         On a format version 3 table the same change as Spark SQL (``sql``) instead."""
         from pyiceberg.exceptions import CommitFailedException
 
-        if sql is not None and self.writes_through_spark(table):
+        if self.writes_through_spark(table):
+            if sql is None:
+                raise self.unsupported(f"{what} on a format version 3 table",  # type: ignore[attr-defined]
+                                       "pyiceberg does not write version 3 metadata yet")  # fmt: skip
             self._spark_sql(table, what, sql())
             return
 
