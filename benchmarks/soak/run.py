@@ -10,8 +10,9 @@ KRaft broker:
   blocks, ``precise`` decimals, micro-timestamps, tombstones after deletes — for a key space to another;
 - for every format, two ``lakecat ingest --trigger 'every 2s'`` processes: the events into ``soak.events_<fmt>``
   and the change events (``--cdc debezium --key id``) into ``soak.cdc_<fmt>``;
-- ``lakecat maintain 'soak.*' --plan …`` in a loop: compaction, expiry with short windows (``--force``), orphan
-  cleanup;
+- the maintenance service, ``lakecat maintain 'soak.*' --auto --every 15s --plan …``, on the same tables: minor
+  compactions of the partitions written since the last one, a major one each minute, expiry with short windows
+  (forced), orphan cleanup; its commit conflicts with the streams are retried or left to its next pass, and counted;
 - the chaos: ingest processes killed with SIGKILL (their JVM with them) at random moments, restarted by the harness;
   the broker stopped and restarted once; a concurrent ``lakecat upsert`` into each events table (rows with negative
   ids, which the topic never carries).
@@ -19,8 +20,9 @@ KRaft broker:
 At the end the producers stop, each stream drains with ``--trigger available-now``, and every table is read by
 the format's own independent library (pyiceberg; delta-rs) and compared with what the topic says it should hold:
 the events tables hold every valid event exactly once (plus the upserted rows), the CDC tables hold the last state
-of every key (deleted keys absent), the dead-letter tables hold every malformed record exactly once. The figures are
-printed as one JSON document; exit code 0 when nothing was lost or doubled, 1 otherwise.
+of every key (deleted keys absent), the dead-letter tables hold every malformed record exactly once. What the service
+did comes from the catalog's maintenance log. The figures are printed as one JSON document; exit code 0 when nothing
+was lost or doubled, 1 otherwise.
 
 A harness beside the package (like the benchmark suite): it reads tables with each format's own library, through the
 hand-written baselines of ``benchmarks.baselines``.
@@ -61,6 +63,7 @@ PLAN = """\
 [defaults]
 compact.target-file-size = "8MB"
 compact.min-input-files = 3
+compact.major-every = "1m"
 expire.older-than = "1m"
 expire.retain-last = 2
 orphans.older-than = "{orphans}"
@@ -147,8 +150,9 @@ class Stream:
 
 class Soak:
     def __init__(
-        self, work: Path, minutes: float, kills: int, seed: int, formats: list[str], rate: int, *, cdc: bool = True
-    ) -> None:
+        self, work: Path, minutes: float, kills: int, seed: int, formats: list[str], rate: int, *, cdc: bool = True,
+        trigger_seconds: float = 5, maintain_every: str = "15s", broker_restart: bool = True,
+    ) -> None:  # fmt: skip
         self.work, self.seconds, self.kills_per_format, self.formats, self.rate = (
             work,
             minutes * 60,
@@ -157,6 +161,8 @@ class Soak:
             rate,
         )
         self.cdc = cdc
+        self.trigger_seconds, self.maintain_every, self.broker_restart = trigger_seconds, maintain_every, broker_restart
+        self.service: subprocess.Popen[str] | None = None
         self.rnd = random.Random(seed)
         self.seed = seed
         # one core per JVM: two cores carry the streams, maintain and upsert side by side
@@ -171,7 +177,9 @@ class Soak:
         self.stop_producing = threading.Event()
         self.stop_chaos = threading.Event()
         self.lock = threading.Lock()
-        self.figures: dict[str, Any] = {"seed": seed, "formats": formats, "cdc": cdc, "minutes": minutes, "events": 0, "malformed": 0, "change_events": 0,
+        self.figures: dict[str, Any] = {"seed": seed, "formats": formats, "cdc": cdc, "minutes": minutes,
+                                        "trigger_seconds": trigger_seconds, "maintain_every": maintain_every,
+                                        "events": 0, "malformed": 0, "change_events": 0,
                                         "tombstones": 0, "kills": {f: 0 for f in formats}, "restarts_after_failure": 0,
                                         "broker_restarts": 0, "maintenance_runs": 0, "maintenance_failed": 0,
                                         "upserts": 0, "conflicts_retried": 0, "internal_errors": 0}  # fmt: skip
@@ -199,7 +207,8 @@ class Soak:
 
     def start_stream(self, s: Stream) -> None:
         log = open(s.log, "ab")  # noqa: SIM115 - the child owns it
-        s.proc = subprocess.Popen([sys.executable, "-m", "lakecat.commands.main", *s.args, "--trigger", "every 5s", "--json",
+        s.proc = subprocess.Popen([sys.executable, "-m", "lakecat.commands.main", *s.args, "--trigger",
+                                   f"every {self.trigger_seconds:g}s", "--json",
                                    "--verbose"], env=self.env, stdout=subprocess.DEVNULL, stderr=log, start_new_session=True)  # fmt: skip
         log.close()
         s.started, s.killed = time.monotonic(), False
@@ -238,7 +247,8 @@ class Soak:
         window = self.seconds * 0.85
         for fmt in self.formats:
             plan += [(self.rnd.uniform(0.05, 1.0) * window, fmt) for _ in range(self.kills_per_format)]
-        plan.append((self.seconds * 0.4, "broker"))
+        if self.broker_restart:
+            plan.append((self.seconds * 0.4, "broker"))
         t0 = time.monotonic()
         for at, what in sorted(plan):
             while time.monotonic() - t0 < at:
@@ -264,18 +274,71 @@ class Soak:
         with self.lock:
             self.figures["broker_restarts"] += 1
 
-    def maintain(self, plan: Path) -> None:
-        while not self.stop_chaos.is_set():
-            code, out, err = self.lakecat("maintain", "soak.*", "--plan", str(plan), "--json", "--verbose")
-            with self.lock:
-                self.figures["maintenance_runs"] += 1
-                if code != 0:
-                    self.figures["maintenance_failed"] += 1
+    def start_service(self, plan: Path) -> None:
+        """The maintenance service on every soak table, one warm JVM for the whole run (restarted if it dies)."""
+        log = open(self.work / "service.log", "ab")  # noqa: SIM115 - the child owns it
+        self.service = subprocess.Popen([sys.executable, "-m", "lakecat.commands.main", "maintain", "soak.*", "--auto",
+                                         "--every", self.maintain_every, "--plan", str(plan), "--json", "--verbose"],
+                                        env=self.env, stdout=subprocess.PIPE, stderr=log, text=True,
+                                        start_new_session=True)  # fmt: skip
+        log.close()
+
+    def watch_service(self, plan: Path) -> None:
+        while not self.stop_chaos.wait(1):
+            if self.service is not None and self.service.poll() is not None:
+                code = self.service.returncode
+                with self.lock:
+                    self.figures["service_restarts"] = self.figures.get("service_restarts", 0) + 1
                     self.figures["internal_errors"] += code == 4
-                    self.notes.append(f"maintain exit {code}: {_error_of(out, err)}")
-            self._count_retries(out)
-            self._count_retries(err)
-            self.stop_chaos.wait(self.rnd.uniform(5, 15))
+                    self.notes.append(f"maintenance service exit {code}: {_last_error(self.work / 'service.log')}")
+                self.start_service(plan)
+
+    def stop_service(self) -> None:
+        """SIGTERM: the service finishes the step under way and exits 0 with its JSON summary."""
+        proc = self.service
+        if proc is None:
+            return
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+        try:
+            out, _ = proc.communicate(timeout=600)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            out, _ = proc.communicate()
+            self.notes.append("maintenance service: no exit within 10 minutes of SIGTERM")
+        if proc.returncode != 0:
+            self.figures["internal_errors"] += proc.returncode == 4
+            self.notes.append(f"maintenance service exit {proc.returncode}: {_error_of(out, '')}")
+        try:
+            summary = json.loads(out)
+        except ValueError:
+            summary = {}
+        self.figures["service"] = {"exit": proc.returncode, "passes": summary.get("passes"),
+                                   "runs": summary.get("runs"), "stopped_by": summary.get("stopped_by")}  # fmt: skip
+
+    def maintenance_figures(self) -> dict[str, Any]:
+        """What the service did, from the catalog's maintenance log: runs by action, tier and outcome, the commit
+        conflicts with the streams it retried and the ones it left to its next pass."""
+        from lakecat.maintenance_log import RunLog
+
+        runs = RunLog(lakecat.connect().metastore).runs("soak.*")
+        by: dict[str, int] = {}
+        for r in runs:
+            key = f"{r.action}{f' {r.tier}' if r.tier else ''} {r.outcome}"
+            by[key] = by.get(key, 0) + 1
+        conflicts = [r for r in runs if r.outcome == "skipped" and "conflict" in (r.error or "")]
+        return {
+            "maintenance_runs": len(runs),
+            "maintenance_failed": sum(r.outcome == "failed" for r in runs),
+            "maintenance": dict(sorted(by.items())),
+            "maintenance_conflicts": {
+                "retried": sum(r.retries for r in runs),
+                "left_to_next_pass": len(conflicts),
+                "compaction_retried": sum(r.retries for r in runs if r.action == "compact"),
+                "compaction_left_to_next_pass": sum(r.action == "compact" for r in conflicts),
+            },
+            "maintenance_errors": sorted({f"{r.action}: {r.error}"[:300] for r in runs if r.outcome == "failed"})[:10],
+        }
 
     def upserts(self, t_run: float) -> None:
         """A concurrent upsert into each events table at 30 % and at 70 % of the run."""
@@ -405,8 +468,9 @@ class Soak:
         producer.start()
         for s in self.streams:
             self.start_stream(s)
+        self.start_service(plan)
         workers = [threading.Thread(target=fn, name=fn.__name__) for fn in (self.supervise, self.chaos)]
-        workers.append(threading.Thread(target=self.maintain, args=(plan,), name="maintain"))
+        workers.append(threading.Thread(target=self.watch_service, args=(plan,), name="watch_service"))
         for w in workers:
             w.start()
         upserts = threading.Thread(target=self.upserts, args=(t_run,), name="upserts")
@@ -418,6 +482,7 @@ class Soak:
         self.stop_chaos.set()
         for w in [*workers, upserts]:
             w.join()
+        self.stop_service()  # while the streams still run: maintenance beside them to the end
         for s in self.streams:  # stop the continuous streams (SIGTERM: after the batch in flight)
             if s.proc is not None and s.proc.poll() is None:
                 s.proc.send_signal(signal.SIGTERM)
@@ -435,6 +500,7 @@ class Soak:
                 self.figures["internal_errors"] += code == 4
                 self.notes.append(f"drain {s.label} exit {code}: {_error_of(out, err)}")
         self.figures.update(self.check(events_topic, cdc_topic))
+        self.figures.update(self.maintenance_figures())
         self.figures["ok"] = self.figures["ok"] and self.figures["internal_errors"] == 0  # exit 4 is a bug, always
         self.figures["restarts"] = {s.label: s.restarts for s in self.streams}
         for s in self.streams:  # the streams' own retries of commit conflicts (with --verbose they log each)
@@ -579,6 +645,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rate", type=int, default=50, help="events per second (default 50)")
     ap.add_argument("--formats", default=",".join(format_names(builtin_only=True)))
     ap.add_argument("--no-cdc", action="store_true", help="only the plain event streams (the short form CI runs)")
+    ap.add_argument("--trigger-seconds", type=float, default=5, help="each stream commits this often (default 5)")
+    ap.add_argument("--maintain-every", default="15s", help="the maintenance service's pass interval (default 15s)")
+    ap.add_argument("--no-broker-restart", action="store_true",
+                    help="keep the broker up (with --kills 0: only maintenance runs beside the streams)")  # fmt: skip
     ap.add_argument(
         "--work", default=None, help="keep the run's catalog, broker and logs here (default: a temporary dir, removed)"
     )
@@ -595,10 +665,15 @@ def main(argv: list[str] | None = None) -> int:
         [f.strip() for f in args.formats.split(",") if f.strip()],
         args.rate,
         cdc=not args.no_cdc,
+        trigger_seconds=args.trigger_seconds,
+        maintain_every=args.maintain_every,
+        broker_restart=not args.no_broker_restart,
     )
     try:
         figures = soak.run()
     finally:
+        if soak.service is not None and soak.service.poll() is None:
+            os.killpg(soak.service.pid, signal.SIGKILL)
         if soak.broker is not None:
             soak.broker.stop()
         for s in soak.streams:

@@ -1,0 +1,259 @@
+"""Benchmark: what the maintenance service costs per table — idle passes, one due table, passes over many due tables.
+
+Run from the checkout's root::
+
+    python -m benchmarks.service [--tables 20] [--big-tables 200] [--due-tables 20] [--big-due-tables 200]
+        [--files 20] [--pass-files 5] [--rounds 3]
+        [--parts idle,one,due] [--out F.json] [--docs [docs/maintenance-service.md]]
+
+Each part runs in a process of its own against a private catalog, with lakecat's defaults for the machine (no pinned
+master, heap or partitions); the tables are written without Spark (pyiceberg; delta-rs), half of each format:
+
+- ``idle``: one pass of the service (``lakecat.service.Service.run_pass``) over T and 10T small tables where nothing
+  is due (one file, one version each): health from metadata, no JVM; the pass's seconds, and a second pass's.
+- ``one``: a due small table (``--files`` small files, as many versions) compacted and expired by one pass in a warm
+  session (a first table of the same format started the engine), ``--rounds`` tables per format.
+- ``due``: one pass over D and 10D due small tables (``--pass-files`` files and versions each), after a warm-up
+  table: seconds in all and per table, and how the per-table cost grows from D to 10D.
+
+The plan makes expiry due at once (``expire.older-than = 1s``, ``retain-last = 1``, forced). Prints one JSON
+document; ``--docs`` writes its table into the page's ``bench:service`` block.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from .measure import child_env, last_json, machine_info, rounded, run_measured, say
+
+PARTS = ("idle", "one", "due")
+PLAN = """\
+[defaults]
+expire.older-than = "1s"
+expire.retain-last = 1
+force = true
+"""
+
+
+# --- the child: one catalog, one process ---------------------------------------------------------
+def build(home: Path, namespace: str, tables: int, versions: int, formats: list[str], first: int = 0) -> list[str]:
+    """``tables`` small tables ``namespace.tNNN`` of ``versions`` one-file appends each, written without Spark."""
+    import pyarrow as pa
+    from deltalake import write_deltalake
+
+    import lakecat
+    from lakecat.formats import get_format
+    from lakecat.identifiers import TableIdent
+    from lakecat.metastore import Registry
+
+    cat = lakecat.connect()
+    cat.entries()  # the metastore's tables exist
+    sql = get_format("iceberg").sql_catalog(cat)  # type: ignore[attr-defined]
+    registry = Registry(cat.metastore, "lakecat_delta_tables", "delta")
+    sql.create_namespace_if_not_exists(namespace)
+    names = []
+    for i in range(first, first + tables):
+        fmt, name = formats[i % len(formats)], f"t{i:03d}"
+        data = pa.table({"id": pa.array(range(i * 10, i * 10 + 10), pa.int64()), "region": ["eu", "us"] * 5})
+        if fmt == "iceberg":
+            tbl = sql.create_table((namespace, name), schema=data.schema)
+            for _ in range(versions):
+                tbl.append(data)
+        else:
+            location = str(home / "warehouse" / namespace / name)
+            for _ in range(versions):
+                write_deltalake(location, data, mode="append")
+            registry.register(TableIdent(namespace, name), "file://" + location, {})
+        names.append(f"{namespace}.{name}")
+    return names
+
+
+def one_pass(cat: Any, pattern: str, plan: Path) -> dict[str, Any]:
+    """One service pass over the tables matching ``pattern``; its seconds and outcomes."""
+    from lakecat.service import Service, ServiceOptions
+
+    started = time.monotonic()
+    p = Service(cat, ServiceOptions(pattern=pattern, plan=plan)).run_pass(1)
+    if p.error:
+        raise RuntimeError(f"pass over {pattern} failed: {p.error}")
+    seconds = rounded(time.monotonic() - started)
+    actions: dict[str, float] = {}
+    if p.tables == 1:  # one table: where its seconds went, from the maintenance log
+        from lakecat.maintenance_log import RunLog
+
+        for r in RunLog(cat.metastore).runs(pattern):
+            key = f"{r.action}{f' ({r.tier})' if r.tier else ''} {r.outcome}"
+            actions[key] = round(actions.get(key, 0) + r.seconds, 3)
+    return {"seconds": seconds, "tables": p.tables, "queued": p.queued, "worked": p.worked, "runs": p.runs,
+            "verdicts": p.verdicts, "actions": actions}  # fmt: skip
+
+
+def jvm_started() -> bool:
+    return "py4j" in sys.modules
+
+
+def child(a: argparse.Namespace) -> dict[str, Any]:
+    home = Path(a.home)
+    os.environ["LAKECAT_HOME"] = str(home)
+    plan = home / "plan.toml"
+    plan.write_text(PLAN)
+    import lakecat
+
+    formats = a.formats.split(",")
+    out: dict[str, Any] = {}
+    if a.child == "idle":
+        t0 = time.monotonic()
+        build(home, "bench", a.n, 1, formats)
+        out["build_s"] = rounded(time.monotonic() - t0, 1)
+        cat = lakecat.connect()
+        out["passes"] = [one_pass(cat, "bench.*", plan) for _ in range(2)]
+        out["jvm"] = jvm_started()
+    elif a.child == "one":
+        cat = lakecat.connect()
+        for fmt in formats:
+            first = build(home, f"warm_{fmt}", 1, a.files, [fmt])[0]
+            names = build(home, f"one_{fmt}", a.rounds, a.files, [fmt])
+            out[fmt] = {"warm_up": one_pass(cat, first, plan), "rounds": [one_pass(cat, n, plan) for n in names]}
+            out[fmt]["files_after"] = [len(cat.load_table(n).adapter.data_files(cat.load_table(n))) for n in names]
+    else:
+        t0 = time.monotonic()
+        build(home, "bench", a.n, a.pass_files, formats)
+        out["build_s"] = rounded(time.monotonic() - t0, 1)
+        warm = build(home, "warm", len(formats), a.pass_files, formats)
+        cat = lakecat.connect()
+        for name in warm:
+            one_pass(cat, name, plan)
+        out["pass"] = one_pass(cat, "bench.*", plan)
+        out["files_after"] = sorted({len(cat.load_table(e.ident).adapter.data_files(cat.load_table(e.ident)))
+                                     for e in cat.entries("bench")})  # fmt: skip
+    return out
+
+
+# --- the parent: one process per part ------------------------------------------------------------
+def measured(a: argparse.Namespace, part: str, work: Path, n: int = 0) -> dict[str, Any]:
+    home = work / f"{part}_{n}"
+    home.mkdir(parents=True)
+    cmd = [sys.executable, "-m", "benchmarks.service", "--child", part, "--home", str(home), "--n", str(n),
+           "--files", str(a.files), "--pass-files", str(a.pass_files), "--rounds", str(a.rounds),
+           "--formats", a.formats]  # fmt: skip
+    env = child_env({k: v for k, v in os.environ.items() if not k.startswith("LAKECAT_")})
+    run = run_measured(cmd, env=env, timeout=7200, interval=0.5)
+    if run["rc"] != 0:
+        raise RuntimeError(f"{part} {n}: exit {run['rc']}: {run['stderr'].strip()[-1500:]}")
+    doc = last_json(run["stdout"])
+    doc["wall_s"], doc["peak_mb"] = rounded(run["seconds"], 1), run["peak_mb"]
+    return doc
+
+
+def run_all(a: argparse.Namespace) -> dict[str, Any]:
+    parts = [p for p in a.parts.split(",") if p]
+    doc: dict[str, Any] = {"machine": machine_info(), "parts": parts,
+                           "sizes": {k: getattr(a, k) for k in ("tables", "big_tables", "due_tables", "big_due_tables",
+                                                                 "files", "pass_files", "rounds", "formats")}}  # fmt: skip
+    work = Path(tempfile.mkdtemp(prefix="lakecat-bench-service-"))
+    try:
+        if "idle" in parts:
+            doc["idle"] = {}
+            for n in (a.tables, a.big_tables):
+                r = measured(a, "idle", work, n)
+                doc["idle"][str(n)] = r
+                say(f"idle pass over {n} tables: {r['passes'][0]['seconds']}s (again {r['passes'][1]['seconds']}s)")
+        if "one" in parts:
+            doc["one"] = measured(a, "one", work)
+            for fmt in a.formats.split(","):
+                say(f"one due table ({fmt}): {[r['seconds'] for r in doc['one'][fmt]['rounds']]}s")
+        if "due" in parts:
+            doc["due"] = {}
+            for n in (a.due_tables, a.big_due_tables):
+                r = measured(a, "due", work, n)
+                r["per_table_s"] = rounded(r["pass"]["seconds"] / n)
+                doc["due"][str(n)] = r
+                say(f"due pass over {n} tables: {r['pass']['seconds']}s ({r['per_table_s']}s per table)")
+            s, b = doc["due"][str(a.due_tables)], doc["due"][str(a.big_due_tables)]
+            doc["due"]["per_table_ratio"] = rounded(b["per_table_s"] / s["per_table_s"], 2)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    doc["machine"]["load_average_end"] = [round(x, 2) for x in os.getloadavg()]
+    return doc
+
+
+def docs_lines(doc: dict[str, Any]) -> list[str]:
+    """The Markdown table of the figures and the sentence saying how they were measured."""
+    m, z = doc["machine"], doc["sizes"]
+    rows = ["| what | measured | target |", "|---|---|---|"]
+    for n, r in (doc.get("idle") or {}).items():
+        first, again = r["passes"][0], r["passes"][1]
+        rows.append(f"| a pass over {n} small tables, nothing due (no JVM: {'no' if not r['jvm'] else 'one started'}) "
+                    f"| {first['seconds']} s (again {again['seconds']} s) | ≤ 20 s for 200 |")  # fmt: skip
+    for fmt in z["formats"].split(","):
+        one = (doc.get("one") or {}).get(fmt)
+        if one:
+            secs = [r["seconds"] for r in one["rounds"]]
+            rows.append(f"| a due {fmt} table ({z['files']} small files, {z['files']} versions) compacted and expired, "
+                        f"warm session | {rounded(statistics.median(secs), 2)} s (median of {len(secs)}: "
+                        f"{min(secs)}–{max(secs)} s) | ≤ 5 s |")  # fmt: skip
+    due = doc.get("due") or {}
+    for n in (str(z["due_tables"]), str(z["big_due_tables"])):
+        if n in due:
+            r = due[n]
+            rows.append(f"| a pass over {n} due small tables ({z['pass_files']} files and versions each; compacted "
+                        f"and expired) | {r['pass']['seconds']} s ({r['per_table_s']} s per table) | "
+                        f"{'≤ 10 min for 200' if n == str(z['big_due_tables']) else ''} |")  # fmt: skip
+    if "per_table_ratio" in due:
+        rows.append(f"| per-table cost, {z['big_due_tables']} vs {z['due_tables']} due tables | {due['per_table_ratio']}× | "
+                    "flat |")  # fmt: skip
+    load = (m.get("load_average_start") or [None])[0], (m.get("load_average_end") or [None])[0]
+    rows += ["", f"Measured by `python -m benchmarks.service` with lakecat's defaults for the machine on "
+             f"{m['cpu_count']} cores, {m['memory_gib']} GiB, shared with other work (load average {load[0]} at the "
+             f"start, {load[1]} at the end): the seconds are contended. Tables written without Spark, half Iceberg and "
+             "half Delta; one service pass (`maintain --auto --every`'s) each, the due ones after a warm-up table "
+             "started the engine; expiry made due by the plan (`expire.older-than = 1s`, forced)."]  # fmt: skip
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tables", type=int, default=20)
+    ap.add_argument("--big-tables", type=int, default=200)
+    ap.add_argument("--due-tables", type=int, default=20)
+    ap.add_argument("--big-due-tables", type=int, default=200)
+    ap.add_argument("--files", type=int, default=20, help="small files (and versions) of the one due table")
+    ap.add_argument("--pass-files", type=int, default=5, help="small files (and versions) of each table of a due pass")
+    ap.add_argument("--rounds", type=int, default=3, help="due tables measured one by one, per format")
+    ap.add_argument("--parts", default=",".join(PARTS))
+    ap.add_argument("--formats", default="iceberg,delta")
+    ap.add_argument("--out", type=Path)
+    ap.add_argument("--docs", nargs="?", const="docs/maintenance-service.md", help="write the table into this page")
+    ap.add_argument("--from-json", type=Path, help="render a saved document (with --docs) without running anything")
+    ap.add_argument("--child", choices=PARTS, help=argparse.SUPPRESS)
+    ap.add_argument("--home", help=argparse.SUPPRESS)
+    ap.add_argument("--n", type=int, default=0, help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.child:
+        print(json.dumps(child(a)))
+        return
+    if a.from_json:
+        doc = json.loads(a.from_json.read_text())
+    else:
+        doc = run_all(a)
+        text = json.dumps(doc, indent=2)
+        print(text)
+        if a.out:
+            a.out.write_text(text + "\n")
+    if a.docs:
+        from .report import write_named_block
+
+        write_named_block(a.docs, "service", docs_lines(doc), command="python -m benchmarks.service --docs")
+
+
+if __name__ == "__main__":
+    main()
