@@ -5,13 +5,16 @@ This module is format-neutral. Each adapter gathers its table's facts on the lig
 turns them into figures (file-size distribution, deletes, versions, partition skew), judges them against
 thresholds kept as table properties, and decides what ``maintain --auto`` runs.
 
-Verdicts, most urgent first: ``compact`` (many small files, or deletes hiding a large share of rows),
-``expire`` (versions older than the expiry policy), ``clean`` (files were rewritten or expired longer ago than
-the orphan window and no orphan cleanup ran since), else ``healthy``.
+Verdicts, most urgent first: ``compact`` (many small files), ``purge`` (deletes — delete files, deletion vectors —
+hide a large share of the rows: rewrite the files without them), ``cluster`` (a clustered table whose files' key
+ranges overlap deeply: a selective read opens many files), ``expire`` (versions older than the expiry policy),
+``clean`` (files were rewritten or expired longer ago than the orphan window and no orphan cleanup ran since), else
+``healthy``.
 """
 
 from __future__ import annotations
 
+import bisect
 import fnmatch
 import statistics
 import time
@@ -31,16 +34,26 @@ if TYPE_CHECKING:
     from .formats.base import Commit, HealthFacts
     from .protocols import CatalogLike, TableLike
 
-VERDICTS = ("compact", "expire", "clean", "healthy")
-FAIL_ON = {"compact": {"compact"}, "expire": {"expire"}, "any": {"compact", "expire", "clean", "failed"}}
+VERDICTS = ("compact", "purge", "cluster", "expire", "clean", "healthy")
+# purge and cluster rewrite files as compaction does: --fail-on compact trips on them too
+FAIL_ON = {"compact": {"compact", "purge", "cluster"}, "expire": {"expire"},
+           "any": {"compact", "purge", "cluster", "expire", "clean", "failed"}}  # fmt: skip
 DEFAULT_SMALL_FILES = 12  # compact once this many small files share partitions with another small file
-DEFAULT_DELETED_ROWS_PERCENT = 10  # compact once deletes hide this share of the rows
+DEFAULT_DELETED_ROWS_PERCENT = 10  # purge once deletes hide this share of the rows
+DEFAULT_CLUSTERING_DEPTH = 4  # recluster once a key value may be in this many files on average
+OVERLAP_SAMPLE = 4000  # files compared pairwise for a multi-key clustering depth (an evenly spaced sample beyond)
 SMALL_FILE_FRACTION = 0.25  # a file below a quarter of the target size is small
 # Upper bounds of the file-size histogram (bytes): powers of four from 1 KiB to 1 GiB, then the rest.
 SIZE_BUCKETS = tuple(1024 * 4**i for i in range(11))
 TIMELINE_LIMIT = 200
 _REWRITES = {"compact", "overwrite", "delete", "merge", "update", "restore", "replace"}
-_ACTION_FOR = {"compact": "compact", "expire": "expire", "clean": "clean-orphans"}
+_ACTION_FOR = {
+    "compact": "compact",
+    "purge": "purge",
+    "cluster": "cluster",
+    "expire": "expire",
+    "clean": "clean-orphans",
+}
 
 
 # --- thresholds ------------------------------------------------------------------------------------
@@ -64,6 +77,7 @@ def thresholds(table: TableLike, policy: dict[str, str]) -> dict[str, Any]:
         "small_file_bytes": int(target * SMALL_FILE_FRACTION),
         "small_files": int(policy.get("lakecat.health.small-files", DEFAULT_SMALL_FILES)),
         "deleted_rows_percent": int(policy.get("lakecat.health.deleted-rows-percent", DEFAULT_DELETED_ROWS_PERCENT)),
+        "clustering_depth": int(policy.get("lakecat.health.clustering-depth", DEFAULT_CLUSTERING_DEPTH)),
         "expire_older_than": format_duration(window),
         "expire_older_than_s": window.total_seconds(),
         "retain_last": int(policy.get("lakecat.expire.retain-last", 1)),
@@ -112,6 +126,46 @@ def _judge_files(h: TableHealth, facts: HealthFacts) -> None:
         h.deleted_rows_ratio = round(min(1.0, facts.deleted_rows / h.rows), 4)
 
 
+def _overlaps(boxes: list[tuple[tuple[Any, Any], ...]]) -> list[int]:
+    """For each box (a (lower, upper) range per key), how many other boxes it overlaps on every key."""
+    if len(boxes[0]) == 1:  # one key: the ranges that start after it ends or end before it starts do not overlap
+        lowers = sorted(b[0][0] for b in boxes)
+        uppers = sorted(b[0][1] for b in boxes)
+        return [bisect.bisect_right(lowers, hi) - bisect.bisect_left(uppers, lo) - 1 for ((lo, hi),) in boxes]
+    order = sorted(range(len(boxes)), key=lambda i: boxes[i][0][0])
+    counts = [0] * len(boxes)
+    for pos, i in enumerate(order):
+        hi = boxes[i][0][1]
+        for j in order[pos + 1 :]:
+            if boxes[j][0][0] > hi:
+                break
+            if all(a[0] <= b[1] and b[0] <= a[1] for a, b in zip(boxes[i][1:], boxes[j][1:], strict=True)):
+                counts[i] += 1
+                counts[j] += 1
+    return counts
+
+
+def _judge_clustering(h: TableHealth, facts: HealthFacts) -> None:
+    """How well a clustered table's files are clustered: files whose key ranges (column statistics) overlap another
+    file's, and the average depth (files a value of the keys may be in, the file itself included)."""
+    h.clustering = list(facts.clustering)
+    if not facts.clustering:
+        return
+    boxes = [f.bounds for f in facts.files if f.bounds is not None]
+    if len(boxes) < 2:
+        h.overlapping_files, h.clustering_depth = 0, 1.0 if boxes else None
+        return
+    try:
+        step = max(1, len(boxes) // OVERLAP_SAMPLE) if len(boxes[0]) > 1 else 1
+        sample = boxes[::step]
+        counts = _overlaps(sample)
+    except TypeError:  # bounds of a type that does not compare (a format's odd statistics): no figure
+        return
+    scale = (len(boxes) - 1) / (len(sample) - 1)
+    h.overlapping_files = round(sum(c > 0 for c in counts) * len(boxes) / len(sample))
+    h.clustering_depth = round(1 + scale * sum(counts) / len(sample), 2)
+
+
 def _judge_versions(h: TableHealth, facts: HealthFacts, commits: list[Commit], th: dict[str, Any], now_ms: int) -> None:
     """How many versions, how old, how many expiry may remove, and the newest ones as a timeline."""
     h.versions = len(commits)
@@ -157,9 +211,13 @@ def _reasons(h: TableHealth, facts: HealthFacts, commits: list[Commit], th: dict
                  f"{human_size(h.target_file_size)} target) share partitions (threshold {th['small_files']})")  # fmt: skip
     if h.compactable_small_files >= th["small_files"]:
         reasons["compact"] = small_why
-    elif h.rows and h.deleted_rows_ratio * 100 >= th["deleted_rows_percent"]:
-        reasons["compact"] = (f"{facts.delete_kind or 'deletes'} hide {h.deleted_rows_ratio:.0%} of the rows "
-                              f"(threshold {th['deleted_rows_percent']}%)")  # fmt: skip
+    if h.rows and h.deleted_rows_ratio * 100 >= th["deleted_rows_percent"]:
+        reasons["purge"] = (f"{facts.delete_kind or 'deletes'} hide {h.deleted_rows_ratio:.0%} of the rows "
+                            f"(threshold {th['deleted_rows_percent']}%)")  # fmt: skip
+    if h.clustering_depth is not None and h.clustering_depth >= th["clustering_depth"]:
+        reasons["cluster"] = (f"the files' ranges of the clustering keys ({', '.join(h.clustering)}) overlap: a key value "
+                              f"may be in {h.clustering_depth:g} files on average, {plural(h.overlapping_files or 0, 'file')} "
+                              f"overlap another (threshold {th['clustering_depth']})")  # fmt: skip
     if h.expirable_versions:
         are = "is" if h.expirable_versions == 1 else "are"
         reasons["expire"] = (f"{plural(h.expirable_versions, 'version')} {are} older than {th['expire_older_than']} beyond the newest "
@@ -181,6 +239,7 @@ def judge(table: TableLike, facts: HealthFacts, policy: dict[str, str], runs: di
                     target_file_size=th["target_file_size"], small_file_bytes=th["small_file_bytes"],
                     delete_kind=facts.delete_kind)  # fmt: skip
     _judge_files(h, facts)
+    _judge_clustering(h, facts)
     commits = sorted(facts.commits, key=lambda c: c.timestamp_ms)
     _judge_versions(h, facts, commits, th, now_ms)
     last_expire, last_clean = _judge_maintenance(h, table, facts, commits, runs)
@@ -275,8 +334,9 @@ def maintain_auto(
         h = table_health(table, policy=policy, runs=runs)
         if h.verdict == "failed":
             raise LakecatError(h.reason)
-        deletes = "compact" in h.needs and h.compactable_small_files < h.thresholds["small_files"]
-        return [_ACTION_FOR[n] for n in h.needs], {"verdict": h.verdict, "reason": h.reason, "needs": h.needs,
-                                                   "apply_deletes": deletes}  # fmt: skip
+        actions = [_ACTION_FOR[n] for n in h.needs]
+        if "cluster" in actions:  # reclustering rewrites every file: it merges small files and drops deletes too
+            actions = [a for a in actions if a not in ("compact", "purge")]
+        return actions, {"verdict": h.verdict, "reason": h.reason, "needs": h.needs}
 
     return maintain(catalog, pattern, plan=plan, dry_run=dry_run, progress=progress, decide=decide)

@@ -60,6 +60,8 @@ MINOR_COMPACT_ATTEMPTS = 3  # a minor compaction that keeps conflicting with wri
 MAX_SCOPED_PARTITIONS = 500  # beyond this, a minor compaction's predicate would cost more than it narrows
 UNPARTITIONED = "(unpartitioned)"
 MAINTAIN_ACTIONS = ("compact", "expire", "clean-orphans", "rewrite-metadata")
+# what only `maintain --auto` runs, when health calls for it: drop the rows deletes hide, recluster a clustered table
+AUTO_ACTIONS = ("compact", "purge", "cluster", "expire", "clean-orphans", "rewrite-metadata")
 APPLY_DELETES = "apply-deletes"  # a policy entry `maintain --auto` sets when deletes call for compaction
 COMPACT_SINCE = "compact-since"  # a policy entry the service sets for a minor compaction: data written after it
 Decide = Callable[["TableLike", dict[str, str]], tuple[list[str], dict[str, Any]]]
@@ -487,7 +489,7 @@ def maintain_table(
                 policy[APPLY_DELETES] = "true"
             if report.health.get("compact_since"):  # the service's minor tier
                 policy[COMPACT_SINCE] = str(report.health["compact_since"])
-            wanted = tuple(a for a in MAINTAIN_ACTIONS if a in chosen)
+            wanted = tuple(a for a in AUTO_ACTIONS if a in chosen)
             policy.setdefault("lakecat.compact.min-input-files", str(AUTO_MIN_INPUT_FILES))
             for skipped in (a for a in MAINTAIN_ACTIONS if a not in chosen):
                 report.actions.append(
@@ -525,11 +527,25 @@ def _tier(action: str, policy: dict[str, str]) -> str | None:
     return ("minor" if COMPACT_SINCE in policy else "major") if action == "compact" else None
 
 
+def _rewrite_action(table: TableLike, action: str, policy: dict[str, str], dry_run: bool) -> MaintainAction:
+    """``maintain --auto``'s purge (rewrite the files deletes hide rows of, without them) and cluster (recluster a
+    clustered table whole): health found the need, so they run whatever the small-file plan says."""
+    target, full = policy.get("lakecat.compact.target-file-size"), action == "cluster"
+    if dry_run:
+        what = "recluster every file by the table's keys" if full else "rewrite the files deletes hide rows of"
+        plan = compact(table, dry_run=True, full=full, target_file_size=target)
+        return MaintainAction(action, "would-run", what, plan.to_dict())
+    done = compact(table, full=full, apply_deletes=not full, target_file_size=target)
+    return MaintainAction(action, "done", "", done.to_dict())
+
+
 _ACTION_CAPABILITY = {
     "compact": "compact",
     "expire": "expire",
     "clean-orphans": "clean_orphans",
     "rewrite-metadata": "rewrite_metadata",
+    "purge": "compact",
+    "cluster": "compact",
 }
 
 
@@ -538,6 +554,8 @@ def _maintain_action(
 ) -> MaintainAction:
     if not table.adapter.supports(_ACTION_CAPABILITY[action]):
         return MaintainAction(action, "skipped", f"not supported for {table.format} tables")
+    if action in ("purge", "cluster"):
+        return _rewrite_action(table, action, policy, dry_run)
     if action == "compact":
         strategy = policy.get("lakecat.compact.strategy", "binpack").lower()
         by = policy.get("lakecat.compact.by", "")

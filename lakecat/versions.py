@@ -379,13 +379,22 @@ class TableAsOf(Result):
     def to_pandas(self, *, where: str | None = None, limit: int | None = None) -> pd.DataFrame:
         return self.to_arrow(where=where, limit=limit).to_pandas()
 
+    def planned_files(self, *, where: str | None = None) -> tuple[int, int] | None:
+        """(files a read filtered by ``where`` opens, files of the version): the files the partition values and column
+        statistics cannot rule out, as both engines plan the read; None when the metadata cannot say."""
+        try:
+            return self.table.adapter.planned_files(self.table, self.version, where)
+        except Exception:  # noqa: BLE001 - a figure about the read, never a reason for it to fail
+            return None
+
     def read(
         self, *, where: str | None = None, limit: int | None = DEFAULT_ROW_LIMIT, count: bool = False
     ) -> ReadResult:
         """Rows (at most ``limit``; 0 or None: all) or, with ``count=True``, the number of rows."""
         answer = _Answer(self.engine)
-        base = dict(name=self.name, format=self.format, version=self.version,
-                    version_timestamp=self.version_timestamp, as_of=self.as_of)  # fmt: skip
+        scanned, total = self.planned_files(where=where) or (None, None)
+        base = dict(name=self.name, format=self.format, version=self.version, version_timestamp=self.version_timestamp,
+                    as_of=self.as_of, files_scanned=scanned, files_total=total)  # fmt: skip
         if count:
             n = self._count(where, answer)
             return ReadResult(count=n, **base, **answer.fields())  # type: ignore[arg-type]

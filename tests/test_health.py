@@ -147,25 +147,26 @@ def test_health_counts_rows_deletes_hide(cli, catalog, spark, ns, table_format, 
     h = doc["tables"][0]
     assert h["delete_files"] >= 1 and h["deleted_rows"] == 10 and h["rows"] == 40, h
     assert h["deleted_rows_ratio"] == pytest.approx(0.25)
-    assert h["verdict"] == "compact" and "hide 25% of the rows" in h["reason"], h
+    assert h["verdict"] == "purge" and "hide 25% of the rows" in h["reason"], h
 
     code, doc, err = run_json(cli, "maintain", t.name, "--auto", "--dry-run")
     assert code == 0, err
     tm = doc["tables"][0]
-    assert tm["health"]["verdict"] == "compact" and "hide 25%" in tm["health"]["reason"]
+    assert tm["health"]["verdict"] == "purge" and "hide 25%" in tm["health"]["reason"]
     assert [a["action"] for a in tm["actions"] if a["reason"].startswith("health does not")] == [
+        "compact",
         "expire",
         "clean-orphans",
         "rewrite-metadata",
     ]
-    assert [a["status"] for a in tm["actions"] if a["action"] == "compact"] == ["would-run"]
+    assert [a["status"] for a in tm["actions"] if a["action"] == "purge"] == ["would-run"]
 
     # one file per partition, nothing small to merge: --auto still rewrites the files deletes hide rows of
     code, doc, err = run_json(cli, "maintain", t.name, "--auto")
     assert code == 0, err
-    assert [a["status"] for a in doc["tables"][0]["actions"] if a["action"] == "compact"] == ["done"]
+    assert [a["status"] for a in doc["tables"][0]["actions"] if a["action"] == "purge"] == ["done"]
     h = run_json(cli, "health", t.name)[1]["tables"][0]
-    assert h["deleted_rows"] == 0 and h["rows"] == 30 and "compact" not in h["needs"], h
+    assert h["deleted_rows"] == 0 and h["rows"] == 30 and "purge" not in h["needs"], h
     assert sorted(r["id"] for r in t.to_spark().select("id").collect()) == [i for i in range(40) if i % 4]
 
 

@@ -1,4 +1,5 @@
-"""Delta health facts from delta-rs and the log alone: add actions (sizes, rows, deletion vectors), tombstones."""
+"""Delta health facts from delta-rs and the log alone: add actions (sizes, rows, deletion vectors, column statistics of
+the clustering keys), tombstones."""
 
 from __future__ import annotations
 
@@ -53,6 +54,22 @@ def _deletion_vectors(dt: Any) -> dict[str, int]:
     return out
 
 
+def _bounds(dt: Any, keys: list[str], location: str) -> dict[str, tuple[tuple[Any, Any], ...] | None]:
+    """Normalized data file path -> (min, max) of each key from the log's file statistics (None: no statistics)."""
+    actions = arrow(dt.get_add_actions(flatten=True))
+    names = set(actions.column_names)
+    if not all(f"min.{k}" in names and f"max.{k}" in names for k in keys):
+        return {}
+    base = location.rstrip("/")
+    cols = {c: actions.column(c).to_pylist() for c in ["path", *(f"{m}.{k}" for k in keys for m in ("min", "max"))]}
+    out: dict[str, tuple[tuple[Any, Any], ...] | None] = {}
+    for i, path in enumerate(cols["path"]):
+        pairs = tuple((cols[f"min.{k}"][i], cols[f"max.{k}"][i]) for k in keys)
+        full = norm_path(path if "://" in path else f"{base}/{path}")
+        out[full] = None if any(lo is None or hi is None for lo, hi in pairs) else pairs
+    return out
+
+
 class DeltaHealth:
     """The health half of the Delta adapter (mixed into ``DeltaFormat``)."""
 
@@ -63,12 +80,14 @@ class DeltaHealth:
         facts = HealthFacts(files=[], commits=commits, current_version=dt.version(), delete_kind="deletion vectors",
                             stream_commit_ms=stream_ms)  # fmt: skip
         hidden_by_file = _deletion_vectors(dt)
+        facts.clustering = list(self._layout(table, dt).clustering.columns)  # type: ignore[attr-defined]
+        bounds = _bounds(dt, facts.clustering, table.location) if facts.clustering else {}
         live: set[str] = set()
         for path, size, part, records in live_files(dt, table.location):
             full = norm_path(path)
             live.add(full)
             hidden = hidden_by_file.get(full, 0)
-            facts.files.append(FileFact(size, part, records, hidden))
+            facts.files.append(FileFact(size, part, records, hidden, bounds.get(full)))
             if full in hidden_by_file:
                 facts.delete_files += 1
                 facts.deleted_rows += hidden

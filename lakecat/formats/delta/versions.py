@@ -10,9 +10,10 @@ from urllib.parse import unquote
 from ...engine import to_int
 from ...errors import InvalidArgumentError, NotExactError, VersionNotFoundError
 from ...files import local_path
+from ...pruning import ColumnStats, stats_filter
 from ...records import spark_lookup
 from ..base import Commit, VersionLog, unified_summary
-from .log import commit_actions, log_entries, log_transactions
+from .log import arrow, commit_actions, log_entries, log_transactions
 from .maintenance import spark_path
 
 if TYPE_CHECKING:
@@ -34,6 +35,19 @@ _OPERATIONS = {
     "DROP CONSTRAINT": "alter", "UPGRADE PROTOCOL": "alter", "ADD FEATURE": "alter", "DROP FEATURE": "alter",
     "CLUSTER BY": "alter", "UPDATE COLUMN METADATA": "alter_schema", "FSCK": "repair",
 }  # fmt: skip
+
+
+def _rows_without_deleted(dt: Any) -> Any:
+    """The version's rows as a stream, through delta-rs's query engine, which applies deletion vectors (its Arrow dataset
+    refuses a table with them); in the table's own Arrow types (the engine's string views and the like are cast)."""
+    import pyarrow as pa
+    from deltalake import QueryBuilder
+
+    schema = pa.schema(dt.schema().to_arrow())
+    select = ", ".join('"' + n.replace('"', '""') + '"' for n in schema.names)
+    reader = pa.RecordBatchReader.from_stream(QueryBuilder().register("t", dt).execute(f"SELECT {select} FROM t"))
+    return reader.cast(schema)
+
 
 # Spark's expression ids (``id#757L``) in a predicate Delta on Spark records: the plan's internals, not the user's text.
 _EXPRESSION_ID = re.compile(r"#\d+L?")
@@ -79,7 +93,7 @@ def _commit(h: dict[str, Any]) -> Commit | None:
 
 
 # Delta reader features delta-rs reads exactly as Delta on Spark does (anything else: the read goes to Spark).
-_LIGHT_READER_FEATURES = frozenset({"timestampNtz"})
+_LIGHT_READER_FEATURES = frozenset({"timestampNtz", "deletionVectors"})
 
 #: delta-spark's refusal of a version committed before the table's ``delta.deletedFileRetentionDuration``, whether or
 #: not its files are there. lakecat's expiry decides which versions are readable (it keeps what it retains and what
@@ -190,9 +204,39 @@ class DeltaVersions:
     def scan_version_light(self, table: TableHandle, version: int) -> Any:
         dt = self._light_table(table, version)
         try:
+            if "deletionVectors" in (dt.protocol().reader_features or ()):
+                return _rows_without_deleted(dt)
             return dt.to_pyarrow_dataset()
         except Exception as e:  # noqa: BLE001 - whatever delta-rs refuses, Spark reads
             raise NotExactError(f"delta-rs does not read version {version}: {e}") from e
+
+    def planned_files(self, table: TableHandle, version: int, where: str | None) -> tuple[int, int] | None:
+        dt = self.load(table, version=version)  # type: ignore[attr-defined]
+        actions = arrow(dt.get_add_actions(flatten=True))
+        total = actions.num_rows
+        if where is None or not str(where).strip():
+            return total, total
+        may_match = stats_filter(where)
+        if may_match is None:
+            return None
+        names = actions.column_names
+        columns = {n: actions.column(n).to_pylist() for n in names if n.startswith(("min.", "max.", "null_count.",
+                                                                                    "partition."))}  # fmt: skip
+        records = actions.column("num_records").to_pylist() if "num_records" in names else [None] * total
+        keys = {n.split(".", 1)[1] for n in columns}
+        scanned = 0
+        for i in range(total):
+            stats: dict[str, ColumnStats] = {}
+            for k in keys:
+                if f"partition.{k}" in columns:  # a partition value is its file's only value of the column
+                    v = columns[f"partition.{k}"][i]
+                    stats[k.lower()] = ColumnStats(v, v, records[i] if v is None else 0, records[i])
+                else:
+                    stats[k.lower()] = ColumnStats(columns.get(f"min.{k}", [None] * total)[i],
+                                                   columns.get(f"max.{k}", [None] * total)[i],
+                                                   columns.get(f"null_count.{k}", [None] * total)[i], records[i])  # fmt: skip
+            scanned += may_match(stats)
+        return scanned, total
 
     def changes_light(self, table: TableHandle, since: int, until: int, commits: dict[int, Commit]) -> Any:
         import pyarrow as pa

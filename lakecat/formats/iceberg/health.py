@@ -1,4 +1,5 @@
-"""Iceberg health facts from pyiceberg metadata alone: manifests of the current snapshot, every snapshot's reach."""
+"""Iceberg health facts from pyiceberg metadata alone: manifests of the current snapshot (sizes, deletes, bounds of the
+sort order's columns), every snapshot's reach."""
 
 from __future__ import annotations
 
@@ -49,6 +50,34 @@ def _referenced_file(f: Any) -> str | None:
         return None
 
 
+def key_fields(schema: Any, names: tuple[str, ...]) -> list[tuple[str, int, Any]]:
+    """(name, field id, type) of each clustering key in the schema ([] when one is missing: no figure)."""
+    out = []
+    for name in names:
+        try:
+            field = schema.find_field(name)
+        except ValueError:
+            return []
+        out.append((name, field.field_id, field.field_type))
+    return out
+
+
+def _file_bounds(f: Any, keys: list[tuple[str, int, Any]]) -> tuple[tuple[Any, Any], ...] | None:
+    """(lower, upper) of each sort column from a data file's column statistics (None: a bound is missing)."""
+    from pyiceberg.conversions import from_bytes
+
+    lower, upper = f.lower_bounds or {}, f.upper_bounds or {}
+    out = []
+    for _, field_id, field_type in keys:
+        if field_id not in lower or field_id not in upper:
+            return None
+        try:
+            out.append((from_bytes(field_type, lower[field_id]), from_bytes(field_type, upper[field_id])))
+        except Exception:  # noqa: BLE001 - a type without a comparable bound counts as no statistics
+            return None
+    return tuple(out)
+
+
 class IcebergHealth:
     """The health half of the Iceberg adapter (mixed into ``IcebergFormat``)."""
 
@@ -56,12 +85,14 @@ class IcebergHealth:
         from pyiceberg.manifest import DataFileContent
 
         tbl = self.load(table)  # type: ignore[attr-defined]
+        keys = key_fields(tbl.schema(), self.layout(table).clustering.columns)  # type: ignore[attr-defined]
         meta = tbl.metadata
         commits = _commits(meta)
         stream = [s.timestamp_ms for s in meta.snapshots
                   if s.summary is not None and MARKER_QUERY in s.summary.additional_properties]  # fmt: skip
         facts = HealthFacts(files=[], commits=commits, current_version=meta.current_snapshot_id,
-                            delete_kind="position/equality deletes", stream_commit_ms=max(stream) if stream else None)  # fmt: skip
+                            delete_kind="deletion vectors" if meta.format_version >= 3 else "position/equality deletes",
+                            stream_commit_ms=max(stream) if stream else None, clustering=[k[0] for k in keys])  # fmt: skip
         current = tbl.current_snapshot()
         if current is None:
             return facts
@@ -77,7 +108,8 @@ class IcebergHealth:
                 if f.content == DataFileContent.DATA:
                     data_paths.add(f.file_path)
                     part = partition_path(manifest.partition_spec_id, f.partition)
-                    facts.files.append(FileFact(int(f.file_size_in_bytes), part, int(f.record_count)))
+                    bounds = _file_bounds(f, keys) if keys else None
+                    facts.files.append(FileFact(int(f.file_size_in_bytes), part, int(f.record_count), bounds=bounds))
                 else:
                     deletes.append(f)
         for f in deletes:  # POSITION_DELETES / EQUALITY_DELETES: each record hides (at most) one row
@@ -85,7 +117,8 @@ class IcebergHealth:
             if target is not None and target not in data_paths:
                 continue  # a file-scoped position delete whose data file was rewritten: it hides nothing
             facts.delete_files += 1
-            facts.delete_bytes += int(f.file_size_in_bytes)
+            # a deletion vector is one blob of a Puffin file other vectors share: its own length, not the file's
+            facts.delete_bytes += int(getattr(f, "content_size_in_bytes", None) or f.file_size_in_bytes)
             facts.deleted_rows += int(f.record_count)
         # Manifests are immutable: a file only old snapshots reference sits in a manifest the current one lacks.
         seen = {m.manifest_path for m in current_manifests}

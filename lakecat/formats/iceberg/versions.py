@@ -269,11 +269,25 @@ class IcebergVersions:
         snap = tbl.metadata.snapshot_by_id(int(version))
         if snap is None:
             raise NotExactError(f"snapshot {version} is not in the metadata")
-        if _equality_deletes(snap) or (tbl.metadata.format_version >= 3 and _delete_files(snap)):
-            raise NotExactError(f"snapshot {version} has equality deletes or deletion vectors, which lakecat reads "
-                                "through Spark")  # fmt: skip
+        if _equality_deletes(snap):  # pyiceberg applies position deletes and deletion vectors, not equality deletes
+            raise NotExactError(f"snapshot {version} has equality deletes, which lakecat reads through Spark")
         scan = tbl.scan(snapshot_id=int(version))
         return _stream(tbl, scan.projection(), scan.plan_files())
+
+    def planned_files(self, table: TableHandle, version: int, where: str | None) -> tuple[int, int] | None:
+        # Iceberg's own planning (partition values, then the manifests' column bounds), as Spark's scan plans it
+        tbl = self.load(table)  # type: ignore[attr-defined]
+        snap = tbl.metadata.snapshot_by_id(int(version))
+        if snap is None:
+            return None
+        total = _summary_int(snap, "total-data-files") or len(tbl.scan(snapshot_id=int(version)).plan_files())
+        if where is None or not str(where).strip():
+            return total, total
+        try:
+            planned = tbl.scan(snapshot_id=int(version), row_filter=str(where), case_sensitive=False).plan_files()
+        except Exception:  # noqa: BLE001 - a predicate pyiceberg does not read: no count
+            return None
+        return len(planned), total
 
     def changes_light(self, table: TableHandle, since: int, until: int, commits: dict[int, Commit]) -> Any:
         """Append-only ranges: the rows of the data files each snapshot added (what Spark's changelog reads too)."""
@@ -363,10 +377,6 @@ def _summary_int(snap: Any, key: str) -> int:
 
 def _equality_deletes(snap: Any) -> bool:
     return _summary_int(snap, "total-equality-deletes") > 0
-
-
-def _delete_files(snap: Any) -> bool:
-    return _summary_int(snap, "total-delete-files") > 0
 
 
 def _stream(tbl: Any, schema: Any, tasks: Any, extra: list[tuple[str, Any]] | None = None) -> Any:
