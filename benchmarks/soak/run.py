@@ -62,7 +62,7 @@ SERVER, DB_TABLE = "soakdb", "public.accounts"
 PLAN = """\
 [defaults]
 compact.target-file-size = "8MB"
-compact.min-input-files = 3
+compact.min-input-files = 2
 compact.major-every = "1m"
 expire.older-than = "1m"
 expire.retain-last = 2
