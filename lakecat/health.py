@@ -152,8 +152,9 @@ def _judge_clustering(h: TableHealth, facts: HealthFacts) -> None:
     if not facts.clustering:
         return
     boxes = [f.bounds for f in facts.files if f.bounds is not None]
-    if len(boxes) < 2:
-        h.overlapping_files, h.clustering_depth = 0, 1.0 if boxes else None
+    if len(boxes) < 2:  # no statistics of the keys: no figure; one file: nothing to overlap
+        if boxes:
+            h.overlapping_files, h.clustering_depth = 0, 1.0
         return
     try:
         step = max(1, len(boxes) // OVERLAP_SAMPLE) if len(boxes[0]) > 1 else 1

@@ -145,3 +145,41 @@ def test_compact_full_reclusters_and_is_refused_without_keys(cli, catalog, ns, t
     t = catalog.create_table(f"{ns}.plain", schema="k BIGINT", format=table_format)
     code, out, err = cli("compact", t.name, "--full", "--json")
     assert code == 2 and "has no clustering keys" in json.loads(out)["error"]["message"], (out, err)
+
+
+def test_clustering_depth_from_key_ranges():
+    from lakecat.formats.base import FileFact, HealthFacts
+    from lakecat.health import _judge_clustering
+    from lakecat.results import TableHealth
+
+    def judged(bounds, keys=("k",)):
+        h = TableHealth("t", "delta", "healthy", "")
+        _judge_clustering(h, HealthFacts(files=[FileFact(1, "", 1, bounds=b) for b in bounds], commits=[],
+                                         clustering=list(keys)))  # fmt: skip
+        return h.overlapping_files, h.clustering_depth
+
+    sorted_files = [((i * 10, i * 10 + 9),) for i in range(8)]
+    assert judged(sorted_files) == (0, 1.0)  # disjoint ranges: a key value is in one file
+    assert judged([((0, 100),)] * 8) == (8, 8.0)  # every file spans every key
+    assert judged([*sorted_files, ((0, 100),)]) == (9, 2.78)  # one late append overlaps all
+    boxes = [((0, 10), (0, 10)), ((0, 10), (20, 30)), ((5, 15), (5, 25))]  # two keys: boxes overlap on both or not
+    assert judged(boxes, ("a", "b")) == (3, 2.33)
+    assert judged([None, None]) == (None, None) and judged([]) == (None, None)
+
+
+def test_stats_filter_rules_out_files_by_their_statistics():
+    from lakecat.pruning import ColumnStats, stats_filter
+
+    file = {"k": ColumnStats(10, 20, 0, 100), "s": ColumnStats("b", "d", 5, 100)}
+    may = {w: stats_filter(w)(file) for w in ("k = 15", "k = 25", "k < 10", "k <= 10", "K > 19", "k IN (1, 30)",
+                                             "k IN (1, 12)", "NOT k < 21", "k = 30 OR s = 'c'", "s = 'a' AND k = 15",
+                                             "s IS NULL", "s IS NOT NULL", "other = 1", "k = '2026-01-01'")}  # fmt: skip
+    assert [w for w, m in may.items() if not m] == [
+        "k = 25",
+        "k < 10",
+        "k IN (1, 30)",
+        "NOT k < 21",
+        "s = 'a' AND k = 15",
+    ]
+    assert stats_filter("k = ") is None  # a predicate the parser does not read: no count
+    assert stats_filter("k IS NULL")({"k": ColumnStats(1, 2, 0, 5)}) is False
