@@ -36,6 +36,14 @@ _INT_TYPES = {"byte", "short", "integer", "long"}
 #: strings to a prefix in Delta's statistics: those bounds are left out rather than made wrong).
 _BOUND_TYPES = _INT_TYPES | {"date"}
 _PARTITION_TYPES = _INT_TYPES | {"string", "date", "boolean"}
+#: Columns Delta writes into data files that are not the table's (a MERGE with the change data feed on), and the
+#: configuration keys naming row tracking's materialized columns; the name mapping gives them ids from _HIDDEN_ID on.
+_DELTA_FILE_COLUMNS = ("_change_type", "__is_cdc", "_commit_version", "_commit_timestamp")
+_MATERIALIZED = (
+    "delta.rowTracking.materializedRowIdColumnName",
+    "delta.rowTracking.materializedRowCommitVersionColumnName",
+)
+_HIDDEN_ID = 1_000_000_000
 _PURGE_HINT = "`lakecat mirror {name} --as iceberg --purge-deletes` rewrites them away first (REORG ... APPLY (PURGE))"
 
 
@@ -56,14 +64,14 @@ def _physical(f: dict[str, Any]) -> str:
     return str((f.get("metadata") or {}).get("delta.columnMapping.physicalName") or f["name"])
 
 
-def _iceberg_type(t: Any, where: str, next_id: list[int]) -> Any:
+def _iceberg_type(t: Any, where: str, next_id: list[int], known: dict[str, int]) -> Any:
     from pyiceberg import types as it
 
     if isinstance(t, dict):
         if t.get("type") != "struct":
             raise _unsupported(f"mirror --as iceberg: column {where} is a {t.get('type')}, which the mirror cannot "
                                "express yet (arrays and maps)")  # fmt: skip
-        return it.StructType(*_fields(t["fields"], next_id, f"{where}."))
+        return it.StructType(*_fields(t["fields"], next_id, known, f"{where}."))
     simple = {"string": it.StringType(), "long": it.LongType(), "integer": it.IntegerType(), "short": it.IntegerType(),
               "byte": it.IntegerType(), "double": it.DoubleType(), "float": it.FloatType(), "boolean": it.BooleanType(),
               "date": it.DateType(), "timestamp": it.TimestamptzType(), "timestamp_ntz": it.TimestampType(),
@@ -76,16 +84,21 @@ def _iceberg_type(t: Any, where: str, next_id: list[int]) -> Any:
     raise _unsupported(f"mirror --as iceberg: column {where} has the type {t}, which Iceberg has no type for")
 
 
-def _fields(fields: list[dict[str, Any]], next_id: list[int], prefix: str = "") -> list[Any]:
+def _fields(fields: list[dict[str, Any]], next_id: list[int], known: dict[str, int], prefix: str = "") -> list[Any]:
     """Iceberg fields of Delta's schema fields: the field ids are Delta's column mapping ids where it has them (Parquet
-    files written under column mapping carry them), else assigned in order."""
+    files written under column mapping carry them), else the mirror's id of the column of that name (``known``: full
+    name -> id), else the next free one."""
     from pyiceberg.types import NestedField
 
     out = []
     for f in fields:
         meta = f.get("metadata") or {}
-        fid = int(meta["delta.columnMapping.id"]) if "delta.columnMapping.id" in meta else _take(next_id)
-        kind = _iceberg_type(f["type"], prefix + f["name"], next_id)
+        full = prefix + f["name"]
+        if "delta.columnMapping.id" in meta:
+            fid = int(meta["delta.columnMapping.id"])
+        else:
+            fid = known[full] if full in known else _take(next_id)
+        kind = _iceberg_type(f["type"], full, next_id, known)
         out.append(NestedField(fid, f["name"], kind, required=not f.get("nullable", True), doc=meta.get("comment")))
     return out
 
@@ -104,35 +117,48 @@ def _max_id(fields: list[dict[str, Any]]) -> int:
     return top
 
 
-def iceberg_schema(delta_schema: dict[str, Any], *, schema_id: int = 0) -> Any:
+def iceberg_schema(delta_schema: dict[str, Any], *, existing: Any = None, last_id: int = 0) -> Any:
+    """Delta's schema as an Iceberg schema; ``existing``: the mirror's schema so far (its ids stay with their columns),
+    ``last_id``: the highest id the mirror ever gave."""
     from pyiceberg.schema import Schema
 
-    next_id = [_max_id(delta_schema["fields"])]
-    return Schema(*_fields(delta_schema["fields"], next_id), schema_id=schema_id)
+    known: dict[str, int] = {}
+    if existing is not None:
+        known = dict(existing._name_to_id)  # noqa: SLF001 - full column name -> id, as pyiceberg keeps it
+    next_id = [max(_max_id(delta_schema["fields"]), last_id, *known.values(), 0)]
+    return Schema(*_fields(delta_schema["fields"], next_id, known))
 
 
-def name_mapping(delta_schema: dict[str, Any], schema: Any) -> str:
+def name_mapping(delta_schema: dict[str, Any], schema: Any, configuration: dict[str, str]) -> str:
     """Iceberg's name mapping (field id -> the column's name in the Parquet files: the physical name under Delta's
-    column mapping) as the JSON of ``schema.name-mapping.default``."""
+    column mapping) as the JSON of ``schema.name-mapping.default``.
+
+    Columns Delta writes into data files besides the table's (the change data feed's, row tracking's) get ids no
+    column has, so that an Iceberg reader that wants every file column mapped reads past them."""
 
     def mapped(fields: list[dict[str, Any]], struct: Any) -> list[dict[str, Any]]:
         out = []
-        for f, nf in zip(fields, struct.fields, strict=True):
+        by_name = {nf.name: nf for nf in struct.fields}
+        for f in fields:
+            nf = by_name[f["name"]]
             entry: dict[str, Any] = {"field-id": nf.field_id, "names": sorted({_physical(f), f["name"]})}
             if isinstance(f["type"], dict):
                 entry["fields"] = mapped(f["type"]["fields"], nf.field_type)
             out.append(entry)
         return out
 
-    return json.dumps(mapped(delta_schema["fields"], schema.as_struct()))
+    extra = [*_DELTA_FILE_COLUMNS, *(configuration[k] for k in _MATERIALIZED if configuration.get(k))]
+    hidden = [{"field-id": _HIDDEN_ID + i, "names": [n]} for i, n in enumerate(extra)]
+    return json.dumps(mapped(delta_schema["fields"], schema.as_struct()) + hidden)
 
 
 def _columns(delta_schema: dict[str, Any], schema: Any) -> dict[str, _Column]:
     """Top-level columns by name, with their physical names, Delta types and Iceberg field ids."""
     out = {}
-    for f, nf in zip(delta_schema["fields"], schema.fields, strict=True):
+    by_name = {nf.name: nf for nf in schema.fields}
+    for f in delta_schema["fields"]:
         kind = f["type"] if isinstance(f["type"], str) else "struct"
-        out[f["name"]] = _Column(f["name"], _physical(f), kind, nf.field_id)
+        out[f["name"]] = _Column(f["name"], _physical(f), kind, by_name[f["name"]].field_id)
     return out
 
 

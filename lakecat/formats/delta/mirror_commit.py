@@ -12,7 +12,7 @@ import uuid
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from ...errors import CommitConflictError, LakecatError, UnsupportedOperationError
+from ...errors import CommitConflictError, LakecatError, NotExactError, UnsupportedOperationError
 from ...metastore import Registry, TableEntry
 from ...results import MirrorCheck, MirrorResult, MirrorVerifyResult
 from .log import arrow
@@ -129,7 +129,7 @@ class MirrorTarget:
 
     def _properties(self, state: DeltaState, schema: Any) -> dict[str, str]:
         return {
-            _NAME_MAPPING: name_mapping(state.schema, schema),
+            _NAME_MAPPING: name_mapping(state.schema, schema, state.configuration),
             "write.metadata.path": f"{self.location}/{METADATA_DIR}",
             # the data files are the Delta table's: Iceberg engines must never delete them (expiry, orphans)
             "gc.enabled": "false",
@@ -159,11 +159,11 @@ class MirrorTarget:
 
     @staticmethod
     def _dv_rows(dt: Any) -> list[dict[str, Any]]:
-        table = arrow(dt.get_add_actions(flatten=True))
-        dv = [c for c in table.column_names if c.startswith("deletionVector")]
-        if not dv:
+        """The current files a deletion vector hides rows of (read only when the table has the feature)."""
+        if "deletionVectors" not in (dt.protocol().reader_features or []):
             return []
-        return [{"deletionVector": r} for r in table.select(dv).to_pylist() if any(v is not None for v in r.values())]
+        rows = arrow(dt.deletion_vectors()).to_pylist()
+        return [{"deletionVector": r["filepath"]} for r in rows if not all(r["selection_vector"])]
 
     def commit_version(self, tbl: Any, change: VersionChange, state: DeltaState, known: dict[str, Any]) -> None:
         """The Iceberg commit of one Delta version: its removes and adds (``known``: the mirror's files by path)."""
@@ -208,17 +208,22 @@ class MirrorTarget:
     def _evolve(self, tx: Any, tbl: Any, state: DeltaState, version: int) -> Any:
         """Bring the Iceberg schema to the Delta schema of ``state`` (columns added, renamed, dropped or widened as
         Iceberg allows); refuse what it cannot express. Returns the schema the version's files are read with."""
-        new = iceberg_schema(state.schema)
         old = tbl.schema()
+        new = iceberg_schema(state.schema, existing=old, last_id=tbl.metadata.last_column_id)
         spec_cols = [tbl.schema().find_column_name(f.source_id) for f in tbl.spec().fields]
         if spec_cols != state.partition_columns:
             raise _refuse(self.name, version, f"the partition columns changed ({', '.join(spec_cols) or 'none'} -> "
                           f"{', '.join(state.partition_columns) or 'none'})", "Drop the mirror "
                           f"(`lakecat mirror {self.name} --drop`) and mirror the table again.")  # fmt: skip
-        if new.as_struct() == old.as_struct():
+        if {f.field_id: f for f in new.fields} == {f.field_id: f for f in old.fields}:
             return old
         old_by_id = {f.field_id: f for f in old.fields}
+        old_ids = {f.name: f.field_id for f in old.fields}
         new_ids = {f.field_id for f in new.fields}
+        moved = sorted(f.name for f in new.fields if old_ids.get(f.name, f.field_id) != f.field_id)
+        if moved:  # Delta numbered its columns itself (column mapping turned on) otherwise than the mirror did
+            raise _refuse(self.name, version, f"Delta's column ids of {', '.join(moved)} differ from the mirror's",
+                          f"Drop the mirror (`lakecat mirror {self.name} --drop`) and mirror the table again.")  # fmt: skip
         with tx.update_schema(allow_incompatible_changes=False) as upd:
             for f in new.fields:
                 was = old_by_id.get(f.field_id)
@@ -236,10 +241,10 @@ class MirrorTarget:
                 if f.field_id not in new_ids:
                     upd.delete_column(f.name)
         evolved = tx.table_metadata.schema()
-        if [(f.field_id, f.name) for f in evolved.fields] != [(f.field_id, f.name) for f in new.fields]:
+        if {(f.field_id, f.name) for f in evolved.fields} != {(f.field_id, f.name) for f in new.fields}:
             raise _refuse(self.name, version, "a column was added whose id Iceberg would number differently from "
                           "Delta's", "Drop the mirror and mirror the table again.")  # fmt: skip
-        tx.set_properties({_NAME_MAPPING: name_mapping(state.schema, evolved)})
+        tx.set_properties({_NAME_MAPPING: name_mapping(state.schema, evolved, state.configuration)})
         return evolved
 
     # --- bringing it up to date -----------------------------------------------------------
@@ -319,13 +324,15 @@ class DeltaMirror:
         if purge_deletes:
             spark = table.catalog.session()
             spark.sql(f"REORG TABLE {spark_path(table.location)} APPLY (PURGE)")
-        result = side.sync(create=True)
+        dt = _delta_table(table.location)
+        check_state(table.name, delta_state(dt))  # refused before anything is registered
+        _check_no_deletion_vectors(table.name, int(dt.version()), MirrorTarget._dv_rows(dt))
         entry = table.refresh()
-        if target.name not in self.mirrors(entry):
+        if target.name not in self.mirrors(entry):  # recorded first: the catalog never shows the mirror as a table
             props = {**entry.properties, MIRRORS_KEY: [*self.mirrors(entry), target.name]}
             self._registry(table.catalog.metastore).update_properties(entry.ident, props)
             table.refresh()
-        return result
+        return side.sync(create=True)
 
     def sync_mirror(self, table: TableHandle, target: TableFormat) -> MirrorResult:
         return MirrorTarget(table, target).sync()
@@ -341,6 +348,21 @@ class DeltaMirror:
         rest = [m for m in self.mirrors(entry) if m != target.name]
         self._registry(ctx.metastore).update_properties(entry.ident, {**props, **({MIRRORS_KEY: rest} if rest else {})})
 
+    def scan_version_light(self, table: TableHandle, version: int) -> Any:  # provided by the adapter
+        raise NotImplementedError
+
+    def read_version(self, table: TableHandle, version: int) -> Any:  # provided by the adapter
+        raise NotImplementedError
+
+    def _source_rows(self, table: TableHandle, version: int) -> Any:
+        """The Delta side at ``version`` as an Arrow table: delta-rs where it reads exactly what Delta on Spark reads
+        (deletion vectors applied), Spark otherwise (column mapping)."""
+        try:
+            rows = self.scan_version_light(table, version)
+        except NotExactError:
+            return self.read_version(table, version).toArrow()
+        return rows.to_table() if hasattr(rows, "to_table") else rows.read_all()
+
     def verify_mirror(self, table: TableHandle, target: TableFormat) -> MirrorVerifyResult:
         side = MirrorTarget(table, target)
         tbl = side.load()
@@ -350,7 +372,7 @@ class DeltaMirror:
                 f"{table.name} has no iceberg mirror: `lakecat mirror {table.name} --as iceberg` makes it"
             )
         snapshot = tbl.current_snapshot().snapshot_id
-        source = _delta_table(table.location, version).to_pyarrow_table()
+        source = self._source_rows(table, version)
         mirror = tbl.scan(snapshot_id=snapshot).to_arrow()
         checks = compare(source, mirror)
         return MirrorVerifyResult(table.name, target.name, version, snapshot, source.num_rows, checks,

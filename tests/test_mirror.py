@@ -1,0 +1,206 @@
+"""A Delta table also readable as an Iceberg table (``lakecat mirror``): tables written by delta-rs and by Spark,
+mirrored, read back by pyiceberg and Spark's Iceberg reader at each version and compared with what delta-rs reads."""
+
+from __future__ import annotations
+
+import json
+from datetime import date, datetime
+
+import pytest
+
+pa = pytest.importorskip("pyarrow")
+deltalake = pytest.importorskip("deltalake")
+
+
+def _snapshots_by_version(tbl) -> dict[int, int]:
+    """Delta version -> the Iceberg snapshot that mirrors it (from the snapshot summaries)."""
+    return {
+        int(s.summary.additional_properties["lakecat.delta-version"]): s.snapshot_id
+        for s in tbl.snapshots()
+        if "lakecat.delta-version" in s.summary.additional_properties
+    }
+
+
+def _iceberg(catalog, name: str):
+    from lakecat.formats import get_format
+
+    ns, table = name.split(".")
+    return get_format("iceberg").library_catalog(catalog).load_table((ns, table))
+
+
+def _assert_same_at_every_version(catalog, name: str, location: str) -> int:
+    from lakecat.formats.delta.mirror_commit import checksums
+
+    tbl = _iceberg(catalog, name)
+    versions = _snapshots_by_version(tbl)
+    for version, snapshot in versions.items():
+        delta_side = checksums(deltalake.DeltaTable(location, version=version).to_pyarrow_table())
+        iceberg_side = checksums(tbl.scan(snapshot_id=snapshot).to_arrow())
+        assert delta_side == iceberg_side, f"version {version}"
+    return len(versions)
+
+
+def _rows(n: int, start: int = 0, region=("a b", "x/y%z=1", None)) -> pa.Table:
+    return pa.table({
+        "id": pa.array(range(start, start + n), pa.int64()),
+        "region": pa.array([region[i % len(region)] for i in range(n)]),
+        "day": pa.array([date(2026, 1, 1 + i % 3) for i in range(n)]),
+        "ts": pa.array([datetime(2026, 1, 1, 12, 0, 0, 123457 + i) for i in range(n)], pa.timestamp("us")),
+        "amount": pa.array([float(i) / 3 for i in range(n)]),
+    })  # fmt: skip
+
+
+@pytest.fixture
+def delta_rs_table(catalog, ns, tmp_path):
+    """A table delta-rs wrote (escaped and null partition values, timestamp_ntz, a checkpoint), registered."""
+    location = str(tmp_path / "events")
+    deltalake.write_deltalake(location, _rows(9), partition_by=["region", "day"])
+    deltalake.write_deltalake(location, _rows(6, start=100), mode="append")
+    deltalake.DeltaTable(location).create_checkpoint()
+    name = f"{ns}.events"
+    catalog.register_table(name, location=location)
+    return name, location
+
+
+def test_delta_rs_table_reads_the_same_through_iceberg_at_every_version(catalog, delta_rs_table):
+    name, location = delta_rs_table
+    table = catalog.load_table(name)
+    result = table.mirror(as_format="iceberg")
+    assert (result.source_version, result.commits) == (1, 1)
+    assert result.files == len(deltalake.DeltaTable(location).file_uris())
+    # others write: an append, an overwrite of one partition, a delete, a schema change (a new column)
+    deltalake.write_deltalake(location, _rows(4, start=200), mode="append")
+    dt = deltalake.DeltaTable(location)
+    dt.delete("id = 3")
+    deltalake.write_deltalake(location, _rows(3, start=300).append_column("note", pa.array(["n", None, "m"])),
+                              mode="append", schema_mode="merge")  # fmt: skip
+    synced = table.sync_mirrors()[0]
+    assert (synced.source_version, synced.commits, synced.behind) == (4, 3, 0)
+    assert _assert_same_at_every_version(catalog, name, location) == 4
+    tbl = _iceberg(catalog, name)
+    # partition values from the log: escaped and null ones prune exactly
+    assert tbl.scan(row_filter="region == 'x/y%z=1'").to_arrow().num_rows == 7
+    assert tbl.scan(row_filter="region IS NULL").to_arrow().num_rows == 7
+    assert tbl.properties["gc.enabled"] == "false" and "schema.name-mapping.default" in tbl.properties
+    # one table in lakecat's list, with its mirror
+    listed = [t for t in catalog.list_tables().to_dict() if t["name"] == name]
+    assert listed == [{"name": name, "format": "delta", "location": table.location, "mirrors": ["iceberg"]}]
+    assert table.describe().mirrors == ["iceberg"]
+    assert all(v.equal for v in table.verify_mirrors())
+
+
+def test_cli_mirror_sync_verify_and_a_mirror_that_differs(catalog, delta_rs_table, lakecat):
+    name, location = delta_rs_table
+    code, out, _ = lakecat("mirror", name, "--as", "iceberg", "--json")
+    assert code == 0 and json.loads(out)["source_version"] == 1
+    # a writer lakecat does not see: the mirror is behind, never wrong; verify compares at the mirrored version
+    deltalake.write_deltalake(location, _rows(2, start=500), mode="append")
+    code, out, _ = lakecat("mirror", name, "--verify", "--json")
+    assert code == 0, out
+    assert json.loads(out)["equal"] and json.loads(out)["source_version"] == 1
+    code, out, _ = lakecat("mirror", name, "--sync", "--json")
+    assert code == 0 and json.loads(out)["source_version"] == 2
+    # a mirror that reads a file twice is caught
+    tbl = _iceberg(catalog, name)
+    one = next(iter(tbl.scan().plan_files())).file
+    with (
+        tbl.transaction() as tx,
+        tx.update_snapshot(snapshot_properties={"lakecat.delta-version": "2"}).fast_append() as op,
+    ):
+        op.append_data_file(one)
+    code, out, err = lakecat("mirror", name, "--verify", "--json")
+    doc = json.loads(out)
+    assert code == 1 and not doc["equal"], err
+    assert {c["column"] for c in doc["checks"] if not c["equal"]} >= {"rows", "id"}
+    code, out, _ = lakecat("mirror", name, "--drop", "--json")
+    assert code == 0 and json.loads(out)["dropped"] == ["iceberg"]
+    assert "mirrors" not in catalog.entry(name).properties
+
+
+def test_mirror_of_an_iceberg_table_is_exit_3(catalog, ns, lakecat):
+    catalog.create_table(f"{ns}.ice", schema="id BIGINT", format="iceberg")
+    code, _, err = lakecat("mirror", f"{ns}.ice", "--as", "delta")
+    assert code == 3 and "not supported for iceberg tables" in err
+
+
+# --- tables Spark writes, kept in step with lakecat's commits, read by Spark's Iceberg reader -----------------------
+def _spark_iceberg_checksums(catalog, spark, name: str) -> dict[str, str]:
+    from lakecat.formats import get_format
+    from lakecat.formats.delta.mirror_commit import checksums
+
+    entry = catalog.entry(name)
+    spark_name = get_format("iceberg").spark_name(catalog, entry)
+    spark.sql(f"REFRESH TABLE {spark_name}")
+    df = spark.table(spark_name)
+    return checksums(df.select(*deltalake.DeltaTable(entry.location).schema().to_arrow().names).toArrow())
+
+
+def _delta_checksums(location: str) -> dict[str, str]:
+    from lakecat.formats.delta.mirror_commit import checksums
+
+    return checksums(deltalake.DeltaTable(location).to_pyarrow_table())
+
+
+def test_spark_written_table_kept_in_step_with_lakecat_commits(catalog, spark, ns, tmp_path):
+    import lakecat
+
+    name = f"{ns}.orders"
+    t = catalog.create_table(name, schema="id BIGINT, ts TIMESTAMP, region STRING, amount DOUBLE, note STRING",
+                             format="delta", partition_by=["days(ts)", "region"],
+                             properties={"delta.enableDeletionVectors": "false"})  # fmt: skip
+    # plain Spark writes first (another writer), with an escaped and a null partition value
+    spark.sql(f"""INSERT INTO delta.`{t.location}` (id, ts, region, amount, note) VALUES
+        (1, TIMESTAMP'2026-01-01 10:00:00.123456', 'eu west', 1.5, 'a'), (2, TIMESTAMP'2026-01-02 11:00:00', NULL, 2.5, NULL),
+        (3, TIMESTAMP'2026-01-02 12:00:00', 'us-east', 3.5, 'c')""")  # fmt: skip
+    assert t.mirror(as_format="iceberg").source_version == 1
+
+    # lakecat's commits: each is followed by the mirror's
+    fixes = tmp_path / "fixes"
+    spark.createDataFrame([(2, "2026-01-02 11:00:00", None, 20.0, "fixed"), (4, "2026-01-03 09:00:00", "eu west", 4.0, "d")],
+                          "id BIGINT, ts STRING, region STRING, amount DOUBLE, note STRING") \
+        .selectExpr("id", "CAST(ts AS TIMESTAMP) ts", "region", "amount", "note").write.parquet(str(fixes))  # fmt: skip
+    t.upsert(str(fixes), key="id", file_format="parquet")
+    landing = tmp_path / "landing"
+    landing.mkdir()
+    (landing / "a.json").write_text("\n".join(json.dumps({"id": 10 + i, "ts": "2026-01-03T08:00:00", "region": "us-east",
+                                                         "amount": float(i), "note": None}) for i in range(5)))  # fmt: skip
+    catalog.ingest(name, lakecat.FileSource(str(landing), format="json"), trigger="available-now",
+                   checkpoint=str(tmp_path / "ckpt"))  # fmt: skip
+    t.compact(target_file_size="1MB")
+    current = t.history().to_dict()[0]["version"]
+    mirror = _iceberg(catalog, name)
+    versions = _snapshots_by_version(mirror)
+    assert sorted(versions) == list(range(1, current + 1))  # one Iceberg commit per Delta version, none skipped
+    assert _assert_same_at_every_version(catalog, name, t.location) == len(versions)
+    assert _spark_iceberg_checksums(catalog, spark, name) == _delta_checksums(t.location)
+
+    # column mapping (a rename) and a new column: the mirror follows by Delta's column ids
+    t.alter(add_columns=["channel STRING"], yes=True)
+    spark.sql(f"INSERT INTO delta.`{t.location}` (id, ts, region, amount, note, channel) VALUES "
+              "(20, TIMESTAMP'2026-01-04 00:00:00', 'eu west', 5.0, 'e', 'web')")  # fmt: skip
+    res = t.sync_mirrors()[0]
+    assert res.behind == 0
+    assert _spark_iceberg_checksums(catalog, spark, name) == _delta_checksums(t.location)
+    assert all(v.equal for v in t.verify_mirrors())
+
+    # expiry: the mirror still reads the current version exactly
+    t.expire(older_than="0s", retain_last=1, force=True)
+    assert all(v.equal for v in t.verify_mirrors())
+    assert _spark_iceberg_checksums(catalog, spark, name) == _delta_checksums(t.location)
+
+
+def test_deletion_vectors_are_refused_with_the_version_and_the_fix(catalog, spark, ns, lakecat):
+    name = f"{ns}.dv"
+    t = catalog.create_table(name, schema="id BIGINT, v STRING", format="delta",
+                             properties={"delta.enableDeletionVectors": "true"})  # fmt: skip
+    spark.sql(f"INSERT INTO delta.`{t.location}` VALUES (1, 'a'), (2, 'b'), (3, 'c')")
+    spark.sql(f"DELETE FROM delta.`{t.location}` WHERE id = 2")
+    version = t.history().to_dict()[0]["version"]
+    code, _, err = lakecat("mirror", name, "--as", "iceberg")
+    assert code == 3, err
+    assert f"Delta version {version}" in err and "deletion vectors" in err and "--purge-deletes" in err
+    assert "mirrors" not in catalog.entry(name).properties or not catalog.entry(name).properties["mirrors"]
+    code, out, err = lakecat("mirror", name, "--as", "iceberg", "--purge-deletes", "--json")
+    assert code == 0, err
+    assert all(v.equal for v in t.verify_mirrors())
+    assert _iceberg(catalog, name).scan().to_arrow().num_rows == 2
