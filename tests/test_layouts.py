@@ -241,6 +241,8 @@ def test_alter_deletion_vectors_on_and_config_default(lakecat, catalog, ns, tabl
     assert code == 2 and "use on or off" in err, err
     code, out, err = lakecat("alter", name, "--deletion-vectors", "on", "--json")
     assert code == 0 and json.loads(out)["deletion_vectors"] is True, err
+    code, out, err = lakecat("alter", name, "--cluster-by", "region", "--json")  # keys on a table created without
+    assert code == 0 and json.loads(out)["clustering"] == ["region"], err
     # the catalog config's [tables] defaults, and a flag that overrides them
     monkeypatch.setattr(catalog.config, "default_deletion_vectors", True)
     monkeypatch.setattr(catalog.config, "default_format_version", 3)
