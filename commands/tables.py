@@ -95,7 +95,7 @@ def list_(
             return
         t = table(key("name"), key("format"), "location")
         for row in result:
-            t.add_row(row.name, row.format, row.location)
+            t.add_row(row.name, row.format + "".join(f" (+{m})" for m in row.mirrors), row.location)
         print_table(console, t)
         console.print(plural(len(result), "table"))
 
@@ -151,6 +151,8 @@ _MAPPING_MEANS = {
 def _render_description(console, d) -> None:  # type: ignore[no-untyped-def]
     console.print(f"[bold]{d.name}[/] ({d.format})")
     console.print(f"  location:     {d.location}", markup=False)
+    if d.mirrors:
+        console.print(f"  mirrors:      {', '.join(d.mirrors)} (readable as that format too, same name)", markup=False)
     console.print(f"  partitioning: {', '.join(d.partitioning) or '(none)'}", markup=False)
     if d.current_version is None:
         console.print("  version:      (none yet: nothing committed)")
