@@ -399,7 +399,8 @@ class Catalog:
         target = Table(self, entry)
 
         def in_step(handle: Any, progress: Any) -> None:  # the mirror's commit follows each batch's
-            mirror.keep_in_step(target)
+            if progress is not None:  # None: a tick of the display without a new batch
+                mirror.keep_in_step(target)
             if on_progress is not None:
                 on_progress(handle, progress)
 
