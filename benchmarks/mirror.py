@@ -108,7 +108,8 @@ def docs_lines(doc: dict[str, Any]) -> list[str]:
         f"A table of {f['files']:,} files and {f['rows']:,} rows written by delta-rs (one file per partition), on "
         f"{doc['machine']['cpu_count']} cores shared with other work (load average {load} at the start, "
         f"{doc['machine'].get('load_average_end')} at the end): absolute seconds are contended, the ratio is "
-        "measured side by side in each round.",
+        "measured side by side in each round. Goals: a sync of at most 0.2 s per commit, and a pyiceberg read of the "
+        "mirror within 1.2× of delta-rs's read of the table; both readers read the same Parquet files.",
     ]
 
 
