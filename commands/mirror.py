@@ -53,11 +53,11 @@ def mirror(
     out = Output(json_, verbose)
     if sum((sync, verify, drop)) > 1:
         out.fail(InvalidArgumentError("choose one of --sync, --verify and --drop"))
-    if not (sync or verify or drop) and as_format is None:
-        out.fail(InvalidArgumentError("say which format to mirror the table as: --as iceberg (or --sync / --verify)"))
 
     def call() -> Any:
         table = connect(catalog).load_table(name)
+        if not (sync or verify or drop) and as_format is None:
+            raise InvalidArgumentError("say which format to mirror the table as: --as iceberg (or --sync / --verify)")
         if verify:
             return _one(
                 table.verify_mirrors() if as_format is None else [_verify_one(table, as_format)], "verify", name

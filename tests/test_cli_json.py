@@ -33,6 +33,7 @@ COVERED_ELSEWHERE = {
     ("local", "rest", "stop"): "tests/test_rest_catalog.py::test_local_rest_commands",
     ("register",): "tests/test_byo.py::test_register_delta_rs_table_and_run_every_command",
     ("convert",): "tests/test_byo.py::test_convert_parquet_directory",
+    ("mirror",): "tests/test_mirror.py::test_cli_mirror_sync_verify_and_a_mirror_that_differs",
     ("local", "engine", "start"): "tests/test_connect.py::test_engine_status_and_second_start",
     ("local", "engine", "status"): "tests/test_connect.py::test_engine_status_and_second_start",
     ("local", "engine", "stop"): "tests/test_connect.py::test_engine_stop",
