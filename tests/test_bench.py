@@ -450,3 +450,17 @@ def test_every_builtin_format_has_its_hand_written_baseline() -> None:
         assert set(plain.light_one_liners) == {"timetravel_count", "changes_count", "where_limit"}
     with pytest.raises(LookupError, match="no hand-written baseline for jsonlog tables"):
         baseline("jsonlog")
+
+
+def test_the_mirror_bench_runs_small_and_renders(tmp_path) -> None:
+    import json as _json
+
+    from benchmarks.mirror import docs_lines
+
+    out = tmp_path / "mirror.json"
+    res = subprocess.run([sys.executable, "-m", "benchmarks.mirror", "--files", "20", "--commits", "1", "--rounds", "1",
+                          "--out", str(out)], capture_output=True, text=True, timeout=120, cwd=ROOT)  # fmt: skip
+    assert res.returncode == 0, res.stderr[-2000:]
+    doc = _json.loads(out.read_text())
+    assert doc["figures"]["first_mirror_files"] == 20 and doc["figures"]["files"] == 30
+    assert any("first mirror of 20 files" in line for line in docs_lines(doc))
