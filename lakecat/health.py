@@ -115,6 +115,7 @@ def _judge_files(h: TableHealth, facts: HealthFacts) -> None:
             small_by_part[f.partition] = small_by_part.get(f.partition, 0) + 1
     h.small_files = sum(small_by_part.values())
     h.compactable_small_files = sum(n for n in small_by_part.values() if n >= 2)
+    h.max_partition_small_files = max(small_by_part.values(), default=0)
     h.partitions = len(bytes_by_part)
     if bytes_by_part:
         h.largest_partition_bytes = max(bytes_by_part.values())

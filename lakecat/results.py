@@ -487,6 +487,7 @@ class TableHealth(Result):
     small_file_bytes: int = 0  # a file below this is small (a quarter of the target)
     small_files: int = 0
     compactable_small_files: int = 0  # small files sharing a partition with another small file
+    max_partition_small_files: int = 0  # the most small files one partition holds (what a compaction's input can be)
     median_file_bytes: int = 0
     file_sizes: list[SizeBucket] = field(default_factory=list)
     delete_kind: str = ""

@@ -13,7 +13,6 @@ service; nothing is ever half-committed, since every commit is atomic.
 from __future__ import annotations
 
 import fnmatch
-import inspect
 import logging
 import math
 import threading
@@ -28,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from .engine import is_connect
 from .errors import InvalidArgumentError, LakecatError
 from .health import table_health
-from .maintenance import AUTO_MIN_INPUT_FILES, compact, maintain_table
+from .maintenance import AUTO_MIN_INPUT_FILES, maintain_table
 from .maintenance_log import RETENTION, RunLog
 from .metastore import MaintenanceLog, ScopedPolicies
 from .metrics import ServiceExporter
@@ -138,7 +137,8 @@ def plan_item(h: TableHealth, policy: dict[str, str], last_major_ms: int | None,
     item = QueueItem(h.name, urgency(h), actions, h.verdict, h.reason)
     if "compact" in actions:
         item.tier = "major"
-    elif not {"purge", "cluster"} & set(actions) and h.compactable_small_files >= int(
+    elif not {"purge", "cluster"} & set(actions) and h.max_partition_small_files >= int(
+        # the compaction step counts its input per partition: a table queued on its total would be skipped every pass
         policy.get("lakecat.compact.min-input-files", AUTO_MIN_INPUT_FILES)
     ):
         major_every = parse_duration(policy.get("lakecat.compact.major-every", DEFAULT_MAJOR_EVERY))
@@ -146,17 +146,12 @@ def plan_item(h: TableHealth, policy: dict[str, str], last_major_ms: int | None,
         last_compaction = int(parse_timestamp(h.last_compaction).timestamp() * 1000) if h.last_compaction else None
         if last_major_ms is None or now_ms - last_major_ms >= major_every.total_seconds() * 1000:
             item.tier = "major"
-        elif newest is not None and (last_compaction is None or newest > last_compaction) and _has_minor_tier():
+        elif newest is not None and (last_compaction is None or newest > last_compaction):
             item.tier, item.since = "minor", iso(from_millis(last_compaction or last_major_ms))
         if item.tier:
             item.actions.insert(0, "compact")
             item.reason = f"{h.compactable_small_files} small files share partitions ({item.tier} compaction)"
     return item if item.actions else None
-
-
-def _has_minor_tier() -> bool:
-    """Whether compaction can be limited to the partitions written since a time (``compact(since=...)``)."""
-    return "since" in inspect.signature(compact).parameters
 
 
 class Service:

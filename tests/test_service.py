@@ -150,14 +150,18 @@ def test_queue_order_tiers_and_budget():
 
     # small files below health's threshold: a major compaction once per major-every, else minor after new data
     timeline = [VersionPoint(1, "2027-01-15T08:00:00Z", "compact"), VersionPoint(2, "2027-01-15T08:20:00Z", "append")]
-    recent = health("a.recent", data_files=6, compactable_small_files=3, last_compaction="2027-01-15T08:00:00Z",
-                    timeline=timeline)  # fmt: skip
+    recent = health("a.recent", data_files=6, compactable_small_files=3, max_partition_small_files=3,
+                    last_compaction="2027-01-15T08:00:00Z", timeline=timeline)  # fmt: skip
     last_major = now_ms - hour_ms
     item = plan_item(recent, {}, last_major, now_ms)
     assert (item.actions, item.tier, item.since) == (["compact"], "minor", "2027-01-15T08:00:00.000Z")
     item = plan_item(recent, {"lakecat.compact.major-every": "30m"}, last_major, now_ms)
     assert (item.tier, item.since) == ("major", None)
     assert plan_item(recent, {"lakecat.compact.min-input-files": "5"}, last_major, now_ms) is None
+    # the compaction counts its input per partition: six small files in three partitions of two do not reach three
+    spread = health("a.spread", data_files=6, compactable_small_files=6, max_partition_small_files=2, timeline=timeline)
+    assert plan_item(spread, {"lakecat.compact.min-input-files": "3"}, last_major, now_ms) is None
+    assert plan_item(spread, {}, last_major, now_ms).tier == "minor"
     recent.timeline = timeline[:1]  # no data since the last compaction: nothing to do until major-every
     assert plan_item(recent, {}, last_major, now_ms) is None
 
