@@ -95,10 +95,10 @@ def child_ingest(a: argparse.Namespace) -> dict[str, Any]:
             state["rows"] = max(state["rows"], int(op.get("numRowsTotal") or 0))
             state["bytes"] = max(state["bytes"], int(op.get("memoryUsedBytes") or 0))
 
-    extra = {"dedupe_key": "id", "watermark": DEDUPE_WATERMARK} if a.dedupe else {}
     report = cat.ingest(name, lakecat.KafkaSource(a.bootstrap, a.topic), max_records_per_batch=a.batch,
-                        on_progress=seen, **extra)  # fmt: skip
-    out = {"duration_s": report.duration_s, "rows_written": report.rows_written,
+                        on_progress=seen, dedupe_key="id" if a.dedupe else None,
+                        watermark=DEDUPE_WATERMARK if a.dedupe else None)  # fmt: skip
+    out: dict[str, Any] = {"duration_s": report.duration_s, "rows_written": report.rows_written,
            "rows_dead_lettered": report.rows_dead_lettered, "batches": report.batches}  # fmt: skip
     if a.dedupe:
         out["state_rows_max"], out["state_mb_max"] = state["rows"], rounded(state["bytes"] / 2**20, 1)
@@ -187,9 +187,9 @@ def part_tables(work: Path, a: argparse.Namespace) -> dict[str, Any]:
                             "peak_mb": run["peak_mb"]}  # fmt: skip
             say(f"{verb[0]} over {n} tables: {run['wall_s']}s")
         out[str(n)] = row
-    for verb in ("health", "maintain"):
-        out[f"{verb}_per_table_ratio"] = rounded(
-            out[str(a.big_tables)][verb]["per_table_s"] / out[str(a.tables)][verb]["per_table_s"], 2
+    for name in ("health", "maintain"):
+        out[f"{name}_per_table_ratio"] = rounded(
+            out[str(a.big_tables)][name]["per_table_s"] / out[str(a.tables)][name]["per_table_s"], 2
         )
     return out
 
