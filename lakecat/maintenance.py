@@ -62,7 +62,6 @@ UNPARTITIONED = "(unpartitioned)"
 MAINTAIN_ACTIONS = ("compact", "expire", "clean-orphans", "rewrite-metadata")
 # what only `maintain --auto` runs, when health calls for it: drop the rows deletes hide, recluster a clustered table
 AUTO_ACTIONS = ("compact", "purge", "cluster", "expire", "clean-orphans", "rewrite-metadata")
-APPLY_DELETES = "apply-deletes"  # a policy entry `maintain --auto` sets when deletes call for compaction
 COMPACT_SINCE = "compact-since"  # a policy entry the service sets for a minor compaction: data written after it
 Decide = Callable[["TableLike", dict[str, str]], tuple[list[str], dict[str, Any]]]
 
@@ -485,8 +484,6 @@ def maintain_table(
         if decide is not None:
             current = "health"
             chosen, report.health = decide(table, policy)
-            if report.health.get("apply_deletes"):
-                policy[APPLY_DELETES] = "true"
             if report.health.get("compact_since"):  # the service's minor tier
                 policy[COMPACT_SINCE] = str(report.health["compact_since"])
             wanted = tuple(a for a in AUTO_ACTIONS if a in chosen)
@@ -565,10 +562,6 @@ def _maintain_action(
         if COMPACT_SINCE in policy:  # minor tier: small files of the partitions written since, binpacked
             kw = {**kw, "strategy": "binpack", "by": (), "since": parse_timestamp(policy[COMPACT_SINCE])}
         plan = compact(table, dry_run=True, **kw)  # type: ignore[arg-type]
-        if policy.get(APPLY_DELETES) == "true":  # maintain --auto: deletes hide too many rows
-            if dry_run:
-                return MaintainAction("compact", "would-run", "rewrite the files deletes hide rows of", plan.to_dict())
-            return MaintainAction("compact", "done", "", compact(table, apply_deletes=True, **kw).to_dict())  # type: ignore[arg-type]
         if not any(p.files >= min_files for p in plan.partitions):
             return MaintainAction(
                 "compact", "skipped", f"no partition has {min_files} or more small files", plan.to_dict()
