@@ -459,8 +459,10 @@ def test_the_mirror_bench_runs_small_and_renders(tmp_path) -> None:
 
     out = tmp_path / "mirror.json"
     res = subprocess.run([sys.executable, "-m", "benchmarks.mirror", "--files", "20", "--commits", "1", "--rounds", "1",
-                          "--out", str(out)], capture_output=True, text=True, timeout=120, cwd=ROOT)  # fmt: skip
+                          "--large-files", "2", "--large-rows-per-file", "100", "--out", str(out)],
+                         capture_output=True, text=True, timeout=120, cwd=ROOT)  # fmt: skip
     assert res.returncode == 0, res.stderr[-2000:]
     doc = _json.loads(out.read_text())
     assert doc["figures"]["first_mirror_files"] == 20 and doc["figures"]["files"] == 30
+    assert doc["figures"]["large_files"]["rows"] == 200 and "read_ratio_mirror_over_native_iceberg" in doc["figures"]
     assert any("first mirror of 20 files" in line for line in docs_lines(doc))
