@@ -145,6 +145,28 @@ def test_pyiceberg_rest_catalog_reads_a_table_lakecat_wrote(served, rest_server,
     assert remote.metadata.current_snapshot_id == served.table(f"{ns}.orders").describe().current_version
 
 
+def test_a_delta_tables_mirror_is_served_to_rest_clients(served, rest_server, ns, tmp_path):
+    """A Delta table (written by delta-rs) mirrored as Iceberg is one more table of the REST server, under its name."""
+    import deltalake
+    import pyarrow as pa
+    from pyiceberg.catalog.rest import RestCatalog
+
+    location = str(tmp_path / "clicks")
+    rows = pa.table({"id": pa.array([1, 2, 3], pa.int64()), "region": ["eu", "us", None]})
+    deltalake.write_deltalake(location, rows, partition_by=["region"])
+    served.register_table(f"{ns}.clicks", location=location)
+    table = served.load_table(f"{ns}.clicks")
+    table.mirror(as_format="iceberg")
+    deltalake.write_deltalake(location, pa.table({"id": pa.array([4], pa.int64()), "region": ["eu"]}), mode="append")
+    table.sync_mirrors()
+    remote = RestCatalog("any-engine", uri=rest_server).load_table((ns, "clicks"))
+    got = remote.scan().to_arrow()
+    assert sorted(zip(got.column("id").to_pylist(), got.column("region").to_pylist(), strict=True)) == [
+        (1, "eu"), (2, "us"), (3, None), (4, "eu")
+    ]  # fmt: skip
+    assert remote.scan(row_filter="region == 'eu'").to_arrow().num_rows == 2
+
+
 def test_list_describe_history_through_rest(cli, served, rc_conf, rest_server, ns, light_cli):
     import pyarrow as pa
     from pyiceberg.catalog.rest import RestCatalog
