@@ -134,3 +134,22 @@ def test_partition_predicates_select_exactly_one_partition():
     assert pred(IdentityTransform(), 1, None) == "`id` IS NULL"
     assert pred(TruncateTransform(10), 1, 20) == "`id` >= 20 AND `id` < 30"
     assert pred(BucketTransform(8), 1, 3) is None  # not said: the rewrite is not narrowed
+
+
+def test_delta_partition_terms_keep_every_digit():
+    """The Delta minor tier's partition terms: a timestamp partition value keeps its microseconds (one cut to
+    milliseconds matches no row), strings are escaped, nulls are IS NULL."""
+    from datetime import date
+    from decimal import Decimal
+
+    from lakecat.formats.delta.maintenance import _partition_term
+
+    stamp = datetime(2024, 1, 1, 0, 0, 0, 123456, tzinfo=UTC)
+    assert _partition_term("ts", stamp) == "`ts` = TIMESTAMP '2024-01-01 00:00:00.123456'"
+    assert (
+        _partition_term("ts", datetime(2024, 1, 1, 5, 0, 0, 7)) == "`ts` = TIMESTAMP_NTZ '2024-01-01 05:00:00.000007'"
+    )
+    assert _partition_term("k", "it's") == "`k` = 'it\\'s'"
+    assert _partition_term("d", date(2024, 1, 2)) == "`d` = DATE '2024-01-02'"
+    assert _partition_term("n", None) == "`n` IS NULL"
+    assert _partition_term("a", Decimal("1.50")) == "`a` = 1.50BD"

@@ -6,7 +6,7 @@ import contextlib
 import logging
 import math
 import time
-from datetime import date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +18,6 @@ from ...engine import (
     spark_conf,
     spark_errors,
     sql_string,
-    sql_timestamp,
 )
 from ...errors import LakecatError
 from ...files import DataFile, file_sizes, fs_for, is_local_dir, norm_path
@@ -60,7 +59,9 @@ def _partition_term(column: str, value: Any) -> str | None:
     if isinstance(value, datetime):
         if value.tzinfo is None:
             return f"{name} = TIMESTAMP_NTZ {sql_string(value.isoformat(sep=' '))}"
-        return f"{name} = {sql_timestamp(value)}"
+        # microseconds kept: a partition value with them would match nothing at sql_timestamp's milliseconds
+        utc = value.astimezone(UTC).replace(tzinfo=None).isoformat(sep=" ", timespec="microseconds")
+        return f"{name} = TIMESTAMP {sql_string(utc)}"
     if isinstance(value, date):
         return f"{name} = DATE {sql_string(value.isoformat())}"
     return None
