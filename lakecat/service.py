@@ -124,12 +124,15 @@ def _newest_data_ms(h: TableHealth) -> int | None:
     return int(max(stamps) * 1000) if stamps else None
 
 
-def plan_item(h: TableHealth, policy: dict[str, str], last_major_ms: int | None, now_ms: int) -> QueueItem | None:
+def plan_item(h: TableHealth, policy: dict[str, str], last_major_ms: int | None, now_ms: int, *,
+              last_compact_started_ms: int | None = None) -> QueueItem | None:  # fmt: skip
     """What the service runs on one table this pass, or None when nothing is due.
 
     Health's needs run as ``maintain --auto`` runs them (its compaction is the major tier). When health does not
     call for a rewrite but small files share partitions, a major compaction runs once per
-    ``lakecat.compact.major-every``, and in between a minor one whenever data arrived since the last compaction.
+    ``lakecat.compact.major-every``, and in between a minor one whenever data arrived since the last compaction
+    began (``last_compact_started_ms``, when the service knows it: a commit landing while a compaction ran is older
+    than that compaction's own commit, and must not be passed over).
     """
     actions = ["clean-orphans" if n == "clean" else n for n in h.needs]
     if "cluster" in actions:  # reclustering rewrites every file: it merges small files and drops deletes too
@@ -144,6 +147,8 @@ def plan_item(h: TableHealth, policy: dict[str, str], last_major_ms: int | None,
         major_every = parse_duration(policy.get("lakecat.compact.major-every", DEFAULT_MAJOR_EVERY))
         newest = _newest_data_ms(h)
         last_compaction = int(parse_timestamp(h.last_compaction).timestamp() * 1000) if h.last_compaction else None
+        if last_compaction is not None and last_compact_started_ms is not None:
+            last_compaction = min(last_compaction, last_compact_started_ms)
         if last_major_ms is None or now_ms - last_major_ms >= major_every.total_seconds() * 1000:
             item.tier = "major"
         elif newest is not None and (last_compaction is None or newest > last_compaction):
@@ -168,6 +173,7 @@ class Service:
         self.on_pass = on_pass
         self.result = ServiceResult()
         self._last_major: dict[str, int] | None = None
+        self._compact_started: dict[str, int] = {}  # when each table's last compaction began (ms)
 
     def run(self) -> ServiceResult:
         """Pass after pass until ``stop`` is set; returns what was done."""
@@ -217,17 +223,12 @@ class Service:
         for entry in entries:
             if self.stop.is_set():
                 break
-            table = self.catalog.table_of(entry)
-            if not table.adapter.supports("health"):
+            try:
+                item = self._plan_one(entry, p, scoped=scoped, runs=runs, last_major=last_major, now_ms=now_ms)
+            except Exception as e:  # a table dropped mid-pass, or unreadable: the other tables are still maintained
+                log.warning("maintenance service: %s: %s", entry.ident, str(e).splitlines()[0] if str(e) else e)
+                p.verdicts["failed"] = p.verdicts.get("failed", 0) + 1
                 continue
-            p.tables += 1
-            policy = resolve_policy(table, self.plan, scoped=scoped)
-            if policy.get("lakecat.maintain.enabled", "true").lower() == "false":
-                p.verdicts["disabled"] = p.verdicts.get("disabled", 0) + 1
-                continue
-            h = table_health(table, policy=policy, runs=runs)
-            p.verdicts[h.verdict] = p.verdicts.get(h.verdict, 0) + 1
-            item = plan_item(h, policy, last_major.get(table.name), now_ms) if h.verdict != "failed" else None
             if item is not None:
                 queue.append(item)
         queue.sort(key=lambda i: (-i.urgency, i.table))
@@ -235,13 +236,34 @@ class Service:
             self.metrics.queued(len(queue), p.verdicts)
         return queue
 
+    def _plan_one(self, entry: Any, p: PassResult, *, scoped: Any, runs: Any, last_major: dict[str, int],
+                  now_ms: int) -> QueueItem | None:  # fmt: skip
+        """One table's health and what is due on it (None: nothing, or a table health does not judge)."""
+        table = self.catalog.table_of(entry)
+        if not table.adapter.supports("health"):
+            return None
+        p.tables += 1
+        policy = resolve_policy(table, self.plan, scoped=scoped)
+        if policy.get("lakecat.maintain.enabled", "true").lower() == "false":
+            p.verdicts["disabled"] = p.verdicts.get("disabled", 0) + 1
+            return None
+        h = table_health(table, policy=policy, runs=runs)
+        p.verdicts[h.verdict] = p.verdicts.get(h.verdict, 0) + 1
+        if h.verdict == "failed":
+            return None
+        return plan_item(h, policy, last_major.get(table.name), now_ms,
+                         last_compact_started_ms=self._compact_started.get(table.name))  # fmt: skip
+
     def _majors(self) -> dict[str, int]:
         """When each table's last major compaction ran (from the log at the first pass, then kept up here)."""
         if self._last_major is None:
             self._last_major = {}
             for run in reversed(RunLog(self.catalog.metastore).runs(action="compact")):
+                started = int(parse_timestamp(run.started).timestamp() * 1000)
+                if run.outcome == "ok":
+                    self._compact_started[run.table] = started
                 if run.tier == "major" and run.outcome == "ok":
-                    self._last_major[run.table] = int(parse_timestamp(run.started).timestamp() * 1000)
+                    self._last_major[run.table] = started
         return self._last_major
 
     def _work(self, queue: list[QueueItem], p: PassResult, deadline: float | None) -> None:
@@ -276,10 +298,17 @@ class Service:
             return TableMaintenance(item.table, "", "failed", [MaintainAction("load", "failed", str(e))], error=str(e))
         health: dict[str, Any] = {"verdict": item.verdict, "reason": item.reason, "urgency": item.urgency,
                                   "tier": item.tier, "compact_since": item.since}  # fmt: skip
+        began = int(time.time() * 1000)
         report = maintain_table(table, self.plan, decide=lambda _t, _p: (item.actions, health), stop=self.stop,
                                 source="service")  # fmt: skip
-        if any(a.action == "compact" and a.status == "done" for a in report.actions) and item.tier == "major":
-            self._majors()[item.table] = int(time.time() * 1000)
+        for a in report.actions:
+            if a.action != "compact":
+                continue
+            # done, or looked at and nothing worth rewriting: what the next minor pass wants is data after `began`
+            if a.status == "done" or (a.status == "skipped" and a.result is not None and not a.result.get("conflict")):
+                self._compact_started[item.table] = began
+            if a.status == "done" and item.tier == "major":
+                self._majors()[item.table] = began
         return report
 
     def _count(self, report: TableMaintenance | None, p: PassResult) -> None:

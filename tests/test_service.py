@@ -11,7 +11,7 @@ import sys
 import threading
 import time
 import urllib.request
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from helpers import read_rows
@@ -162,6 +162,13 @@ def test_queue_order_tiers_and_budget():
     spread = health("a.spread", data_files=6, compactable_small_files=6, max_partition_small_files=2, timeline=timeline)
     assert plan_item(spread, {"lakecat.compact.min-input-files": "3"}, last_major, now_ms) is None
     assert plan_item(spread, {}, last_major, now_ms).tier == "minor"
+    # a write committed while that compaction ran (it began 08:00, committed 08:30): the next minor pass covers it
+    during = health("a.during", data_files=6, compactable_small_files=3, max_partition_small_files=3,
+                    last_compaction="2027-01-15T08:30:00Z", timeline=timeline)  # fmt: skip
+    began_ms = int(datetime(2027, 1, 15, 8, 0, tzinfo=UTC).timestamp() * 1000)
+    assert plan_item(during, {}, last_major, now_ms) is None
+    item = plan_item(during, {}, last_major, now_ms, last_compact_started_ms=began_ms)
+    assert (item.tier, item.since) == ("minor", "2027-01-15T08:00:00.000Z")
     recent.timeline = timeline[:1]  # no data since the last compaction: nothing to do until major-every
     assert plan_item(recent, {}, last_major, now_ms) is None
 
@@ -171,3 +178,26 @@ def test_queue_order_tiers_and_budget():
     service._work([QueueItem("a.big", 2.0, ["compact"], "compact", ""), QueueItem("a.small", 1.0, ["expire"], "", "")],
                   p, deadline=time.monotonic() - 1)  # fmt: skip
     assert (p.worked, p.deferred) == (0, 2)
+
+
+def test_an_unreadable_table_does_not_stop_the_pass(catalog, ns, tmp_path):
+    """A table whose log is gone (deleted behind the catalog's back) is counted failed; the others are still judged.
+    No JVM: delta-rs writes the tables."""
+    import shutil
+
+    import deltalake
+    import pyarrow as pa
+
+    from lakecat.service import PassResult, Service, ServiceOptions
+
+    for name in ("good", "gone"):
+        location = str(tmp_path / name)
+        for i in range(3):  # three small files in one partition: due for compaction
+            deltalake.write_deltalake(location, pa.table({"id": pa.array([i], pa.int64())}), mode="append")
+        catalog.register_table(f"{ns}.{name}", location=location)
+    shutil.rmtree(tmp_path / "gone" / "_delta_log")
+    service = Service(catalog, ServiceOptions(every=timedelta(minutes=1), pattern=f"{ns}.*"))
+    p = PassResult(1, "")
+    queue = service._queue(p)
+    assert p.tables >= 1 and p.verdicts.get("failed") == 1
+    assert [i.table for i in queue] == [f"{ns}.good"]
