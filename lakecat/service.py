@@ -159,6 +159,14 @@ def plan_item(h: TableHealth, policy: dict[str, str], last_major_ms: int | None,
     return item if item.actions else None
 
 
+def without_futile(item: QueueItem | None, h: TableHealth, futile_ms: int | None) -> QueueItem | None:
+    """``item`` without a purge or recluster that last rewrote nothing (at ``futile_ms``) when no data came since."""
+    if item is None or futile_ms is None or (_newest_data_ms(h) or 0) >= futile_ms:
+        return item
+    item.actions = [a for a in item.actions if a not in ("purge", "cluster")]
+    return item if item.actions else None
+
+
 class Service:
     """The loop: passes every ``options.every`` until ``stop`` is set (see the module's description)."""
 
@@ -174,6 +182,9 @@ class Service:
         self.result = ServiceResult()
         self._last_major: dict[str, int] | None = None
         self._compact_started: dict[str, int] = {}  # when each table's last compaction began (ms)
+        # when a purge or recluster last rewrote nothing on a table (ms): the engine may keep a file it judges done
+        # (a one-file Delta cluster keeps its deletion vector), and asking again before new data would change nothing
+        self._futile: dict[str, int] = {}
 
     def run(self) -> ServiceResult:
         """Pass after pass until ``stop`` is set; returns what was done."""
@@ -251,8 +262,9 @@ class Service:
         p.verdicts[h.verdict] = p.verdicts.get(h.verdict, 0) + 1
         if h.verdict == "failed":
             return None
-        return plan_item(h, policy, last_major.get(table.name), now_ms,
+        item = plan_item(h, policy, last_major.get(table.name), now_ms,
                          last_compact_started_ms=self._compact_started.get(table.name))  # fmt: skip
+        return without_futile(item, h, self._futile.get(table.name))
 
     def _majors(self) -> dict[str, int]:
         """When each table's last major compaction ran (from the log at the first pass, then kept up here)."""
@@ -302,6 +314,8 @@ class Service:
         report = maintain_table(table, self.plan, decide=lambda _t, _p: (item.actions, health), stop=self.stop,
                                 source="service")  # fmt: skip
         for a in report.actions:
+            if a.action in ("purge", "cluster") and a.status == "done" and not (a.result or {}).get("files_rewritten"):
+                self._futile[item.table] = began
             if a.action != "compact":
                 continue
             # done, or looked at and nothing worth rewriting: what the next minor pass wants is data after `began`

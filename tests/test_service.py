@@ -132,7 +132,7 @@ def test_sigterm_stops_the_service_with_exit_0(lakecat_home, ns):
 def test_queue_order_tiers_and_budget():
     """How a pass chooses, from health figures alone (no table, no JVM)."""
     from lakecat.results import TableHealth, VersionPoint
-    from lakecat.service import PassResult, QueueItem, Service, ServiceOptions, plan_item, urgency
+    from lakecat.service import PassResult, QueueItem, Service, ServiceOptions, plan_item, urgency, without_futile
 
     def health(name, **kw):
         return TableHealth(name, "any", kw.pop("verdict", "healthy"), "", **kw)
@@ -169,6 +169,12 @@ def test_queue_order_tiers_and_budget():
     assert plan_item(during, {}, last_major, now_ms) is None
     item = plan_item(during, {}, last_major, now_ms, last_compact_started_ms=began_ms)
     assert (item.tier, item.since) == ("minor", "2027-01-15T08:00:00.000Z")
+    # a purge that rewrote nothing (the engine keeps a file it judges done) is not asked again before new data
+    purge = health("a.purge", verdict="purge", needs=["purge", "expire"], data_files=2, timeline=timeline)
+    data_ms = int(datetime(2027, 1, 15, 8, 20, tzinfo=UTC).timestamp() * 1000)
+    assert without_futile(plan_item(purge, {}, None, now_ms), purge, data_ms + 1).actions == ["expire"]
+    assert without_futile(plan_item(purge, {}, None, now_ms), purge, data_ms - 1).actions == ["purge", "expire"]
+    assert without_futile(plan_item(purge, {}, None, now_ms), purge, None).actions == ["purge", "expire"]
     recent.timeline = timeline[:1]  # no data since the last compaction: nothing to do until major-every
     assert plan_item(recent, {}, last_major, now_ms) is None
 
