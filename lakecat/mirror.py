@@ -11,6 +11,7 @@ import logging
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from .engine import first_line
 from .errors import LakecatError
 from .formats import get_format
 
@@ -71,5 +72,7 @@ def keep_in_step(table: TableHandle) -> None:
     for target in targets:
         try:
             get_format(table.entry.format).sync_mirror(table, get_format(target))
-        except LakecatError as e:
-            log.warning("the %s mirror of %s stays behind: %s", target, table.name, e)
+        except Exception as e:  # noqa: BLE001 - the table's commit succeeded; `mirror --sync` reports the error
+            log.warning(
+                "the %s mirror of %s stays behind: %s", target, table.name, first_line(str(e)) or type(e).__name__
+            )

@@ -212,3 +212,85 @@ def test_deletion_vectors_are_refused_with_the_version_and_the_fix(catalog, spar
     assert code == 0, err
     assert all(v.equal for v in t.verify_mirrors())
     assert _iceberg(catalog, name).scan().to_arrow().num_rows == 2
+
+
+# --- a mirror left behind stays readable; a mirror's failure never fails lakecat's own commit ----------------------
+def test_files_a_mirror_left_behind_reads_survive_expiry_and_clean_orphans(catalog, delta_rs_table):
+    from lakecat import maintenance
+
+    name, location = delta_rs_table
+    t = catalog.load_table(name)
+    t.mirror(as_format="iceberg")
+    # another writer replaces every file; the mirror, not synced, still reads the old ones (as after a refused version)
+    deltalake.write_deltalake(location, _rows(5, start=700), mode="overwrite")
+    before = _checksums_at(location, 1)
+    maintenance.expire(t, older_than="0s", retain_last=1, force=True)  # no keep-in-step: the mirror stays behind
+    assert _checksums_of_mirror(catalog, name) == before
+    orphans = maintenance.clean_orphans(t, older_than="0s", dry_run=True, force=True).orphan_files
+    read = {p.rsplit("/", 1)[-1] for p in _iceberg(catalog, name).inspect.files().column("file_path").to_pylist()}
+    assert read and not read & {p.rsplit("/", 1)[-1] for p in orphans}
+    assert t.sync_mirrors()[0].behind == 0 and all(v.equal for v in t.verify_mirrors())
+
+
+def _checksums_at(location: str, version: int) -> dict[str, str]:
+    from lakecat.formats.delta.mirror_commit import checksums
+
+    return checksums(deltalake.DeltaTable(location, version=version).to_pyarrow_table())
+
+
+def _checksums_of_mirror(catalog, name: str) -> dict[str, str]:
+    from lakecat.formats.delta.mirror_commit import checksums
+
+    return checksums(_iceberg(catalog, name).scan().to_arrow())
+
+
+def _commit_schema(location: str, version: int, retype: dict[str, str]) -> None:
+    """Another writer's metadata-only commit: the columns in ``retype`` get a new Delta type (a widening)."""
+    from pathlib import Path
+
+    log = Path(location) / "_delta_log"
+    meta = next(a["metaData"] for line in (log / f"{0:020d}.json").read_text().splitlines()
+                if "metaData" in (a := json.loads(line)))  # fmt: skip
+    schema = json.loads(meta["schemaString"])
+    for f in schema["fields"]:
+        f["type"] = retype.get(f["name"], f["type"])
+    meta["schemaString"] = json.dumps(schema)
+    features = ["timestampNtz", "typeWidening"]
+    protocol = {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": features, "writerFeatures": features}
+    (log / f"{version:020d}.json").write_text(
+        json.dumps({"protocol": protocol}) + "\n" + json.dumps({"metaData": meta}) + "\n"
+    )
+
+
+def test_a_widening_iceberg_cannot_do_is_refused_and_never_fails_lakecats_commit(catalog, ns, tmp_path, lakecat,
+                                                                                 monkeypatch, caplog):  # fmt: skip
+    from lakecat import mirror
+    from lakecat.formats.delta.mirror_commit import MirrorTarget
+
+    location = str(tmp_path / "w")
+    deltalake.write_deltalake(location, pa.table({"id": pa.array([1, 2], pa.int64()),
+                                                  "d": pa.array([date(2026, 1, 1), None])}))  # fmt: skip
+    name = f"{ns}.w"
+    catalog.register_table(name, location=location)
+    assert lakecat("mirror", name, "--as", "iceberg")[0] == 0
+    _commit_schema(location, 1, {"d": "timestamp_ntz"})  # Delta's type widening allows it; Iceberg does not
+    code, _, err = lakecat("mirror", name, "--sync")
+    assert code == 3 and "Delta version 1" in err and "timestamp" in err and "Traceback" not in err, err
+    # any failure of the mirror after lakecat's own commit: one warning, the mirror stays behind
+    t = catalog.load_table(name)
+    monkeypatch.setattr(MirrorTarget, "sync", lambda self, **_: (_ for _ in ()).throw(OSError("log unreadable")))
+    mirror.keep_in_step(t)
+    assert "stays behind: log unreadable" in caplog.text
+
+
+def test_purge_deletes_failing_in_spark_is_one_line(catalog, delta_rs_table, lakecat, monkeypatch):
+    class AnalysisException(Exception):  # Spark's error, as spark_errors recognises it (by class name)
+        pass
+
+    class Session:
+        def sql(self, _text: str) -> None:
+            raise AnalysisException("[DELTA_CONCURRENT_APPEND] REORG conflicted with a concurrent append\n\tat ...")
+
+    monkeypatch.setattr(type(catalog), "session", lambda self: Session())
+    code, _, err = lakecat("mirror", delta_rs_table[0], "--as", "iceberg", "--purge-deletes")
+    assert code not in (0, 4) and "mirror --purge-deletes" in err and "Traceback" not in err, err

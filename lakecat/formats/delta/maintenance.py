@@ -6,6 +6,7 @@ import contextlib
 import logging
 import math
 import time
+import urllib.parse
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
@@ -36,6 +37,13 @@ SMALL_FILE_RATIO = 0.75  # OPTIMIZE's minFileSize: the same "small" as lakecat's
 def spark_path(location: str) -> str:
     """``delta.`location``` with the path quoted for Spark SQL."""
     return "delta.`" + location.replace("`", "``") + "`"
+
+
+def _plain(path: str) -> str:
+    """A file's location as VACUUM and delta-rs's ``file_uris`` give it, spelled as ``norm_path`` spells the log's
+    paths: the scheme goes but nothing is decoded (a partition directory's %-escapes, such as delta-rs's ``a%20b``,
+    are part of the name on disk)."""
+    return norm_path(urllib.parse.quote(path, safe="/:"))
 
 
 def vacuum_hours(window: timedelta) -> int:
@@ -158,18 +166,19 @@ class DeltaMaintenance:
         retained = [v for v in available if v >= oldest_kept or v in tagged]
         doomed: dict[str, int] = {}
         if expired:
-            needed = {norm_path(u) for u in self.load(table, version=oldest_kept).file_uris()}  # type: ignore[attr-defined]
+            needed = {_plain(u) for u in self.load(table, version=oldest_kept).file_uris()}  # type: ignore[attr-defined]
             for v in tagged:
-                needed |= {norm_path(u) for u in self.load(table, version=v).file_uris()}  # type: ignore[attr-defined]
+                needed |= {_plain(u) for u in self.load(table, version=v).file_uris()}  # type: ignore[attr-defined]
             later_adds, _ = log_actions(table.location, entries, oldest_kept + 1, current)
             needed |= later_adds
-            earliest = {norm_path(u) for u in self.load(table, version=available[0]).file_uris()}  # type: ignore[attr-defined]
+            earliest = {_plain(u) for u in self.load(table, version=available[0]).file_uris()}  # type: ignore[attr-defined]
             adds, removes = log_actions(table.location, entries, available[0] + 1, oldest_kept)
             # the change data files of expired commits: only a change read of those versions would open them
             change_files: set[str] = set()
             for v in expired:
                 (written,) = log_actions(table.location, entries, v, v, kinds=("cdc",))
                 change_files |= written
+            needed |= self.mirrored_files(table)  # type: ignore[attr-defined]
             doomed = file_sizes(sorted((earliest | adds | removes | change_files) - needed))
         result = ExpireResult(
             table=table.name, format=self.name, expired_versions=expired, retained_versions=retained,  # type: ignore[attr-defined]
@@ -239,23 +248,24 @@ class DeltaMaintenance:
         out: set[str] = set()
         for v in self.protected_versions(table):  # type: ignore[attr-defined]
             try:
-                out |= {norm_path(u) for u in self.load(table, version=v).file_uris()}  # type: ignore[attr-defined]
+                out |= {_plain(u) for u in self.load(table, version=v).file_uris()}  # type: ignore[attr-defined]
             except Exception:  # noqa: BLE001,S112 - a tagged version already gone from the log protects nothing
                 continue
         return out
 
     def find_orphans(self, table: TableHandle, cutoff: datetime, window: timedelta) -> list[str]:
         found = self._vacuum(table, vacuum_hours(window), dry_run=True)
-        tagged = self._tagged_files(table)
-        return [f for f in found if norm_path(f) not in tagged]
+        # kept: the files of tagged versions, and those an Iceberg mirror left behind still reads
+        kept = self._tagged_files(table) | self.mirrored_files(table)  # type: ignore[attr-defined]
+        return [f for f in found if norm_path(f) not in kept and _plain(f) not in kept]
 
     def delete_orphans(self, table: TableHandle, cutoff: datetime, window: timedelta) -> None:
-        if not self.protected_versions(table):  # type: ignore[attr-defined]
+        if not self.protected_versions(table) and not self.mirrors(table.entry):  # type: ignore[attr-defined]
             self._vacuum(table, vacuum_hours(window), dry_run=False)
             return
-        # VACUUM would delete the files of tagged versions: delete what it found, minus those, ourselves
+        # VACUUM would delete the files of tagged versions and a mirror's: delete what it found, minus those, ourselves
         for path in self.find_orphans(table, cutoff, window):
-            fs_, p = fs_for(path)
+            fs_, p = fs_for(_plain(path))
             with contextlib.suppress(FileNotFoundError):
                 fs_.delete_file(p)
 

@@ -11,10 +11,14 @@ import logging
 import uuid
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
 
+from ...engine import first_line, spark_errors
 from ...errors import CommitConflictError, LakecatError, NotExactError, UnsupportedOperationError
+from ...files import norm_path
 from ...metastore import Registry, TableEntry
 from ...results import MirrorCheck, MirrorResult, MirrorVerifyResult
+from .. import get_format
 from .log import arrow
 from .maintenance import spark_path
 from .mirror import (
@@ -208,6 +212,8 @@ class MirrorTarget:
     def _evolve(self, tx: Any, tbl: Any, state: DeltaState, version: int) -> Any:
         """Bring the Iceberg schema to the Delta schema of ``state`` (columns added, renamed, dropped or widened as
         Iceberg allows); refuse what it cannot express. Returns the schema the version's files are read with."""
+        from pyiceberg.exceptions import ValidationError
+
         old = tbl.schema()
         new = iceberg_schema(state.schema, existing=old, last_id=tbl.metadata.last_column_id)
         spec_cols = [tbl.schema().find_column_name(f.source_id) for f in tbl.spec().fields]
@@ -224,22 +230,26 @@ class MirrorTarget:
         if moved:  # Delta numbered its columns itself (column mapping turned on) otherwise than the mirror did
             raise _refuse(self.name, version, f"Delta's column ids of {', '.join(moved)} differ from the mirror's",
                           f"Drop the mirror (`lakecat mirror {self.name} --drop`) and mirror the table again.")  # fmt: skip
-        with tx.update_schema(allow_incompatible_changes=False) as upd:
-            for f in new.fields:
-                was = old_by_id.get(f.field_id)
-                if was is None:
-                    upd.add_column(f.name, f.field_type, doc=f.doc)
-                    continue
-                if was.name != f.name:
-                    upd.rename_column(was.name, f.name)
-                if was.field_type != f.field_type:
-                    if not (f.field_type.is_primitive and was.field_type.is_primitive):
-                        raise _refuse(self.name, version, f"the nested column {f.name} changed",
-                                      "Mirror the table again after dropping the mirror.")  # fmt: skip
-                    upd.update_column(was.name, field_type=f.field_type)
-            for f in old.fields:
-                if f.field_id not in new_ids:
-                    upd.delete_column(f.name)
+        try:
+            with tx.update_schema(allow_incompatible_changes=False) as upd:
+                for f in new.fields:
+                    was = old_by_id.get(f.field_id)
+                    if was is None:
+                        upd.add_column(f.name, f.field_type, doc=f.doc)
+                        continue
+                    if was.name != f.name:
+                        upd.rename_column(was.name, f.name)
+                    if was.field_type != f.field_type:
+                        if not (f.field_type.is_primitive and was.field_type.is_primitive):
+                            raise _refuse(self.name, version, f"the nested column {f.name} changed",
+                                          "Mirror the table again after dropping the mirror.")  # fmt: skip
+                        upd.update_column(was.name, field_type=f.field_type)
+                for f in old.fields:
+                    if f.field_id not in new_ids:
+                        upd.delete_column(f.name)
+        except ValidationError as e:  # a widening Delta allows and Iceberg does not (date -> timestamp_ntz, a scale)
+            raise _refuse(self.name, version, f"a schema change Iceberg cannot express ({first_line(str(e))})",
+                          f"Drop the mirror (`lakecat mirror {self.name} --drop`) and mirror the table again.") from e  # fmt: skip
         evolved = tx.table_metadata.schema()
         if {(f.field_id, f.name) for f in evolved.fields} != {(f.field_id, f.name) for f in new.fields}:
             raise _refuse(self.name, version, "a column was added whose id Iceberg would number differently from "
@@ -323,7 +333,8 @@ class DeltaMirror:
         side = MirrorTarget(table, target)
         if purge_deletes:
             spark = table.catalog.session()
-            spark.sql(f"REORG TABLE {spark_path(table.location)} APPLY (PURGE)")
+            with spark_errors("mirror --purge-deletes", table.entry.ident):
+                spark.sql(f"REORG TABLE {spark_path(table.location)} APPLY (PURGE)")
         dt = _delta_table(table.location)
         check_state(table.name, delta_state(dt))  # refused before anything is registered
         _check_no_deletion_vectors(table.name, int(dt.version()), MirrorTarget._dv_rows(dt))
@@ -336,6 +347,23 @@ class DeltaMirror:
 
     def sync_mirror(self, table: TableHandle, target: TableFormat) -> MirrorResult:
         return MirrorTarget(table, target).sync()
+
+    def mirrored_files(self, table: TableHandle) -> set[str]:
+        """The data files the mirrors' current snapshots read. A mirror left behind (at a version before one it
+        refused) still reads files the Delta table no longer does: Delta's expiry and clean-orphans keep them, so no
+        Iceberg reader is sent to a deleted file."""
+        out: set[str] = set()
+        for name in self.mirrors(table.entry):
+            side = MirrorTarget(table, get_format(name))
+            try:
+                tbl = side.load()
+                files = MirrorTarget._current_files(tbl) if tbl is not None else {}
+            except Exception as e:  # noqa: BLE001 - not knowing them, delete nothing
+                raise LakecatError(f"{table.name}: the files its {name} mirror reads could not be read, so none are "
+                                   f"deleted ({first_line(str(e))}); `lakecat mirror {table.name} --drop` ends the "
+                                   "mirror") from e  # fmt: skip
+            out |= {norm_path(quote(p, safe="/:")) for p in files}  # a location, not a log's %-escaped path
+        return out
 
     def drop_mirror(self, ctx: CatalogContext, entry: TableEntry, target: TableFormat) -> None:
         from pyiceberg.exceptions import NoSuchTableError
