@@ -19,14 +19,14 @@ from ...errors import CommitConflictError, InvalidArgumentError, LakecatError, T
 from ...files import exists, fs_for
 from ...identifiers import TableIdent, quote
 from ...metastore import TableEntry, catalog_filter, key_of, normalize_location, table_key_columns
-from ...partitioning import Clustering, LayoutInfo, parse_cluster_by
+from ...partitioning import Clustering, LayoutInfo
 from ...results import ColumnInfo, DescribeResult, PartitionSpecInfo
 from ...schema import Column, schema_ddl
 from ...units import from_millis, iso
 from ..base import FoundTable, LocalServerFactory, TableFormat
 from . import rest
 from . import spark as spark_setup
-from .evolution import IcebergEvolution
+from .evolution import ZORDER_PROPERTY, IcebergEvolution, iceberg_transform_word, zorder_keys
 from .health import IcebergHealth
 from .maintenance import IcebergMaintenance
 from .markers import MARKER_BATCH, MARKER_PROPERTY_PREFIX, MARKER_QUERY, stream_markers
@@ -118,19 +118,6 @@ def _current(doc: dict[str, Any], many: str, current_id: str, id_key: str, singl
     return current, items
 
 
-def iceberg_transform_word(transform: str, source: str) -> str:
-    """pyiceberg's transform spelling (``day``, ``bucket[16]``) to lakecat's (``days(ts)``, ``bucket(16, id)``)."""
-    t = transform.lower()
-    simple = {"identity": source, "year": f"years({source})", "month": f"months({source})",
-              "day": f"days({source})", "hour": f"hours({source})", "void": f"void({source})"}  # fmt: skip
-    if t in simple:
-        return simple[t]
-    m = re.match(r"(bucket|truncate)\[(\d+)\]", t)
-    if m:
-        return f"{m.group(1)}({m.group(2)}, {source})"
-    return f"{t}({source})"
-
-
 def partition_sql(field: PartitionField) -> str:
     """A partition field in Spark's Iceberg DDL (``days(`ts`)``, ``bucket(16, `id`)``)."""
     col = quote(field.column)
@@ -141,8 +128,6 @@ def partition_sql(field: PartitionField) -> str:
     return f"{field.transform}({col})"
 
 
-#: Where lakecat keeps a z-order clustering (Iceberg's sort orders are linear): ``zorder(a, b)``.
-ZORDER_PROPERTY = "lakecat.clustering"
 #: The write modes that make deletes, updates and merges mark rows (merge-on-read) instead of rewriting files.
 ROW_DELETE_MODES = ("write.delete.mode", "write.update.mode", "write.merge.mode")
 
@@ -506,9 +491,9 @@ class IcebergFormat(IcebergVersions, IcebergMaintenance, IcebergHealth, IcebergE
         props = {str(k): str(v) for k, v in (doc.get("properties") or {}).items()}
         version = int(doc.get("format-version", 1))
         order = _sort_order(doc, names)
-        zorder = props.get(ZORDER_PROPERTY, "")
-        if zorder:
-            clustering = parse_cluster_by(zorder, [Column(n, "") for n in names.values()])
+        zorder = zorder_keys(props.get(ZORDER_PROPERTY, ""), list(names.values()))
+        if len(zorder) >= 2:
+            clustering = Clustering(zorder, zorder=True)
         else:
             clustering = Clustering(tuple(dict.fromkeys(source for source, _ in order)))
         mode = _delete_mode(version, props)
@@ -594,7 +579,7 @@ class IcebergFormat(IcebergVersions, IcebergMaintenance, IcebergHealth, IcebergE
             if removed:
                 unset = ", ".join(sql_string(k) for k in removed)
                 statements.append(f"ALTER TABLE {name} UNSET TBLPROPERTIES IF EXISTS ({unset})")
-            self._spark_sql(table, "alter", statements)
+            self._spark_sql(table, "alter", lambda: statements)
             return
 
         def commit() -> None:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from ...engine import first_line, spark_errors, sql_string, with_retries
 from ...errors import CommitConflictError, InvalidArgumentError, LakecatError
 from ...identifiers import quote
+from ...partitioning import Clustering
 from ...results import RefInfo
 from ...units import format_duration, from_millis, iso
 
@@ -18,6 +19,24 @@ if TYPE_CHECKING:
     from ...partitioning import PartitionField
     from ...schema import Column
     from ..base import TableHandle
+
+#: The table property that keeps a z-order clustering (``zorder(a, b)``): Iceberg's sort order cannot say z-order.
+ZORDER_PROPERTY = "lakecat.clustering"
+
+
+def zorder_keys(text: str, names: list[str] | None = None) -> tuple[str, ...]:
+    """The z-order keys a ``ZORDER_PROPERTY`` value names, in its order; with ``names`` (the schema's columns) only
+    those still in the schema. Read leniently: the value holds names, and another engine may have renamed or dropped
+    a key since."""
+    inner = text.strip()
+    if inner.lower().startswith("zorder(") and inner.endswith(")"):
+        inner = inner[len("zorder(") : -1]
+    keys = [k.strip() for k in inner.split(",") if k.strip()]
+    if names is not None:
+        by_name = {n.lower(): n for n in names}
+        keys = [by_name[k.lower()] for k in keys if k.lower() in by_name]
+    return tuple(dict.fromkeys(keys))
+
 
 _PRIMITIVES = {
     "BOOLEAN": "BooleanType", "TINYINT": "IntegerType", "SMALLINT": "IntegerType", "INT": "IntegerType",
@@ -58,6 +77,19 @@ def iceberg_type(sql: str) -> Any:
         raise InvalidArgumentError(f"type {text}: no Iceberg equivalent")
 
     return parse(sql)
+
+
+def iceberg_transform_word(transform: str, source: str) -> str:
+    """pyiceberg's transform spelling (``day``, ``bucket[16]``) to lakecat's (``days(ts)``, ``bucket(16, id)``)."""
+    t = transform.lower()
+    simple = {"identity": source, "year": f"years({source})", "month": f"months({source})",
+              "day": f"days({source})", "hour": f"hours({source})", "void": f"void({source})"}  # fmt: skip
+    if t in simple:
+        return simple[t]
+    m = re.match(r"(bucket|truncate)\[(\d+)\]", t)
+    if m:
+        return f"{m.group(1)}({m.group(2)}, {source})"
+    return f"{t}({source})"
 
 
 def _split(text: str) -> list[str]:
@@ -110,13 +142,15 @@ class IcebergEvolution:
         """Whether metadata commits go through Spark: pyiceberg reads format version 3 but does not write it."""
         return int(self.metadata_doc(table).get("format-version", 1)) >= 3  # type: ignore[attr-defined]
 
-    def _spark_sql(self, table: TableHandle, what: str, statements: list[str]) -> None:
+    def _spark_sql(self, table: TableHandle, what: str, statements: Callable[[], list[str]]) -> None:
+        """Run ``statements()`` through Spark, retried on a conflict; each try computes them anew from the current
+        metadata, so a retry after a partly committed list does not repeat what already went in."""
         spark = table.catalog.session()
 
         def run() -> None:
             with spark_errors(what, table.entry.ident):
                 spark.sql(f"REFRESH TABLE {self._name(table)}")  # another engine (pyiceberg) may have committed since
-                for statement in statements:
+                for statement in statements():
                     spark.sql(statement)
 
         with_retries(run, what=f"{what} {table.name}")
@@ -134,7 +168,7 @@ class IcebergEvolution:
             if sql is None:
                 raise self.unsupported(f"{what} on a format version 3 table",  # type: ignore[attr-defined]
                                        "pyiceberg does not write version 3 metadata yet")  # fmt: skip
-            self._spark_sql(table, what, sql())
+            self._spark_sql(table, what, sql)
             return
 
         def commit() -> None:
@@ -173,9 +207,56 @@ class IcebergEvolution:
     def rename_column(self, table: TableHandle, old: str, new: str) -> None:
         self._schema(table, "alter --rename-column", lambda u: u.rename_column(old, new),
                      f"RENAME COLUMN {quote(old)} TO {quote(new)}")  # fmt: skip
+        self._follow_zorder(table, old, new)
 
     def drop_column(self, table: TableHandle, name: str) -> None:
-        self._schema(table, "alter --drop-column", lambda u: u.delete_column(name), f"DROP COLUMN {quote(name)}")
+        """Drop the column; a sort-order key on it leaves the order in the same commit (Iceberg refuses to drop a
+        column its sort order uses), and a z-order key leaves the z-order property after it."""
+
+        def fn(tbl: Any) -> None:
+            schema, order = tbl.schema(), tbl.sort_order()
+            kept = [f for f in order.fields if f.source_id != schema.find_field(name).field_id]
+            with tbl.transaction() as tx:
+                if len(kept) != len(order.fields):
+                    with tx.update_sort_order() as update:
+                        for f in kept:
+                            add = update.asc if str(f.direction) == "ASC" else update.desc
+                            add(schema.find_column_name(f.source_id), f.transform, f.null_order)
+                with tx.update_schema() as update:
+                    update.delete_column(name)
+
+        def sql() -> list[str]:
+            tbl = self.load(table)  # type: ignore[attr-defined]
+            schema, order, spark_name = tbl.schema(), tbl.sort_order(), self._name(table)
+            kept = [f for f in order.fields if f.source_id != schema.find_field(name).field_id]
+            drop = [f"ALTER TABLE {spark_name} DROP COLUMN {quote(name)}"]
+            if len(kept) == len(order.fields):
+                return drop
+            words = ", ".join(f"{iceberg_transform_word(str(f.transform), quote(schema.find_column_name(f.source_id)))} "
+                              f"{f.direction} {f.null_order}" for f in kept)  # fmt: skip
+            return [f"ALTER TABLE {spark_name} WRITE " + (f"ORDERED BY {words}" if words else "UNORDERED"), *drop]
+
+        self._commit(table, "alter --drop-column", fn, sql)
+        self._follow_zorder(table, name, None)
+
+    def _follow_zorder(self, table: TableHandle, old: str, new: str | None) -> None:
+        """Keep the z-order property in step with a rename (``new``) or a drop (None) of one of its keys: Iceberg's
+        own sort order holds field ids and follows by itself, the property holds names. A drop leaving one key
+        turns the z-order into a sort by that key (z-order interleaves two or more columns)."""
+        text = self.properties(table).get(ZORDER_PROPERTY)  # type: ignore[attr-defined]
+        if not text:
+            return
+        named = zorder_keys(text)
+        if new is None:
+            keys = tuple(k for k in named if k.lower() != old.lower())
+        else:
+            keys = tuple(new if k.lower() == old.lower() else k for k in named)
+        if keys == named:
+            return
+        if len(keys) >= 2:
+            self.set_properties(table, {ZORDER_PROPERTY: str(Clustering(keys, zorder=True))}, [])  # type: ignore[attr-defined]
+        else:
+            self.set_clustering(table, Clustering(keys))  # type: ignore[attr-defined]
 
     def widen_column(self, table: TableHandle, name: str, new_type: str) -> None:
         self._schema(table, "alter --widen", lambda u: u.update_column(name, field_type=iceberg_type(new_type)),
