@@ -26,28 +26,28 @@ def describe(lakecat, name: str) -> dict:
 
 # --- refusals before any engine starts ---------------------------------------------------------
 @pytest.mark.parametrize(
-    ("fmt", "flags", "words"),
+    ("fmt", "flags", "words", "exit_code"),
     [
-        ("delta", ("--cluster-by", "id", "--partition-by", "region"), "replaces partitioning"),
-        ("delta", ("--format-version", "3"), "--format-version is Iceberg's"),
-        ("delta", ("--cluster-by", "zorder(id, region)"), "picks its own"),
-        ("delta", ("--cluster-by", "id, name, region, ts, id2"), "no column 'id2'"),
-        ("delta", ("--cluster-by", "id, name, region, ts"), None),  # 4 keys: allowed (checked below with a fifth)
-        ("iceberg", ("--format-version", "4"), "format version 2 or 3"),
-        ("iceberg", ("--cluster-by", "zorder(id)"), "two or more columns"),
-        ("iceberg", ("--cluster-by", "days(ts)"), "plain columns"),
-        ("iceberg", ("--cluster-by", "id, id"), "appears twice"),
-        ("iceberg", ("--cluster-by", "nope"), "no column 'nope'"),
+        ("delta", ("--cluster-by", "id", "--partition-by", "region"), "replaces partitioning", 2),  # a combination
+        ("delta", ("--format-version", "3"), "not supported for delta tables — it is Iceberg's", 3),
+        ("delta", ("--cluster-by", "zorder(id, region)"), "picks its own", 3),
+        ("delta", ("--cluster-by", "id, name, region, ts, id2"), "no column 'id2'", 2),
+        ("delta", ("--cluster-by", "id, name, region, ts"), None, 2),  # 4 keys: allowed (checked below with a fifth)
+        ("iceberg", ("--format-version", "4"), "format version 2 or 3", 2),
+        ("iceberg", ("--cluster-by", "zorder(id)"), "two or more columns", 2),
+        ("iceberg", ("--cluster-by", "days(ts)"), "plain columns", 2),
+        ("iceberg", ("--cluster-by", "id, id"), "appears twice", 2),
+        ("iceberg", ("--cluster-by", "nope"), "no column 'nope'", 2),
     ],
 )
-def test_create_refuses_a_layout_with_a_sentence(lakecat, ns, fmt, flags, words):
+def test_create_refuses_a_layout_with_a_sentence(lakecat, ns, fmt, flags, words, exit_code):
     if words is None:  # a fifth key on Delta
         code, _, err = lakecat("create", f"{ns}.t", "--format", fmt, "--schema", SCHEMA + ", k INT",
                                "--cluster-by", "id, name, region, ts, k")  # fmt: skip
         assert code == 2 and "at most 4" in err, err
         return
     code, _, err = lakecat("create", f"{ns}.t", "--format", fmt, "--schema", SCHEMA, *flags)
-    assert code == 2, err
+    assert code == exit_code, err
     assert words in err, err
     code, out, _ = lakecat("list", ns, "--json")
     assert json.loads(out) == []  # nothing was created
@@ -101,7 +101,7 @@ def test_clustering_create_alter_describe(lakecat, light_cli, catalog, spark, ns
         assert (d["clustering"], d["clustering_method"], d["sort_order"]) == (["id", "region"], "zorder", [])
     else:
         code, _, err = lakecat("alter", name, "--cluster-by", "zorder(id, region)")
-        assert code == 2 and "picks its own" in err, err
+        assert code == 3 and "picks its own" in err, err
     code, out, err = lakecat("alter", name, "--cluster-by", "none", "--dry-run", "--json")
     assert code == 0 and json.loads(out)["dry_run"] and describe(lakecat, name)["clustering"], err
     code, out, err = lakecat("alter", name, "--cluster-by", "none", "--json")
@@ -118,6 +118,53 @@ def test_delta_refuses_clustering_a_partitioned_table(lakecat, ns):
     code, _, err = lakecat("alter", name, "--cluster-by", "id")
     assert code == 2 and "partitioned" in err, err
     assert describe(lakecat, name)["clustering"] == []
+
+
+def test_iceberg_clustering_keys_follow_renames_and_drops(lakecat, ns):
+    name = f"{ns}.keys"
+    code, _, err = lakecat("create", name, "--format", "iceberg", "--schema", SCHEMA + ", k INT",
+                           "--cluster-by", "zorder(region, name, id)")  # fmt: skip
+    assert code == 0, err
+    for args, clustering, method in (
+        (("--rename-column", "name=label"), ["region", "label", "id"], "zorder"),
+        (("--drop-column", "label"), ["region", "id"], "zorder"),
+        (("--drop-column", "id"), ["region"], "sort"),  # one key left: a sort by it
+        (("--drop-column", "region"), [], None),  # a sort key (Iceberg refuses to drop it while the order uses it)
+    ):
+        code, _, err = lakecat("alter", name, *args)
+        assert code == 0, (args, err)
+        d = describe(lakecat, name)
+        assert (d["clustering"], d["clustering_method"]) == (clustering, method), (args, d)
+    assert d["sort_order"] == [] and "lakecat.clustering" not in d["properties"]
+    # a key another engine renamed or dropped is left out when the property is read back, not an error
+    code, _, err = lakecat("alter", name, "--property", "lakecat.clustering=zorder(ts, gone, k)")
+    assert code == 0, err
+    assert describe(lakecat, name)["clustering"] == ["ts", "k"]
+    code, out, err = lakecat("health", name, "--json")
+    assert code == 0 and json.loads(out)["tables"][0]["clustering"] == ["ts", "k"], (out, err)
+
+
+def test_delta_clustering_keys_under_column_mapping(lakecat, catalog, spark, ns):
+    name = f"{ns}.mapped"
+    code, _, err = lakecat("create", name, "--format", "delta", "--schema", SCHEMA, "--cluster-by", "region, id",
+                           "--property", "delta.columnMapping.mode=name")  # fmt: skip
+    assert code == 0, err
+    t = catalog.load_table(name)
+    for first in (0, 5):  # one file each (Spark writes a file per task), with overlapping key ranges
+        spark.sql(f"INSERT INTO {t.spark_name} SELECT /*+ COALESCE(1) */ id, 'n', IF(id % 2 = 0, 'eu', 'us'), "
+                  f"CAST(NULL AS TIMESTAMP) FROM range({first}, {first + 10})")  # fmt: skip
+    log = Path(t.location.removeprefix("file://"), "_delta_log")
+    actions = [json.loads(line) for f in sorted(log.glob("*.json")) for line in f.read_text().splitlines()]
+    logged = [a["domainMetadata"] for a in actions if a.get("domainMetadata", {}).get("domain") == "delta.clustering"]
+    physical = json.loads(logged[-1]["configuration"])["clusteringColumns"]
+    assert all(path[0].startswith("col-") for path in physical), physical  # the log names the physical columns
+    d = describe(lakecat, name)
+    detail = spark.sql(f"DESCRIBE DETAIL {t.spark_name}").collect()[0]
+    assert d["clustering"] == list(detail["clusteringColumns"]) == ["region", "id"]
+    code, out, err = lakecat("health", name, "--json")
+    h = json.loads(out)["tables"][0]
+    assert code == 0 and h["clustering"] == ["region", "id"], (out, err)
+    assert h["overlapping_files"] == 2, h  # the files' statistics were found for the logical keys
 
 
 # --- deletion vectors: every writer marks rows, every reader sees the same rows ----------------------
@@ -294,3 +341,12 @@ def test_iceberg_v3_metadata_changes(lakecat, catalog, spark, ns):
     tbl = pyiceberg_catalog(catalog).load_table((ns, "v3"))  # the independent reader sees the same table
     assert tbl.format_version == 3 and [f.name for f in tbl.schema().fields][:3] == ["id", "x", "label"]
     assert tbl.scan().to_arrow().to_pylist() == [{"id": 1, "x": None, "label": "a", "region": "eu", "ts": None}]
+    # a sort key's column is dropped with its key (through Spark on version 3)
+    code, _, err = lakecat("alter", name, "--drop-column", "id")
+    assert code == 0, err
+    d = describe(lakecat, name)
+    assert (d["clustering"], d["sort_order"], [c["name"] for c in d["schema"]]) == (
+        [],
+        [],
+        ["x", "label", "region", "ts"],
+    )

@@ -181,8 +181,8 @@ class DeltaFormat(DeltaVersions, DeltaMaintenance, DeltaHealth, DeltaEvolution, 
 
     def check_layout(self, layout: Layout, partitioning: list[PartitionField]) -> None:
         if layout.format_version is not None:
-            raise InvalidArgumentError("--format-version is Iceberg's: a Delta table's protocol follows the features "
-                                       "it uses (deletion vectors, clustering); drop --format-version")  # fmt: skip
+            raise self.unsupported("--format-version", "it is Iceberg's: a Delta table's protocol follows the "
+                                   "features it uses (deletion vectors, clustering); drop --format-version")  # fmt: skip
         if layout.clustering and partitioning:
             raise InvalidArgumentError("--cluster-by with --partition-by: Delta's liquid clustering replaces "
                                        "partitioning, a table has one or the other; drop --partition-by (the keys can "
@@ -191,8 +191,8 @@ class DeltaFormat(DeltaVersions, DeltaMaintenance, DeltaHealth, DeltaEvolution, 
 
     def _check_clustering(self, clustering: Clustering) -> None:
         if clustering.zorder:
-            raise InvalidArgumentError(f"--cluster-by {clustering}: Delta's liquid clustering picks its own "
-                                       f"multi-column order; give the keys alone (\"{', '.join(clustering.columns)}\")")  # fmt: skip
+            raise self.unsupported(f"--cluster-by {clustering}", "Delta's liquid clustering picks its own "
+                                   f"multi-column order; give the keys alone (\"{', '.join(clustering.columns)}\")")  # fmt: skip
         if len(clustering.columns) > MAX_CLUSTERING_KEYS:
             raise InvalidArgumentError(f"--cluster-by {clustering}: Delta clusters by at most {MAX_CLUSTERING_KEYS} "
                                        "columns; keep the ones queries filter on most")  # fmt: skip
@@ -268,7 +268,7 @@ class DeltaFormat(DeltaVersions, DeltaMaintenance, DeltaHealth, DeltaEvolution, 
         protocol = dt.protocol()
         writer = set(protocol.writer_features or ())
         dv = str(dt.metadata().configuration.get(DV_PROPERTY, "false")).lower() == "true"
-        keys = clustering_columns(table.entry.location, table.name, writer)
+        keys = clustering_columns(table.entry.location, table.name, writer, list(dt.schema().fields))
         return LayoutInfo(
             clustering=Clustering(keys), clustering_method="liquid", format_version=int(protocol.min_writer_version),
             deletion_vectors=dv, delete_mode="deletion vectors" if dv else "copy-on-write",

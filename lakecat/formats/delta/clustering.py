@@ -10,30 +10,64 @@ from ...files import fs_for
 from .log import commit_actions, last_checkpoint, log_entries
 
 CLUSTERING_DOMAIN = "delta.clustering"
+#: Where a column-mapped table's schema keeps a column's name in the data files (and in the clustering domain).
+PHYSICAL_NAME = "delta.columnMapping.physicalName"
 #: Delta clusters by at most this many columns (the keys need column statistics, which it keeps for a few columns).
 MAX_CLUSTERING_KEYS = 4
 
 
-def _keys(domain: dict[str, Any]) -> tuple[str, ...] | None:
-    """The clustering columns of one ``domainMetadata`` action (None: not the clustering domain)."""
+Path = tuple[str, ...]
+
+
+def _keys(domain: dict[str, Any]) -> tuple[Path, ...] | None:
+    """The clustering columns (each a path of physical names) of one ``domainMetadata`` action (None: not the
+    clustering domain)."""
     if domain.get("domain") != CLUSTERING_DOMAIN:
         return None
     if domain.get("removed"):
         return ()
     config = json.loads(domain.get("configuration") or "{}")
-    return tuple(".".join(path) for path in config.get("clusteringColumns") or [])
+    return tuple(tuple(path) for path in config.get("clusteringColumns") or [])
 
 
-def clustering_columns(location: str, name: str, features: set[str]) -> tuple[str, ...]:
-    """The columns the Delta table at ``location`` clusters by, newest domain metadata first: the commits after the
-    last checkpoint, then the checkpoint, then older commits still in the log. ``features``: the protocol's writer
-    features (a table without ``clustering`` has no keys, and nothing is read)."""
+def _physical(field: Any) -> str:
+    return str(field.metadata.get(PHYSICAL_NAME) or field.name)
+
+
+def _walk(path: Path, fields: list[Any], *, logical: bool) -> str:
+    """A column path in logical names (``logical``) or physical ones, given in the other kind; as given when the
+    schema does not have it (any more)."""
+    out = []
+    for part in path:
+        found = next((f for f in fields if (_physical(f) if logical else f.name) == part), None)
+        if found is None:
+            return ".".join(path)
+        out.append(found.name if logical else _physical(found))
+        fields = list(getattr(found.type, "fields", None) or [])
+    return ".".join(out)
+
+
+def physical_name(column: str, fields: list[Any]) -> str:
+    """The name the data files' statistics give a (dotted) logical column of the schema ``fields``."""
+    return _walk(tuple(column.split(".")), fields, logical=False)
+
+
+def clustering_columns(location: str, name: str, features: set[str], fields: list[Any]) -> tuple[str, ...]:
+    """The columns the Delta table at ``location`` clusters by, by their logical names in the schema ``fields`` (the
+    log records physical names, which differ under column mapping). ``features``: the protocol's writer features (a
+    table without ``clustering`` has no keys, and nothing is read)."""
     if "clustering" not in features:
         return ()
+    return tuple(_walk(path, fields, logical=True) for path in _clustering_paths(location, name))
+
+
+def _clustering_paths(location: str, name: str) -> tuple[Path, ...]:
+    """Newest domain metadata first: the commits after the last checkpoint, then the checkpoint, then older commits
+    still in the log."""
     entries = sorted(log_entries(location, name), key=lambda e: e.version)  # in commit order: the last one wins
     checkpoint = last_checkpoint(location)
     newest = max((e.version for e in entries), default=-1)
-    found: tuple[str, ...] | None = None
+    found: tuple[Path, ...] | None = None
     first = (checkpoint + 1) if checkpoint is not None else 0
     found = _newest(location, entries, first, newest)
     if found is not None:
@@ -46,7 +80,7 @@ def clustering_columns(location: str, name: str, features: set[str]) -> tuple[st
     return found or ()
 
 
-def _newest(location: str, entries: list[Any], first: int, last: int) -> tuple[str, ...] | None:
+def _newest(location: str, entries: list[Any], first: int, last: int) -> tuple[Path, ...] | None:
     found = None
     for _, action in commit_actions(location, entries, first, last, ("domainMetadata",)):
         keys = _keys(action)
@@ -54,7 +88,7 @@ def _newest(location: str, entries: list[Any], first: int, last: int) -> tuple[s
     return found
 
 
-def _checkpoint_keys(location: str, version: int) -> tuple[str, ...] | None:
+def _checkpoint_keys(location: str, version: int) -> tuple[Path, ...] | None:
     """The clustering columns a classic (single-file) checkpoint records, None when it records none."""
     import pyarrow.parquet as pq
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...files import file_sizes, fs_for, norm_path
 from ..base import FileFact, HealthFacts
+from .clustering import physical_name
 from .log import arrow, live_files, log_entries
 from .versions import _commit
 
@@ -54,10 +55,13 @@ def _deletion_vectors(dt: Any) -> dict[str, int]:
     return out
 
 
-def _bounds(dt: Any, keys: list[str], location: str) -> dict[str, tuple[tuple[Any, Any], ...] | None]:
+def _bounds(dt: Any, columns: list[str], location: str) -> dict[str, tuple[tuple[Any, Any], ...] | None]:
     """Normalized data file path -> (min, max) of each key from the log's file statistics (None: no statistics)."""
     actions = arrow(dt.get_add_actions(flatten=True))
     names = set(actions.column_names)
+    fields = list(dt.schema().fields)
+    # under column mapping the statistics name the columns by their physical names
+    keys = [c if f"min.{c}" in names else physical_name(c, fields) for c in columns]
     if not all(f"min.{k}" in names and f"max.{k}" in names for k in keys):
         return {}
     base = location.rstrip("/")
