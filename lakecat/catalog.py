@@ -136,8 +136,12 @@ class Catalog:
         spark = self.session()
         for adapter in all_formats():
             for entry in adapter.list_entries(self):
-                for statement in adapter.spark_catalog_sql(self, entry):
-                    spark.sql(statement)
+                try:
+                    for statement in adapter.spark_catalog_sql(self, entry):
+                        spark.sql(statement)
+                except Exception as e:  # a table whose files are gone: the session still serves every other one
+                    first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+                    log.warning("%s is not reachable by name in this session: %s", entry.ident, first)
         return spark
 
     def local_path(self, location: str) -> Path | None:

@@ -177,7 +177,7 @@ def test_list_describe_history_through_rest(cli, served, rc_conf, rest_server, n
     tbl.append(pa.table({"id": [1, 2], "kind": ["a", "b"]}))
     tbl.append(pa.table({"id": [3], "kind": ["c"]}))
     listed = light_cli("list", ns, "--catalog", rc_conf)
-    assert listed == [{"name": f"{ns}.events", "format": "iceberg", "location": listed[0]["location"]}]
+    assert listed == [{"name": f"{ns}.events", "format": "iceberg", "location": listed[0]["location"], "mirrors": []}]
     assert listed[0]["location"].endswith(f"/{ns}/events")
     described = light_cli("describe", f"{ns}.events", "--catalog", rc_conf)
     assert [c["name"] for c in described["schema"]] == ["id", "kind"]

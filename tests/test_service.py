@@ -201,9 +201,13 @@ def test_an_unreadable_table_does_not_stop_the_pass(catalog, ns, tmp_path):
         for i in range(3):  # three small files in one partition: due for compaction
             deltalake.write_deltalake(location, pa.table({"id": pa.array([i], pa.int64())}), mode="append")
         catalog.register_table(f"{ns}.{name}", location=location)
-    shutil.rmtree(tmp_path / "gone" / "_delta_log")
-    service = Service(catalog, ServiceOptions(every=timedelta(minutes=1), pattern=f"{ns}.*"))
-    p = PassResult(1, "")
-    queue = service._queue(p)
+    log_dir = tmp_path / "gone" / "_delta_log"
+    shutil.move(log_dir, tmp_path / "log-aside")
+    try:
+        service = Service(catalog, ServiceOptions(every=timedelta(minutes=1), pattern=f"{ns}.*"))
+        p = PassResult(1, "")
+        queue = service._queue(p)
+    finally:  # the session's catalog is shared: leave no broken table behind for later tests
+        shutil.move(tmp_path / "log-aside", log_dir)
     assert p.tables >= 1 and p.verdicts.get("failed") == 1
     assert [i.table for i in queue] == [f"{ns}.good"]

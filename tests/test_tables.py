@@ -44,7 +44,7 @@ def test_create_partitioned_table(cli, catalog, ns, table_format):
 
     code, out, _ = cli("list", ns, "--json")
     assert code == 0
-    assert json.loads(out) == [{"name": name, "format": table_format, "location": entry.location}]
+    assert json.loads(out) == [{"name": name, "format": table_format, "location": entry.location, "mirrors": []}]
 
 
 def test_list_shows_both_formats(cli, catalog, ns):
@@ -165,6 +165,27 @@ def test_notebook_session_reaches_both_formats_by_name(catalog, ns):
     spark.sql(f"INSERT INTO {ns}.nb_delta VALUES (3)")
     assert spark.sql(f"SELECT count(*) FROM local.{ns}.nb_ice").first()[0] == 2
     assert spark.sql(f"SELECT count(*) FROM {ns}.nb_delta").first()[0] == 1
+
+
+def test_notebook_session_survives_a_table_whose_files_are_gone(catalog, ns, tmp_path, caplog):
+    """One registered Delta table whose log was removed behind lakecat's back costs a warning, not the session."""
+    import shutil
+
+    import deltalake
+    import pyarrow as pa
+
+    location = tmp_path / "lost"
+    deltalake.write_deltalake(str(location), pa.table({"id": pa.array([1], pa.int64())}))
+    catalog.register_table(f"{ns}.lost", location=str(location))
+    catalog.create_table(f"{ns}.kept", schema="id BIGINT", format="delta")
+    shutil.move(location / "_delta_log", tmp_path / "log-aside")
+    try:
+        with caplog.at_level("WARNING", logger="lakecat.catalog"):
+            spark = catalog.spark
+        assert spark.sql(f"SELECT count(*) FROM {ns}.kept").first()[0] == 0
+        assert f"{ns}.lost is not reachable by name in this session" in caplog.text
+    finally:  # the session's catalog is shared: leave no broken table behind
+        shutil.move(tmp_path / "log-aside", location / "_delta_log")
 
 
 def test_metadata_commands_start_no_jvm(catalog, ns, light_cli):
