@@ -24,7 +24,6 @@ Prints one JSON document; ``--docs`` writes the generated table into the ``layou
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import statistics
@@ -35,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from .measure import machine_info, rounded, say
+from .report import publish
 
 APPENDS = 10  # the small appends before an incremental clustering
 SCHEMA = "id BIGINT, k BIGINT, v STRING"
@@ -210,15 +210,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--docs", nargs="?", const="docs/layouts.md", help="write the generated table into this page")
     args = ap.parse_args(argv)
     doc = run(args.rows, args.files, args.rounds, [f.strip() for f in args.formats.split(",") if f.strip()])
-    text = json.dumps(doc, indent=2, default=str)
-    print(text)
-    if args.out:
-        Path(args.out).write_text(text + "\n")
-    if args.docs:
-        from .report import write_named_block
-
-        command = "python -m benchmarks.layouts " + " ".join(argv if argv is not None else sys.argv[1:])
-        write_named_block(args.docs, "layouts", markdown(doc), command=command.strip())
+    command = "python -m benchmarks.layouts " + " ".join(argv if argv is not None else sys.argv[1:])
+    publish(doc, name="layouts", lines=markdown, command=command.strip(), out=args.out, page=args.docs)
     return 0
 
 

@@ -13,7 +13,6 @@ docs/commands/mirror.md.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import statistics
@@ -23,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from .measure import machine_info, rounded
-from .report import write_named_block
+from .report import publish
 
 PAGE = "docs/commands/mirror.md"
 
@@ -218,18 +217,13 @@ def main() -> None:
     doc = {"machine": machine, "figures": figures,
            "sizes": {"files": args.files, "rows_per_file": args.rows_per_file, "commits": args.commits,
                      "large_files": args.large_files, "large_rows_per_file": args.large_rows_per_file}}  # fmt: skip
-    text = json.dumps(doc, indent=2)
-    print(text)
-    if args.out:
-        Path(args.out).write_text(text + "\n")
-    if args.docs:
-        command = (
-            f"python -m benchmarks.mirror --files {args.files} --commits {args.commits} --rounds {args.rounds} "
-            f"--large-files {args.large_files} --large-rows-per-file {args.large_rows_per_file}"
-            + (f" --out {args.out}" if args.out else "")
-            + " --docs"
-        )
-        write_named_block(PAGE, "mirror", docs_lines(doc), command=command)
+    command = (
+        f"python -m benchmarks.mirror --files {args.files} --commits {args.commits} --rounds {args.rounds} "
+        f"--large-files {args.large_files} --large-rows-per-file {args.large_rows_per_file}"
+        + (f" --out {args.out}" if args.out else "")
+        + " --docs"
+    )
+    publish(doc, name="mirror", lines=docs_lines, command=command, out=args.out, page=PAGE if args.docs else None)
 
 
 if __name__ == "__main__":

@@ -42,6 +42,7 @@ from typing import Any
 
 from .ingest import SCHEMA
 from .measure import child_env, last_json, machine_info, rounded, run_measured, say
+from .report import publish
 
 PARTS = ("ingest", "malformed", "tables", "compact", "expire")
 DEDUPE_WATERMARK = "1m"
@@ -342,18 +343,9 @@ def main() -> None:
     if a.child:
         print(json.dumps(child_ingest(a) if a.child == "ingest" else child_compact(a)))
         return
-    if a.from_json:
-        doc = json.loads(a.from_json.read_text())
-    else:
-        doc = run_all(a)
-        text = json.dumps(doc, indent=2)
-        print(text)
-        if a.out:
-            a.out.write_text(text + "\n")
-    if a.docs:
-        from .report import write_named_block
-
-        write_named_block(a.docs, "scale", docs_lines(doc), command="python -m benchmarks.scale --docs")
+    doc = json.loads(a.from_json.read_text()) if a.from_json else run_all(a)
+    publish(doc, name="scale", lines=docs_lines, command="python -m benchmarks.scale --docs", out=a.out, page=a.docs,
+            echo=not a.from_json)  # fmt: skip
 
 
 def run_all(a: argparse.Namespace) -> dict[str, Any]:

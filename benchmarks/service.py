@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from .measure import child_env, last_json, machine_info, rounded, run_measured, say
+from .report import publish
 
 PARTS = ("idle", "one", "due")
 PLAN = """\
@@ -243,18 +244,9 @@ def main() -> None:
     if a.child:
         print(json.dumps(child(a)))
         return
-    if a.from_json:
-        doc = json.loads(a.from_json.read_text())
-    else:
-        doc = run_all(a)
-        text = json.dumps(doc, indent=2)
-        print(text)
-        if a.out:
-            a.out.write_text(text + "\n")
-    if a.docs:
-        from .report import write_named_block
-
-        write_named_block(a.docs, "service", docs_lines(doc), command="python -m benchmarks.service --docs")
+    doc = json.loads(a.from_json.read_text()) if a.from_json else run_all(a)
+    publish(doc, name="service", lines=docs_lines, command="python -m benchmarks.service --docs", out=a.out, page=a.docs,
+            echo=not a.from_json)  # fmt: skip
 
 
 if __name__ == "__main__":
