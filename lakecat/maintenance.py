@@ -23,6 +23,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from . import mirror
 from .engine import RETRY_ATTEMPTS, java_message, now, parse_expression, validate_properties, with_retries
 from .errors import CommitConflictError, InvalidArgumentError, LakecatError, UnsupportedOperationError
 from .files import DataFile, exists, file_sizes, no_cyclic_gc, norm_path
@@ -507,6 +508,8 @@ def maintain_table(
                 log_action(table, action, began, tier=_tier(action.action, policy), source=source)
         ran = [a for a in report.actions if a.status in ("done", "would-run")]
         report.status = ("planned" if dry_run else "ok") if ran else "skipped"
+        if not dry_run and any(a.status == "done" for a in report.actions):
+            mirror.keep_in_step(table)  # the mirrors follow maintenance's commits as they follow Table's (one pass)
     except Exception as e:  # noqa: BLE001 - one table's failure must not stop the others
         report.status = "failed"
         report.error = str(e) if isinstance(e, LakecatError) else f"internal error ({type(e).__name__}: {e})"

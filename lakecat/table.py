@@ -168,11 +168,14 @@ class Table:
                 raise InvalidArgumentError("give cluster_by / deletion_vectors in an alter of their own, not with "
                                            "schema or partition changes").with_cli_terms(
                     {"cluster_by / deletion_vectors": "--cluster-by / --deletion-vectors"})  # fmt: skip
-            return layouts.alter_layout(self, cluster_by=cluster_by, deletion_vectors=deletion_vectors, dry_run=dry_run)
-        result = evolution.alter(
-            self, changes=changes, partition_by=partition_by, rewrite=rewrite, dry_run=dry_run, yes=yes
-        )
-        mirror.keep_in_step(self)
+            result: AlterResult = layouts.alter_layout(self, cluster_by=cluster_by, deletion_vectors=deletion_vectors,
+                                                       dry_run=dry_run)  # fmt: skip
+        else:
+            result = evolution.alter(
+                self, changes=changes, partition_by=partition_by, rewrite=rewrite, dry_run=dry_run, yes=yes
+            )
+        if not dry_run:  # a dry run commits nothing, to the table or to its mirrors
+            mirror.keep_in_step(self)
         return result
 
     def tag(
@@ -231,14 +234,16 @@ class Table:
         """
         result = maintenance.compact(self, strategy=strategy, by=by, target_file_size=target_file_size, where=where,
                                      dry_run=dry_run, full=full, since=since)  # fmt: skip
-        mirror.keep_in_step(self)
+        if not dry_run:
+            mirror.keep_in_step(self)
         return result
 
     def expire(self, *, older_than: str | None = None, retain_last: int | None = None, dry_run: bool = False,
                force: bool = False) -> ExpireResult:  # fmt: skip
         """Expire versions older than ``older_than`` (keeping the newest ``retain_last``) and their files."""
         result = maintenance.expire(self, older_than=older_than, retain_last=retain_last, dry_run=dry_run, force=force)
-        mirror.keep_in_step(self)
+        if not dry_run:
+            mirror.keep_in_step(self)
         return result
 
     def clean_orphans(

@@ -4,6 +4,7 @@ mirrored, read back by pyiceberg and Spark's Iceberg reader at each version and 
 from __future__ import annotations
 
 import json
+import time
 from datetime import date, datetime
 
 import pytest
@@ -294,3 +295,25 @@ def test_purge_deletes_failing_in_spark_is_one_line(catalog, delta_rs_table, lak
     monkeypatch.setattr(type(catalog), "session", lambda self: Session())
     code, _, err = lakecat("mirror", delta_rs_table[0], "--as", "iceberg", "--purge-deletes")
     assert code not in (0, 4) and "mirror --purge-deletes" in err and "Traceback" not in err, err
+
+
+def test_maintenance_brings_the_mirror_along_and_a_dry_run_does_not(catalog, delta_rs_table):
+    """maintain's commits (here an expiry, which needs no JVM on Delta) are followed by the mirror's, as Table's own
+    are; a dry run commits nothing, to the table or to its mirror."""
+    from lakecat.formats.delta.mirror_commit import checksums
+    from lakecat.maintenance import load_plan, maintain_table
+
+    name, location = delta_rs_table
+    table = catalog.load_table(name)
+    table.mirror(as_format="iceberg")
+    deltalake.write_deltalake(location, _rows(2, start=500), mode="append")  # another writer: the mirror is behind
+    table.expire(dry_run=True)
+    table.compact(dry_run=True)
+    assert max(_snapshots_by_version(_iceberg(catalog, name))) == 1
+    time.sleep(1.1)  # every version but the newest is past the plan's window
+    plan = load_plan({"defaults": {"expire.older-than": "1s", "expire.retain-last": 1, "force": True}})
+    report = maintain_table(table, plan, decide=lambda _t, _p: (["expire"], {"verdict": "expire", "reason": ""}))
+    assert [a.status for a in report.actions if a.action == "expire"] == ["done"]
+    tbl = _iceberg(catalog, name)
+    assert max(_snapshots_by_version(tbl)) == 2
+    assert checksums(tbl.scan().to_arrow()) == checksums(deltalake.DeltaTable(location).to_pyarrow_table())
