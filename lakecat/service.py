@@ -267,7 +267,8 @@ class Service:
         return without_futile(item, h, self._futile.get(table.name))
 
     def _majors(self) -> dict[str, int]:
-        """When each table's last major compaction ran (from the log at the first pass, then kept up here)."""
+        """When each table's last major compaction began (from the run log at the first pass, then kept up here);
+        the same read fills ``_compact_started``, the start of each table's last compaction of either tier."""
         if self._last_major is None:
             self._last_major = {}
             for run in reversed(RunLog(self.catalog.metastore).runs(action="compact")):
