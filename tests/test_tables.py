@@ -157,6 +157,33 @@ def test_drop(cli, catalog, spark, ns, table_format):
     assert rc == 0 and not catalog.table_exists(f"{ns}.keep") and catalog.local_path(keep.location).exists()
 
 
+def test_delta_create_interrupted_before_its_catalog_row_is_adopted(catalog, spark, ns):
+    """A Delta create writes the table's first commit, then its catalog row; killed between the two (a stream
+    creating its dead-letter table), the next create of the same table adopts the empty table it left. A location
+    holding data is still refused and kept. (An Iceberg create is one catalog commit: nothing is left half-done.)"""
+    from deltalake import DeltaTable
+
+    from lakecat.errors import TableAlreadyExistsError
+
+    probe = catalog.create_table(f"{ns}.probe", schema="id BIGINT", format="delta")
+    half = probe.location.rstrip("/").rsplit("/", 1)[0] + "/half"
+    spark.sql(f"CREATE TABLE delta.`{half}` (id BIGINT, note STRING) USING delta")  # what the killed create wrote
+    adopted = catalog.create_table(f"{ns}.half", schema="id BIGINT, note STRING", format="delta", if_not_exists=True)
+    assert adopted.location.rstrip("/") == half and catalog.table_exists(f"{ns}.half")
+    assert DeltaTable(half).version() == 0 and [f.name for f in DeltaTable(half).schema().fields] == ["id", "note"]
+
+    full = probe.location.rstrip("/").rsplit("/", 1)[0] + "/full"
+    spark.sql(f"CREATE TABLE delta.`{full}` (id BIGINT) USING delta")
+    spark.sql(f"INSERT INTO delta.`{full}` VALUES (7)")
+    with pytest.raises(TableAlreadyExistsError, match="not empty"):
+        catalog.create_table(f"{ns}.full", schema="id BIGINT", format="delta")
+    assert not catalog.table_exists(f"{ns}.full") and DeltaTable(full).to_pyarrow_table().num_rows == 1
+    other = probe.location.rstrip("/").rsplit("/", 1)[0] + "/other"
+    spark.sql(f"CREATE TABLE delta.`{other}` (id BIGINT) USING delta")  # empty, but not the columns asked for
+    with pytest.raises(TableAlreadyExistsError, match="not empty"):
+        catalog.create_table(f"{ns}.other", schema="id BIGINT, extra STRING", format="delta")
+
+
 def test_notebook_session_reaches_both_formats_by_name(catalog, ns):
     catalog.create_table(f"{ns}.nb_ice", schema="id BIGINT", format="iceberg")
     catalog.create_table(f"{ns}.nb_delta", schema="id BIGINT", format="delta")

@@ -7,6 +7,7 @@ with delta-spark. Versions live in ``versions.py``, maintenance in ``maintenance
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any
 
 from ...engine import first_line, spark_errors, sql_string, tblproperties, with_retries
@@ -31,6 +32,7 @@ from .versions import DeltaVersions
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from pathlib import Path
 
     from pyspark.sql import DataFrame
 
@@ -46,6 +48,8 @@ LOG_DIR = "_delta_log"
 CDF_PROPERTY = "delta.enableChangeDataFeed"
 DV_PROPERTY = "delta.enableDeletionVectors"
 _coordinate: str | None = None
+
+log = logging.getLogger(__name__)
 
 
 def delta_coordinate() -> str:
@@ -203,6 +207,11 @@ class DeltaFormat(DeltaVersions, DeltaMaintenance, DeltaHealth, DeltaEvolution, 
         location = self.default_location(ctx, ident)
         local = self.local_dir(location)
         if local is not None and local.exists() and any(local.iterdir()):
+            if self._interrupted_create(local, location, [c.name for c in columns], len(extra)):
+                log.info("create %s: adopting the empty table an interrupted create left at %s", ident, location)
+                return self._registry(ctx.metastore).register(
+                    ident, location, {"partitioning": [str(f) for f in partitioning]}
+                )
             raise TableAlreadyExistsError(
                 f"create {ident}: its location {location} is not empty (data of a dropped table?); "
                 "remove it or drop the old table with --purge"
@@ -223,6 +232,25 @@ class DeltaFormat(DeltaVersions, DeltaMaintenance, DeltaHealth, DeltaEvolution, 
         with spark_errors("create", ident):
             spark.sql(f"CREATE TABLE {spark_path(location)} ({cols}) USING delta{parts}{tblproperties(props)}")
         return self._registry(ctx.metastore).register(ident, location, {"partitioning": [str(f) for f in partitioning]})
+
+    @staticmethod
+    def _interrupted_create(local: Path, location: str, names: list[str], generated: int) -> bool:
+        """Whether ``local`` holds only what a create of these columns, stopped between its CREATE TABLE and its
+        catalog row, leaves: a Delta log at version 0 with no data files and exactly these columns (plus the
+        generated partition columns). Adopting it loses nothing; anything else at the location is refused."""
+        from deltalake import DeltaTable
+        from deltalake.exceptions import DeltaError
+        from deltalake.exceptions import TableNotFoundError as DeltaRsNotFound
+
+        if [p.name for p in local.iterdir()] != [LOG_DIR]:
+            return False
+        try:
+            dt = DeltaTable(location)
+        except (DeltaRsNotFound, DeltaError, OSError):
+            return False
+        fields = [f.name for f in dt.schema().fields]
+        return (dt.version() == 0 and dt.get_add_actions().num_rows == 0 and fields[: len(names)] == names
+                and len(fields) == len(names) + generated)  # fmt: skip
 
     def load(self, table: TableHandle, version: int | None = None) -> Any:
         """The table as a delta-rs ``DeltaTable`` (no JVM)."""
