@@ -124,6 +124,16 @@ def _load(x: Any) -> str:
     return " / ".join(f"{v:.1f}" for v in x) if isinstance(x, list) else "?"
 
 
+def machine_note(m: dict[str, Any]) -> str:
+    """Where a standalone bench ran: "2 cores, 23.5 GiB, otherwise idle (load average ...)" when the load at its start
+    was below the core count, else "..., shared with other work (...): the seconds are contended"."""
+    start, end = (m.get("load_average_start") or [None])[0], (m.get("load_average_end") or [None])[0]
+    where = f"{m['cpu_count']} cores, {m['memory_gib']} GiB"
+    if start is not None and start < m["cpu_count"]:
+        return f"{where}, otherwise idle (load average {start} at the start, {end} at the end, the bench's own)"
+    return f"{where}, shared with other work (load average {start} at the start, {end} at the end): the seconds are contended"
+
+
 def _fmt_name(fmt: str) -> str:
     return fmt.capitalize()
 

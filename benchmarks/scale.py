@@ -42,7 +42,7 @@ from typing import Any
 
 from .ingest import SCHEMA
 from .measure import child_env, last_json, machine_info, rounded, run_measured, say
-from .report import publish
+from .report import machine_note, publish
 
 PARTS = ("ingest", "malformed", "tables", "compact", "expire")
 DEDUPE_WATERMARK = "1m"
@@ -306,10 +306,8 @@ def docs_lines(doc: dict[str, Any]) -> list[str]:
         s, b = r["runs"][str(a["snapshots"])], r["runs"][str(a["big_snapshots"])]
         add(f"`expire`, {a['snapshots']:,} vs {a['big_snapshots']:,} versions: s", fmt, s["wall_s"], b["wall_s"],
             r["time_ratio"], "published")  # fmt: skip
-    load = (m.get("load_average_start") or [None])[0], (m.get("load_average_end") or [None])[0]
     rows += ["", f"Measured with lakecat's defaults for the machine (no pinned master, heap or partitions) on "
-             f"{m['cpu_count']} cores, {m['memory_gib']} GiB, shared with other work (load average {load[0]} at the "
-             f"start, {load[1]} at the end): the seconds are contended, the growth is what to read. Each figure is one "
+             f"{machine_note(m)}; the growth is what to read. Each figure is one "
              "process's (`lakecat` command or API, Python and JVM)"
              + (f"; ingest at {a['batch']:,} records per micro-batch." if {"ingest", "malformed"} & set(doc) else ".")
              + (f" Measured parts: {', '.join(p for p in PARTS if p in doc)}." if set(PARTS) - set(doc) else "")]  # fmt: skip

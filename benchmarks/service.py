@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from .measure import child_env, last_json, machine_info, rounded, run_measured, say
-from .report import publish
+from .report import machine_note, publish
 
 PARTS = ("idle", "one", "due")
 PLAN = """\
@@ -212,10 +212,8 @@ def docs_lines(doc: dict[str, Any]) -> list[str]:
     if "per_table_ratio" in due:
         rows.append(f"| per-table cost, {z['big_due_tables']} vs {z['due_tables']} due tables | {due['per_table_ratio']}× | "
                     "flat |")  # fmt: skip
-    load = (m.get("load_average_start") or [None])[0], (m.get("load_average_end") or [None])[0]
     rows += ["", f"Measured by `python -m benchmarks.service` with lakecat's defaults for the machine on "
-             f"{m['cpu_count']} cores, {m['memory_gib']} GiB, shared with other work (load average {load[0]} at the "
-             f"start, {load[1]} at the end): the seconds are contended. Tables written without Spark, half Iceberg and "
+             f"{machine_note(m)}. Tables written without Spark, half Iceberg and "
              "half Delta; one service pass (`maintain --auto --every`'s) each, the due ones after a warm-up table "
              "started the engine; expiry made due by the plan (`expire.older-than = 1s`, forced). Sizes: idle passes "
              f"over {z['tables']} and {z['big_tables']} tables, due passes over {z['due_tables']} and "
