@@ -115,3 +115,21 @@ def light_tables(catalog, namespace: str, count: int, *, commits: int = 3) -> li
             registry.register(TableIdent(namespace, name), location, {})
         names.append(f"{namespace}.{name}")
     return names
+
+
+def service_until_first_pass(cmd: list[str], env: dict[str, str]) -> tuple[int, str, str]:
+    """Start a ``maintain --auto --every`` process, wait for its first pass, stop it with SIGTERM; its exit code,
+    stdout and stderr (the rest after the first pass's line)."""
+    import signal
+    import subprocess
+
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stderr is not None
+        while "pass 1:" not in (line := proc.stderr.readline()):
+            assert line, "the service ended before its first pass"
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=300)
+    finally:
+        proc.kill()
+    return proc.returncode, out, err

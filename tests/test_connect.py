@@ -16,7 +16,7 @@ import sys
 import time
 
 import pytest
-from helpers import committed_versions, new_topic, read_rows
+from helpers import committed_versions, light_tables, new_topic, read_rows, service_until_first_pass
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -133,6 +133,30 @@ def test_what_connect_cannot_do_is_one_line_and_exit_3(engine, ns):
                                      env_extra={"LAKECAT_ENGINE": "in-process"})  # fmt: skip
     assert code == 0, err
     assert probe["jvm"] and json.loads(out)["dry_run"]
+
+
+def test_the_maintenance_service_runs_on_the_engine(engine, ns, catalog):
+    """`maintain --auto --every` on the engine: a pass compacts an Iceberg and a Delta table that pyiceberg and
+    delta-rs wrote (12 small appends each), with no JVM in the service's process; SIGTERM ends it with exit 0."""
+    from lakecat.maintenance import data_files
+
+    names = light_tables(catalog, ns, 2, commits=12)
+    before = {
+        n: (sorted(r["id"] for r in read_rows(catalog, n)), len(data_files(catalog.load_table(n)))) for n in names
+    }
+    env = {k: v for k, v in os.environ.items() if k != "LAKECAT_ENGINE"}
+    code, out, err = service_until_first_pass(
+        [sys.executable, "-c", _PROBE, "maintain", f"{ns}.*", "--auto", "--every", "1s", "--json"], env
+    )
+    assert code == 0, err
+    probe = json.loads(err.strip().splitlines()[-1])
+    assert probe["session"].startswith("pyspark.sql.connect") and not probe["jvm"], probe
+    doc = json.loads(out)
+    assert doc["stopped_by"] == "SIGTERM" and doc["runs"]["failed"] == 0 and doc["runs"]["ok"] >= 2, doc
+    for n in names:
+        ids, files_before = before[n]
+        assert sorted(r["id"] for r in read_rows(catalog, n)) == ids
+        assert len(data_files(catalog.load_table(n))) < files_before, n
 
 
 # --- ingest: the stream runs in the engine, its batches in the engine's Python worker -------------------

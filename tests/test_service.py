@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
 import sys
 import threading
 import time
@@ -14,7 +12,7 @@ import urllib.request
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from helpers import read_rows
+from helpers import read_rows, service_until_first_pass
 
 SCHEMA = "id BIGINT NOT NULL, region STRING, v STRING"
 COMMITS = 6  # 12 small files: health's default threshold for compaction
@@ -110,21 +108,34 @@ def test_service_compacts_the_urgent_table_logs_and_exports(cli, catalog, spark,
     assert "recent maintenance runs" in html and 'data-outcome="ok"' in html and "compact (minor)" in html
 
 
+@pytest.mark.spark
+def test_parallel_pass_works_tables_of_both_formats_at_once(cli, catalog, spark, ns):
+    """--parallel 2: one pass works an Iceberg and a Delta table at the same time on the one session; both end up
+    compacted with the same rows (pyiceberg / delta-rs), and the run log's two compactions overlap in time."""
+    tables = [build(catalog, spark, f"{ns}.par_{fmt}", fmt) for fmt in ("iceberg", "delta")]
+    before = {t.name: rows(catalog, t) for t in tables}
+    result, (first,) = passes(catalog, f"{ns}.par_*", 1, parallel=2)
+    assert (first.queued, first.worked, first.deferred) == (2, 2, 0), first
+    assert first.runs["failed"] == 0 and result.runs["failed"] == 0
+    for t in tables:
+        assert rows(catalog, t) == before[t.name] and len(files(t)) == 2, t.name
+    log = json.loads(cli("maintenance-log", f"{ns}.par_*", "--json")[1])
+    spans = []
+    for run in (r for r in log if r["action"] == "compact"):
+        assert run["outcome"] == "ok" and run["source"] == "service", run
+        start = datetime.fromisoformat(run["started"].replace("Z", "+00:00"))
+        spans.append((start, start + timedelta(seconds=run["seconds"])))
+    assert len(spans) == 2, log
+    (a0, a1), (b0, b1) = spans
+    assert a0 < b1 and b0 < a1, spans  # one began before the other ended
+
+
 def test_sigterm_stops_the_service_with_exit_0(lakecat_home, ns):
     """Nothing matches: no JVM starts, so a stop by SIGTERM costs a second or two."""
     env = {**os.environ, "LAKECAT_HOME": str(lakecat_home)}
-    proc = subprocess.Popen([sys.executable, "-m", "lakecat.commands.main", "maintain", f"{ns}.*", "--auto",
-                             "--every", "1s", "--json"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)  # fmt: skip
-    try:
-        assert proc.stderr is not None
-        while "pass 1:" not in (line := proc.stderr.readline()):
-            assert line, "the service ended before its first pass"
-        proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=60)
-    finally:
-        proc.kill()
-    assert proc.returncode == 0, err
+    code, out, err = service_until_first_pass([sys.executable, "-m", "lakecat.commands.main", "maintain", f"{ns}.*",
+                                               "--auto", "--every", "1s", "--json"], env)  # fmt: skip
+    assert code == 0, err
     doc = json.loads(out)
     assert doc["stopped_by"] == "SIGTERM" and doc["passes"] >= 1 and doc["runs"] == {"ok": 0, "failed": 0, "skipped": 0}
 
