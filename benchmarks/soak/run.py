@@ -21,7 +21,10 @@ At the end the producers stop, each stream drains with ``--trigger available-now
 the format's own independent library (pyiceberg; delta-rs) and compared with what the topic says it should hold:
 the events tables hold every valid event exactly once (plus the upserted rows), the CDC tables hold the last state
 of every key (deleted keys absent), the dead-letter tables hold every malformed record exactly once. What the service
-did comes from the catalog's maintenance log. The figures are printed as one JSON document; exit code 0 when nothing
+did comes from the catalog's maintenance log. The Delta tables are mirrored as Iceberg tables (``lakecat mirror
+--as iceberg``) before the streams start, and kept in step by every commit above: at the end each mirror is verified
+at the versions it had reached (behind, never wrong), synced, verified again, and read by pyiceberg, which must see
+exactly the rows delta-rs sees (``--no-mirror`` leaves them out). The figures are printed as one JSON document; exit code 0 when nothing
 was lost or doubled, 1 otherwise.
 
 A harness beside the package (like the benchmark suite): it reads tables with each format's own library, through the
@@ -151,7 +154,7 @@ class Stream:
 class Soak:
     def __init__(
         self, work: Path, minutes: float, kills: int, seed: int, formats: list[str], rate: int, *, cdc: bool = True,
-        trigger_seconds: float = 5, maintain_every: str = "15s", broker_restart: bool = True,
+        trigger_seconds: float = 5, maintain_every: str = "15s", broker_restart: bool = True, mirror: bool = True,
     ) -> None:  # fmt: skip
         self.work, self.seconds, self.kills_per_format, self.formats, self.rate = (
             work,
@@ -161,6 +164,9 @@ class Soak:
             rate,
         )
         self.cdc = cdc
+        # the Delta tables also read as Iceberg (lakecat mirror), kept in step beside the streams and the service
+        self.mirrored = [f"soak.{kind}_delta" for kind in ("events", "cdc") if kind == "events" or cdc] if (
+            mirror and "delta" in formats) else []  # fmt: skip
         self.trigger_seconds, self.maintain_every, self.broker_restart = trigger_seconds, maintain_every, broker_restart
         self.service: subprocess.Popen[str] | None = None
         self.rnd = random.Random(seed)
@@ -445,6 +451,10 @@ class Soak:
         )  # one JVM for every table
         if made.returncode != 0:
             raise SystemExit(f"soak: creating the tables failed: {_last_line(made.stderr)}")
+        for name in self.mirrored:
+            code, out, err = self.lakecat("mirror", name, "--as", "iceberg", "--json")
+            if code != 0:
+                raise SystemExit(f"soak: mirroring {name} failed: {_error_of(out, err)}")
         for fmt in self.formats:
             common = ["--kafka", self.bootstrap, "--max-records-per-batch", "2000"]
             self.streams.append(
@@ -500,6 +510,9 @@ class Soak:
                 self.figures["internal_errors"] += code == 4
                 self.notes.append(f"drain {s.label} exit {code}: {_error_of(out, err)}")
         self.figures.update(self.check(events_topic, cdc_topic))
+        if self.mirrored:
+            self.figures["mirrors"] = {name: self.check_mirror(name) for name in self.mirrored}
+            self.figures["ok"] = self.figures["ok"] and all(m["ok"] for m in self.figures["mirrors"].values())
         self.figures.update(self.maintenance_figures())
         self.figures["ok"] = self.figures["ok"] and self.figures["internal_errors"] == 0  # exit 4 is a bug, always
         self.figures["restarts"] = {s.label: s.restarts for s in self.streams}
@@ -541,6 +554,28 @@ class Soak:
                                   "upserted_rows": len(self.upserted[fmt]), "ok": table_ok}  # fmt: skip
         out["ok"] = ok
         return out
+
+    def check_mirror(self, name: str) -> dict[str, Any]:
+        """A mirror kept in step through the run: equal to its Delta table at the versions it reached (a kill
+        between the Delta commit and the Iceberg one leaves it behind, never wrong), then synced and equal again, and
+        pyiceberg reads the same ids as delta-rs."""
+        before, _, _ = self.lakecat("mirror", name, "--verify", "--json")
+        synced, out, err = self.lakecat("mirror", name, "--sync", "--json")
+        after, out_after, err_after = self.lakecat("mirror", name, "--verify", "--json")
+        try:
+            behind = _sum_key(json.loads(out), "commits") if synced == 0 else None
+        except ValueError:
+            behind = None
+        delta_ids = sorted(int(r["id"]) for r in _read(self, name, "delta"))
+        mirror_ids = sorted(_iceberg_ids(name))
+        figures: dict[str, Any] = {"equal_before_sync": before == 0, "commits_behind": behind,
+                                   "equal_after_sync": after == 0, "rows": len(mirror_ids),
+                                   "rows_as_delta": mirror_ids == delta_ids}  # fmt: skip
+        figures["ok"] = before == 0 and synced == 0 and after == 0 and mirror_ids == delta_ids
+        if synced != 0 or after != 0:
+            self.notes.append(f"mirror {name}: sync exit {synced}, verify exit {after}: "
+                              f"{_error_of(out, err) if synced else _error_of(out_after, err_after)}")  # fmt: skip
+        return figures
 
 
 # --- helpers ---------------------------------------------------------------------------------------------------
@@ -627,6 +662,19 @@ def _topic_truth(
     return valid, malformed, final
 
 
+def _iceberg_ids(name: str) -> list[int]:
+    """The ids of the Iceberg side of a mirrored table, read by pyiceberg's own SqlCatalog over the run's
+    metastore."""
+    from pyiceberg.catalog.sql import SqlCatalog
+
+    cat = lakecat.connect()
+    sql = SqlCatalog(cat.name, uri=cat.config.metastore.sqlalchemy_url, warehouse=cat.config.warehouse_uri,
+                     **cat.config.pyiceberg_properties())  # fmt: skip
+    namespace, table = name.split(".")
+    ids = sql.load_table((namespace, table)).scan(selected_fields=("id",)).to_arrow().column("id").to_pylist()
+    return [int(i) for i in ids]
+
+
 def _read(soak: Soak, name: str, fmt: str) -> list[dict[str, Any]]:
     """A table's rows read by the format's own library, not by lakecat (``benchmarks.baselines``)."""
     cat = lakecat.connect()  # LAKECAT_HOME is the run's (main() sets it before anything reads it)
@@ -649,6 +697,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--maintain-every", default="15s", help="the maintenance service's pass interval (default 15s)")
     ap.add_argument("--no-broker-restart", action="store_true",
                     help="keep the broker up (with --kills 0: only maintenance runs beside the streams)")  # fmt: skip
+    ap.add_argument("--no-mirror", action="store_true", help="leave out the Delta tables' Iceberg mirrors")
     ap.add_argument(
         "--work", default=None, help="keep the run's catalog, broker and logs here (default: a temporary dir, removed)"
     )
@@ -668,6 +717,7 @@ def main(argv: list[str] | None = None) -> int:
         trigger_seconds=args.trigger_seconds,
         maintain_every=args.maintain_every,
         broker_restart=not args.no_broker_restart,
+        mirror=not args.no_mirror,
     )
     try:
         figures = soak.run()
