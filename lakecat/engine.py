@@ -59,6 +59,9 @@ def tblproperties(properties: dict[str, str]) -> str:
     return f" TBLPROPERTIES ({items})"
 
 
+_PY4J_CALL = re.compile(r"An error occurred while calling [\w.$]+\.?$")
+
+
 def first_line(text: str) -> str:
     """The line of an engine error worth showing: the cause raised inside a foreachBatch function when
     Spark wraps it (its first line is only "Traceback ..."), else the first non-empty line."""
@@ -69,8 +72,8 @@ def first_line(text: str) -> str:
         if causes:
             return f"{causes[-1][0]}: {causes[-1][1].strip()}"[:400]
     for line in text.strip().splitlines():
-        line = line.strip()
-        if line:
+        line = line.strip().removeprefix(": ").strip()
+        if line and not _PY4J_CALL.match(line):  # Py4J's "An error occurred while calling o42.sql." names no cause
             return line[:400]
     return "unknown error"
 
@@ -93,6 +96,9 @@ _CONFLICT_MARKERS = ("CommitFailedException", "ConcurrentAppendException", "Conc
                      "ProtocolChangedException", "ValidationException: Found conflicting files",
                      "ConcurrentWriteException", "Found new conflicting delete files", "Cannot commit, found new",
                      "Cannot commit, missing data files", "Missing required files to delete")  # fmt: skip
+
+# A Delta log file the operation had listed, gone when it read it (an expiry truncated the log in between).
+_LOG_GONE_MARKERS = ("FILE_NOT_EXIST", "FileNotFoundException")
 
 # Spark error classes that mean the user's text (a predicate, a column list) is wrong: exit 2.
 _USAGE_MARKERS = ("PARSE_SYNTAX_ERROR", "UNRESOLVED_COLUMN", "DATATYPE_MISMATCH", "UNRESOLVED_ROUTINE",
@@ -127,6 +133,11 @@ def spark_errors(what: str, ident: TableIdent | None = None) -> Iterator[None]:
             raise TableNotFoundError(f"table {ident} not found") from e
         if any(marker in haystack for marker in _CONFLICT_MARKERS):
             raise CommitConflictError(f"{label}: commit conflict with a concurrent writer: {first_line(text)}") from e
+        if "_delta_log/" in text and any(marker in text for marker in _LOG_GONE_MARKERS):
+            # an expiry truncated the Delta log between this operation's listing of it and its read: nothing was
+            # committed, and planned again on the log as it is now, the operation succeeds
+            raise CommitConflictError(f"{label}: the table's log was truncated under it by a concurrent expiry: "
+                                      f"{first_line(text)}") from e  # fmt: skip
         if name in ("ParseException",) or any(m in text for m in _USAGE_MARKERS):
             raise InvalidArgumentError(f"{label}: {first_line(text)}") from e
         raise LakecatError(f"{label} failed: {first_line(text)}") from e

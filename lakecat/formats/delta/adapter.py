@@ -338,10 +338,14 @@ class DeltaFormat(DeltaVersions, DeltaMaintenance, DeltaHealth, DeltaEvolution, 
         return -1 if version is None else int(version)
 
     def append_batch(self, table: TableHandle, df: DataFrame, app_id: str, batch_id: int) -> None:
-        # Delta itself refuses a transaction version it has already committed for that application id.
-        with spark_errors("ingest into", table.entry.ident):
-            (df.write.format("delta").mode("append").option("txnAppId", app_id)
-             .option("txnVersion", str(batch_id)).save(table.location))  # fmt: skip
+        # Delta itself refuses a transaction version it has already committed for that application id, so a retry
+        # (the log truncated under the write by a concurrent expiry) never appends the batch twice.
+        def write() -> None:
+            with spark_errors("ingest into", table.entry.ident):
+                (df.write.format("delta").mode("append").option("txnAppId", app_id)
+                 .option("txnVersion", str(batch_id)).save(table.location))  # fmt: skip
+
+        with_retries(write, what=f"ingest into {table.name}")
 
     def merge_marker_conf(self, app_id: str, batch_id: int) -> dict[str, str]:
         # SetTransaction in the MERGE's own commit
