@@ -2,8 +2,8 @@
 Debezium CDC streams and runs for 20 minutes: `python -m benchmarks.soak --minutes 20`, see docs/reliability.md).
 
 Real everything: a KRaft broker, `lakecat ingest` processes for both formats (plain and Debezium CDC) killed with
-SIGKILL and restarted, the broker restarted, `maintain` looping with forced short windows, a concurrent `upsert`;
-the harness itself compares every table, read by pyiceberg and delta-rs, with what the topics say.
+SIGKILL and restarted, the broker restarted, `maintain` looping with forced short windows, a concurrent `upsert`,
+the Delta table mirrored as Iceberg; the harness itself compares every table, read by pyiceberg and delta-rs, with what the topics say.
 """
 
 from __future__ import annotations
@@ -35,4 +35,7 @@ def test_short_chaos_soak_loses_and_doubles_nothing(tmp_path):
         assert table["dead_letters"] == figures["topic_malformed"] > 0
         assert figures["kills"][fmt] >= 1, summary
     assert figures["broker_restarts"] == 1 and figures["maintenance_runs"] >= 1, summary
+    # the Delta table's Iceberg mirror, kept in step through the kills: never wrong, equal to the table after a sync
+    mirror = figures["mirrors"]["soak.events_delta"]
+    assert mirror["ok"] and mirror["equal_before_sync"] is not False and mirror["rows_as_delta"], summary
     assert proc.returncode == 0, summary
