@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
 import sys
 import threading
 import time
 import urllib.request
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
-from helpers import read_rows, service_until_first_pass
+from helpers import light_tables, read_rows, service_until_first_pass
 
 SCHEMA = "id BIGINT NOT NULL, region STRING, v STRING"
 COMMITS = 6  # 12 small files: health's default threshold for compaction
@@ -138,6 +141,83 @@ def test_sigterm_stops_the_service_with_exit_0(lakecat_home, ns):
     assert code == 0, err
     doc = json.loads(out)
     assert doc["stopped_by"] == "SIGTERM" and doc["passes"] >= 1 and doc["runs"] == {"ok": 0, "failed": 0, "skipped": 0}
+
+
+@pytest.mark.spark
+def test_kill_9_of_the_service_leaves_nothing_half_done(cli, catalog, spark, lakecat_home, ns):
+    """The service killed with SIGKILL (its JVM with it) while it compacts an Iceberg and a Delta table that
+    pyiceberg and delta-rs wrote: whatever moment the kill lands, each table reads the same rows (pyiceberg /
+    delta-rs) and every file its current version lists exists; what the killed rewrite wrote and did not commit is an
+    orphan, which clean-orphans removes once it is past the window (the files are aged: Delta counts the window in
+    whole hours), so afterwards every new file is one the table uses."""
+    from lakecat.files import local_path, norm_path
+
+    names = light_tables(catalog, ns, 2, commits=30)
+    tables = {n: catalog.load_table(n) for n in names}
+
+    def on_disk(t):
+        root = local_path(t.location)
+        return {
+            norm_path(str(p))
+            for p in root.rglob("*.parquet")
+            if "_delta_log" not in p.parts and "metadata" not in p.parts
+        }
+
+    def current(t):
+        return {norm_path(str(local_path(f.path))) for f in files(t)}
+
+    before = {n: (sorted(r["id"] for r in read_rows(catalog, n)), on_disk(t)) for n, t in tables.items()}
+    env = {**os.environ, "LAKECAT_HOME": str(lakecat_home)}
+    proc = subprocess.Popen([sys.executable, "-m", "lakecat.commands.main", "maintain", f"{ns}.*", "--auto", "--every",
+                             "1s", "--json"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)  # fmt: skip
+    try:
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and proc.poll() is None:
+            if any(on_disk(t) - before[n][1] for n, t in tables.items()):  # a rewrite is writing
+                break
+            time.sleep(0.05)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert proc.returncode == -signal.SIGKILL
+    for n, t in tables.items():
+        assert sorted(r["id"] for r in read_rows(catalog, n)) == before[n][0], n
+        assert all(Path(f).exists() for f in current(t)), n  # the version the table is at is whole
+    aged = time.time() - 7200  # past the orphan window (Delta's VACUUM counts it in whole hours)
+    for n, t in tables.items():
+        for path in on_disk(t) - before[n][1]:
+            os.utime(path, (aged, aged))
+        code, _, err = cli("clean-orphans", n, "--older-than", "1h", "--force", "--json")
+        assert code == 0, err
+        new = on_disk(t) - before[n][1]
+        if t.format == "iceberg":  # Delta's VACUUM keeps them: test_delta_orphans_past_the_window_are_removed
+            assert new <= current(t), (n, sorted(new - current(t))[:3])  # a new file left is one the table uses
+        assert sorted(r["id"] for r in read_rows(catalog, n)) == before[n][0], n
+
+
+@pytest.mark.spark
+@pytest.mark.xfail(strict=True, reason="Delta's VACUUM RETAIN n HOURS (n >= 1) keeps an untracked file older than the "
+                   "window; RETAIN 0 HOURS removes it. Cause not found yet (known gap)")  # fmt: skip
+def test_delta_orphans_past_the_window_are_removed(cli, catalog, spark, ns, tmp_path):
+    """An untracked file (what a killed rewrite leaves) two hours old in a Delta table delta-rs wrote:
+    clean-orphans --older-than 1h removes it."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from deltalake import write_deltalake
+
+    location = tmp_path / "orphans"
+    for _ in range(2):
+        write_deltalake(str(location), pa.table({"id": pa.array([1], pa.int64()), "region": ["eu"]}), mode="append",
+                        partition_by=["region"])  # fmt: skip
+    catalog.register_table(f"{ns}.orphans", location=str(location))
+    orphan = location / "region=eu" / "part-00000-0badf11e-0000-0000-0000-000000000000.c000.snappy.parquet"
+    pq.write_table(pa.table({"id": pa.array([2], pa.int64())}), str(orphan))
+    aged = time.time() - 7200
+    os.utime(orphan, (aged, aged))
+    code, _, err = cli("clean-orphans", f"{ns}.orphans", "--older-than", "1h", "--force", "--json")
+    assert code == 0, err
+    assert not orphan.exists()
 
 
 def test_queue_order_tiers_and_budget():
