@@ -197,8 +197,8 @@ def test_kill_9_of_the_service_leaves_nothing_half_done(cli, catalog, spark, lak
 
 
 @pytest.mark.spark
-@pytest.mark.xfail(strict=True, reason="Delta's VACUUM RETAIN n HOURS (n >= 1) keeps an untracked file older than the "
-                   "window; RETAIN 0 HOURS removes it. Cause not found yet (known gap)")  # fmt: skip
+@pytest.mark.xfail(strict=True, reason="delta-spark 4.4's VACUUM RETAIN n HOURS (n > 0) keeps untracked files younger "
+                   "than delta.deletedFileRetentionDuration (7 days) (known gap)")  # fmt: skip
 def test_delta_orphans_past_the_window_are_removed(cli, catalog, spark, ns, tmp_path):
     """An untracked file (what a killed rewrite leaves) two hours old in a Delta table delta-rs wrote:
     clean-orphans --older-than 1h removes it."""
