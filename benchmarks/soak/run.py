@@ -165,8 +165,8 @@ class Soak:
         )
         self.cdc = cdc
         # the Delta tables also read as Iceberg (lakecat mirror), kept in step beside the streams and the service
-        self.mirrored = [f"soak.{kind}_delta" for kind in ("events", "cdc") if kind == "events" or cdc] if (
-            mirror and "delta" in formats) else []  # fmt: skip
+        kinds = ("events", "cdc") if cdc else ("events",)
+        self.mirrored = [f"soak.{kind}_delta" for kind in kinds] if mirror and "delta" in formats else []
         self.trigger_seconds, self.maintain_every, self.broker_restart = trigger_seconds, maintain_every, broker_restart
         self.service: subprocess.Popen[str] | None = None
         self.rnd = random.Random(seed)
@@ -577,7 +577,7 @@ class Soak:
         except ValueError:
             behind = None
         delta_ids = sorted(int(r["id"]) for r in _read(self, name, "delta"))
-        mirror_ids = sorted(_iceberg_ids(name))
+        mirror_ids = sorted(int(r["id"]) for r in _read(self, name, "iceberg"))  # the Iceberg table of that name
         figures: dict[str, Any] = {"equal_before_sync": equal_before, "commits_behind": behind,
                                    "equal_after_sync": after == 0, "rows": len(mirror_ids),
                                    "rows_as_delta": mirror_ids == delta_ids}  # fmt: skip
@@ -685,19 +685,6 @@ def _verified(code: int, out: str) -> bool | None:
     if any(isinstance(r, dict) and r.get("equal") is False for r in results):
         return False
     return None
-
-
-def _iceberg_ids(name: str) -> list[int]:
-    """The ids of the Iceberg side of a mirrored table, read by pyiceberg's own SqlCatalog over the run's
-    metastore."""
-    from pyiceberg.catalog.sql import SqlCatalog
-
-    cat = lakecat.connect()
-    sql = SqlCatalog(cat.name, uri=cat.config.metastore.sqlalchemy_url, warehouse=cat.config.warehouse_uri,
-                     **cat.config.pyiceberg_properties())  # fmt: skip
-    namespace, table = name.split(".")
-    ids = sql.load_table((namespace, table)).scan(selected_fields=("id",)).to_arrow().column("id").to_pylist()
-    return [int(i) for i in ids]
 
 
 def _read(soak: Soak, name: str, fmt: str) -> list[dict[str, Any]]:

@@ -205,13 +205,12 @@ class DeltaFormat(DeltaVersions, DeltaMaintenance, DeltaHealth, DeltaEvolution, 
                properties: dict[str, str], *, layout: Layout | None = None) -> TableEntry:  # fmt: skip
         extra, part_cols = delta_generated_columns(partitioning, columns)
         location = self.default_location(ctx, ident)
+        registry, meta = self._registry(ctx.metastore), {"partitioning": [str(f) for f in partitioning]}
         local = self.local_dir(location)
         if local is not None and local.exists() and any(local.iterdir()):
             if self._interrupted_create(local, location, [c.name for c in columns], len(extra)):
                 log.info("create %s: adopting the empty table an interrupted create left at %s", ident, location)
-                return self._registry(ctx.metastore).register(
-                    ident, location, {"partitioning": [str(f) for f in partitioning]}
-                )
+                return registry.register(ident, location, meta)
             raise TableAlreadyExistsError(
                 f"create {ident}: its location {location} is not empty (data of a dropped table?); "
                 "remove it or drop the old table with --purge"
@@ -231,7 +230,7 @@ class DeltaFormat(DeltaVersions, DeltaMaintenance, DeltaHealth, DeltaEvolution, 
         spark = ctx.session()
         with spark_errors("create", ident):
             spark.sql(f"CREATE TABLE {spark_path(location)} ({cols}) USING delta{parts}{tblproperties(props)}")
-        return self._registry(ctx.metastore).register(ident, location, {"partitioning": [str(f) for f in partitioning]})
+        return registry.register(ident, location, meta)
 
     @staticmethod
     def _interrupted_create(local: Path, location: str, names: list[str], generated: int) -> bool:
