@@ -134,22 +134,23 @@ def test_a_scraper_reads_the_final_figures_and_the_run_returns_after_that_scrape
     port = free_port()
     thread, box = _ingest_in_thread(catalog, t.name, source, port, linger=60)
     labels = (("format", "iceberg"), ("table", t.name))
-    scrapes: list[tuple[float, dict]] = []  # (answered at, samples) of each answered scrape
+    scrapes: list[tuple[float, dict]] = []  # (asked at, samples) of each answered scrape
     deadline = time.monotonic() + 240
     for _ in range(300):  # about one scrape a second, as a Prometheus would
         if not thread.is_alive() or time.monotonic() > deadline:
             break
+        asked_at = time.monotonic()  # the run may return before this thread reads the answer's end
         samples = _scrape(port)
         if samples is not None:
-            scrapes.append((time.monotonic(), samples))
+            scrapes.append((asked_at, samples))
         time.sleep(1)
     thread.join(timeout=60)
     assert "error" not in box, box.get("error")
     assert box["report"].rows_written == N
-    answered_at, last = scrapes[-1]
+    asked_at, last = scrapes[-1]
     assert last[("lakecat_ingest_rows_total", labels)] == N
     assert last[("lakecat_ingest_running", labels)] == 0
-    assert answered_at <= box["returned_at"]
+    assert asked_at <= box["returned_at"]
     assert box["returned_at"] - box["linger_at"] < 15  # after the scrape, not after the 60s bound
     assert _scrape(port) is None  # and then the endpoint is gone
 
