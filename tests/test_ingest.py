@@ -88,7 +88,7 @@ def test_unreachable_broker_and_missing_topic(cli, catalog, ns, kafka_bootstrap)
 
 
 # --- the "done when" scenario ------------------------------------------------------------------
-def test_kafka_available_now_with_dead_letters(cli, catalog, ns, kafka_bootstrap, table_format, tmp_path):
+def test_kafka_available_now_with_dead_letters(cli, catalog, ns, kafka_bootstrap, table_format, tmp_path, request):
     from lakecat.kafka_local import produce
 
     topic = new_topic(kafka_bootstrap)
@@ -105,6 +105,8 @@ def test_kafka_available_now_with_dead_letters(cli, catalog, ns, kafka_bootstrap
     assert report["rows_written"] == n_good
     assert report["rows_dead_lettered"] == n_bad_each * len(BAD_KINDS)
     assert report["batches"] >= 3 and report["duration_s"] > 0 and report["dlq_table"] == f"{name}_dlq"
+    # the dead letters are staged by each batch and committed together (at the end; a long run every minute)
+    assert committed_versions(catalog, f"{name}_dlq") < report["batches"] or request.config.getoption("--spark-connect")
 
     rows = read_rows(catalog, name)
     assert len(rows) == n_good and {r["id"] for r in rows} == set(range(n_good))
@@ -113,6 +115,9 @@ def test_kafka_available_now_with_dead_letters(cli, catalog, ns, kafka_bootstrap
     assert all(r["kafka_topic"] == topic and r["kafka_offset"] is not None and r["kafka_partition"] in (0, 1, 2)
                and r["raw_value"] and r["ingest_time"] and r["kafka_timestamp"] for r in dead)  # fmt: skip
     assert len({(r["kafka_partition"], r["kafka_offset"]) for r in dead}) == len(dead)
+    sent = [make(100_000 + j) for j in range(n_bad_each) for make in BAD_KINDS.values()]
+    assert sorted(r["raw_value"] for r in dead) == sorted(sent)  # the bytes as produced, not UTF-8 ones only
+    assert all(abs(r["kafka_timestamp"].timestamp() - time.time()) < 3600 for r in dead)
     # the detail is computed from the raw value in the dead-letter write (the stream's batches do not carry it)
     details = {
         "invalid_json": "value is not a JSON object",
@@ -216,6 +221,53 @@ def test_kill_9_mid_stream_then_restart_is_exactly_once(catalog, ns, kafka_boots
     assert len(rows) == n and {r["id"] for r in rows} == set(range(n))
     dead = read_rows(catalog, f"{name}_dlq")
     assert len(dead) == 10 and len({(r["kafka_partition"], r["kafka_offset"]) for r in dead}) == 10
+
+
+@pytest.mark.slow
+def test_staged_dead_letters_survive_kill_9_and_land_once(catalog, ns, kafka_bootstrap, table_format, request,
+                                                         tmp_path):  # fmt: skip
+    """A batch's dead letters are staged beside the checkpoint and committed to the dead-letter table together; a run
+    killed with letters staged leaves them there and the next run commits them first: each bad record lands once."""
+    from lakecat.kafka_local import produce
+
+    if request.config.getoption("--spark-connect"):
+        pytest.skip("in a Spark Connect engine each batch commits its own dead letters: nothing is staged")
+    topic = new_topic(kafka_bootstrap, partitions=1)
+    n, every = 3000, 100
+    records = []
+    for i in range(n):
+        records.append(good_event(i))
+        if i % every == every - 1:  # a bad record in every batch, as a producer's bug makes them
+            records.append(BAD_KINDS["invalid_json"](i))
+    produce(kafka_bootstrap, topic, records)
+    name = f"{ns}.staged"
+    catalog.create_table(name, schema=SCHEMA, format=table_format)
+    checkpoint = tmp_path / "ckpt"
+    staged = checkpoint / "_lakecat_dead_letters"
+    base = ("ingest", name, "--kafka", kafka_bootstrap, "--topic", topic, "--checkpoint", str(checkpoint), "--json")
+
+    proc = _lakecat(*base, "--max-records-per-batch", "150", "--trigger", "available-now")
+    deadline = time.monotonic() + 420
+    try:
+        while len(list(staged.glob("batch-*.parquet"))) < 2:
+            assert proc.poll() is None, proc.communicate()[1][-2000:]
+            assert time.monotonic() < deadline, "no dead letters staged in time"
+            time.sleep(0.1)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    left = {p.name for p in staged.glob("batch-*.parquet")}
+    assert left  # the killed run's staged letters are still there
+
+    proc = _lakecat(*base, "--max-records-per-batch", "1500", "--trigger", "available-now")
+    out, err = proc.communicate(timeout=420)
+    assert proc.returncode == 0, err[-2000:]
+    rows = read_rows(catalog, name)
+    assert len(rows) == n and {r["id"] for r in rows} == set(range(n))
+    dead = read_rows(catalog, f"{name}_dlq")
+    assert len(dead) == n // every and len({r["kafka_offset"] for r in dead}) == n // every
+    assert {r["error"] for r in dead} == {"invalid_json"} and all(r["raw_value"] for r in dead)
+    assert not list(staged.glob("batch-*.parquet"))  # committed, then removed
 
 
 # --- the Python twin, a continuous trigger in the background ----------------------------------

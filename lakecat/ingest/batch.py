@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import time
@@ -11,9 +12,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..identifiers import quote
-from ..records import CHECKED, ERROR, UNKNOWN
-from .dead_letters import dead_letter_rows, refuse_bad, write_dead_letters
+from ..records import BAD, CHECKED, ERROR, UNKNOWN
+from .dead_letters import letter_columns, letters, refuse_bad, write_dead_letters
 from .parse import batch_columns
+from .staged import JSON_OPTIONS, STAGE_MAX_ROWS, StagedDeadLetters, letters_from_json
 from .state import BatchStats
 from .target import Target
 
@@ -82,6 +84,20 @@ class BatchWriter:
         self.bad_before = False
         self._exprs: BatchExprs | None = None
         self._jquery: Any = None  # the running query's StreamExecution (JVM), looked up by its first batch
+        # the dead letters staged beside the checkpoint and committed every so often (in process; an engine's worker
+        # commits each batch's own)
+        self.staged: StagedDeadLetters | None = None
+        self._letters: tuple[tuple[Any, ...], list[Any]] | None = None  # letter_columns by batch shape
+        self.letters_in_plan = False  # the stream's observation collects each batch's dead letters (letter_metric)
+
+    def stage_dead_letters(self, checkpoint: str) -> None:
+        if self.dlq is not None:
+            self.staged = StagedDeadLetters(checkpoint, self.dlq, self.spark)
+
+    def commit_dead_letters(self) -> None:
+        """Commit the staged dead letters to the dead-letter table (at the start and the end of a run)."""
+        if self.staged is not None:
+            self.staged.commit()
 
     def forget_query(self) -> None:
         """The query restarted: its execution is looked up again by the next batch."""
@@ -96,13 +112,18 @@ class BatchWriter:
         started = time.monotonic()
         stats = BatchStats(batch_id)
         done = Done(
-            batch_id <= self.target.committed_batch(), self.dlq is None or batch_id <= self.dlq.committed_batch()
+            batch_id <= self.target.committed_batch(),
+            self.dlq is None
+            or batch_id <= self.dlq.committed_batch()
+            or (self.staged is not None and self.staged.has(batch_id)),
         )
         names: list[str] = []
         if done.table and done.dlq:
             stats.skipped = True
         else:
             names = self.mode.write(self, df, batch_id, stats, done)
+        if self.staged is not None and self.staged.due():
+            self.staged.commit()
         stats.duration_s = round(time.monotonic() - started, 3)
         stats.finished_at = time.time()
         return stats, names
@@ -126,12 +147,17 @@ class BatchWriter:
                 df = prepare(base)
             if self.dlq is None:
                 refuse_bad(df, self.fields, self.spark)
+            collected = None
             if done.table:  # a replay after a crash between the two writes: the table has this batch already
-                bad = self.bad_rows(df, batch_id).count()
+                bad = self.bad_rows(df).count()
                 stats.skipped = bad == 0
             else:
-                bad, names = self._write_good(df, batch_id, stats)
-            self.write_dead_letters(df, batch_id, bad, stats, done)
+                if cache and prepare is None and self._stage_beside(done):  # likely bad records: collect them beside
+                    collected = self.staged.collect_beside(self.bad_rows(df))  # type: ignore[union-attr]
+                bad, names, letters_json = self._write_good(df, batch_id, stats)
+                if letters_json is not None:  # the plan's observation collected them as the table write read them
+                    collected = functools.partial(letters_from_json, letters_json)
+            self.write_dead_letters(df, batch_id, bad, stats, done, collected)
             self.bad_before = bad > 0
         finally:
             if df is not base:
@@ -140,9 +166,9 @@ class BatchWriter:
                 base.unpersist()
         return names
 
-    def _write_good(self, df: DataFrame, batch_id: int, stats: BatchStats) -> tuple[int, list[str]]:
-        """Append the batch's good rows to the table and count the batch in the same job; its bad-record count and
-        the unknown field names."""
+    def _write_good(self, df: DataFrame, batch_id: int, stats: BatchStats) -> tuple[int, list[str], str | None]:
+        """Append the batch's good rows to the table and count the batch in the same job; its bad-record count, the
+        unknown field names and the dead letters the plan's observation collected (``letter_metric``)."""
         from pyspark.sql import Observation
 
         columns = df.columns
@@ -165,19 +191,63 @@ class BatchWriter:
         m = obs.get if obs is not None else self._counted_by_stream(df, batch_id)
         rows, bad = int(m["rows"] or 0), int(m["bad"] or 0)
         stats.rows_written, stats.rows_read = rows - bad, rows
+        letters_json = m.get("letters")
         if not has_unknown:
-            return bad, []
+            return bad, [], letters_json
         stats.unknown_fields = int(m["unknown"] or 0)
         stats.unknown_checked = int(m["checked"] or 0) if sampled else stats.rows_written
-        return bad, list(m["names"] or [])
+        return bad, list(m["names"] or []), letters_json
 
-    def write_dead_letters(self, df: DataFrame, batch_id: int, bad: int, stats: BatchStats, done: Done) -> None:
-        if self.dlq is not None and not done.dlq and bad:
-            stats.dead_letter_reasons = write_dead_letters(self.dlq, df, batch_id, bad, self.fields, self.spark)
-            stats.rows_dead_lettered = bad
+    def _stage_beside(self, done: Done) -> bool:
+        """Whether this batch's dead letters may be collected while its table write runs, before their count is
+        known: only when no batch can hold more records than are staged."""
+        return not done.dlq and self.collects_letters
 
-    def bad_rows(self, df: DataFrame, batch_id: int) -> DataFrame:
-        return dead_letter_rows(df, batch_id, self.fields, self.spark)
+    @property
+    def collects_letters(self) -> bool:
+        """Whether the dead letters may be collected in this process before their count is known: staged, and no
+        batch can hold more records than are staged."""
+        limit = self.settings.options.max_records_per_batch
+        return self.staged is not None and limit is not None and limit <= STAGE_MAX_ROWS
+
+    def letter_metric(self, df: DataFrame) -> Any:
+        """An observation's metric ``letters``: the batch's dead letters collected as JSON by the job that reads it
+        (``staged.letters_from_json`` reads them), so the table write's one read gives them with no second job."""
+        from pyspark.sql import functions as F
+
+        bad = F.when(F.col(ERROR).isNotNull(), F.struct(*self.letter_columns(df)))
+        return F.to_json(F.collect_list(bad), JSON_OPTIONS).alias("letters")
+
+    def write_dead_letters(self, df: DataFrame, batch_id: int, bad: int, stats: BatchStats, done: Done,
+                           collected: Callable[[], Any] | None = None) -> None:  # fmt: skip
+        """Stage the batch's ``bad`` records, or with too many to stage (or no staging), write them to the
+        dead-letter table now; ``collected``: the call that returns them, collected while the table write ran."""
+        data = collected() if collected is not None else None
+        if self.dlq is None or done.dlq or not bad:
+            return
+        if self.staged is not None and bad <= STAGE_MAX_ROWS:
+            reasons = self.staged.stage(data if data is not None else self.staged.collect(self.bad_rows(df)), batch_id)
+        else:
+            if self.staged is not None:  # the staged ones first, in batch order
+                self.staged.commit()
+            reasons = write_dead_letters(self.dlq, df, batch_id, bad, self.letter_columns(df))
+        stats.dead_letter_reasons = reasons
+        stats.rows_dead_lettered = bad
+
+    def bad_rows(self, df: DataFrame) -> DataFrame:
+        return letters(df, self.letter_columns(df))
+
+    def letter_columns(self, df: DataFrame) -> list[Any]:
+        """``dead_letters.letter_columns`` for this batch's shape, built once for each shape and the columns events
+        fill (merge schema adds some)."""
+        from ..jvm import available
+
+        columns = df.columns
+        packed = list(df.schema[BAD].dataType.fieldNames()) if BAD in columns else []  # type: ignore[attr-defined]
+        key = (tuple(columns), tuple(packed), tuple(f.simpleString() for f in self.fields))
+        if self._letters is None or self._letters[0] != key:
+            self._letters = (key, letter_columns(columns, packed, self.fields, available(self.spark)))
+        return self._letters[1]
 
     def _counted_by_stream(self, df: DataFrame, batch_id: int) -> dict[str, Any]:
         """The counters the streaming plan's observation took of this batch, read after the table write ran it.

@@ -7,8 +7,9 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidArgumentError, LakecatError
+from ..identifiers import quote
 from ..jvm import available
-from ..records import DETAIL, ERROR, RAW
+from ..records import BAD, DETAIL, ERROR, RAW
 from .parse import json_detail_of_raw, unpacked
 
 if TYPE_CHECKING:
@@ -77,36 +78,61 @@ def refuse_bad(df: DataFrame, fields: list[StructField], spark: SparkSession) ->
                            "nothing of this batch was written")  # fmt: skip
 
 
-def dead_letter_rows(df: DataFrame, batch_id: int, fields: list[StructField], spark: SparkSession) -> DataFrame:
+#: The dead letter's columns a batch's records give; ``ingest_time`` and ``batch_id`` are added where they are written.
+LETTER_COLUMNS = DLQ_COLUMNS[:-2]
+
+
+def letter_columns(columns: list[str], packed: list[str], fields: list[StructField], fast: bool) -> list[Any]:
+    """The projection of a batch's bad records (``columns``; ``packed``: the fields of its ``BAD`` struct) onto
+    ``LETTER_COLUMNS``. Built once per batch shape and reused: each column built costs py4j round trips."""
+    from pyspark.sql import functions as F
+
+    def col(name: str) -> Any:
+        return F.col(BAD)[name] if name in packed else F.col(quote(name))
+
+    raw = col(RAW)
+    has_detail = DETAIL in columns or DETAIL in packed
+    detail = col(DETAIL) if has_detail else json_detail_of_raw(fields, fast, raw=raw)
+    text = raw.cast("string")
+    return [
+        raw.alias("raw_value"),
+        F.when(F.is_valid_utf8(text), text).alias("raw_text"),
+        F.col(ERROR).alias("error"),
+        detail.alias("error_detail"),
+        col("_lakecat_source").alias("source"),
+        col("_lakecat_topic").alias("kafka_topic"),
+        col("_lakecat_partition").alias("kafka_partition"),
+        col("_lakecat_offset").alias("kafka_offset"),
+        col("_lakecat_key").alias("kafka_key"),
+        F.when(col("_lakecat_topic").isNotNull(), col("_lakecat_ts")).alias("kafka_timestamp"),
+    ]
+
+
+def letters(df: DataFrame, columns: list[Any]) -> DataFrame:
+    """A batch's bad records as ``LETTER_COLUMNS`` (``columns`` from ``letter_columns``): one filter, one projection.
+    The time and the batch id are left out so the plan is the same from batch to batch (Spark compiles it once)."""
+    from pyspark.sql import functions as F
+
+    return df.where(F.col(ERROR).isNotNull()).select(*columns)
+
+
+def dead_letter_rows(df: DataFrame, batch_id: int, columns: list[Any]) -> DataFrame:
     """A batch's bad records as rows of the dead-letter table."""
     from pyspark.sql import functions as F
 
-    raw = F.col(RAW)
-    return bad_records(df, fields, spark).select(
-        raw.alias("raw_value"),
-        F.when(F.is_valid_utf8(raw.cast("string")), raw.cast("string")).alias("raw_text"),
-        F.col(ERROR).alias("error"),
-        F.col(DETAIL).alias("error_detail"),
-        F.col("_lakecat_source").alias("source"),
-        F.col("_lakecat_topic").alias("kafka_topic"),
-        F.col("_lakecat_partition").alias("kafka_partition"),
-        F.col("_lakecat_offset").alias("kafka_offset"),
-        F.col("_lakecat_key").alias("kafka_key"),
-        F.when(F.col("_lakecat_topic").isNotNull(), F.col("_lakecat_ts")).alias("kafka_timestamp"),
-        F.current_timestamp().alias("ingest_time"),
-        F.lit(batch_id).cast("bigint").alias("batch_id"),
+    return letters(df, columns).select(
+        *LETTER_COLUMNS, F.current_timestamp().alias("ingest_time"), F.lit(batch_id).cast("bigint").alias("batch_id")
     )
 
 
-def write_dead_letters(dlq: Target, df: DataFrame, batch_id: int, bad: int, fields: list[StructField],
-                       spark: SparkSession) -> dict[str, int]:  # fmt: skip
+def write_dead_letters(dlq: Target, df: DataFrame, batch_id: int, bad: int, columns: list[Any]) -> dict[str, int]:
     """Write the batch's bad records to the dead-letter table; their count by reason, taken in the same job
     (counting them in the table write would add a test per reason to every good record)."""
     from pyspark.sql import Observation
     from pyspark.sql import functions as F
 
     obs = Observation(f"lakecat_dlq_{batch_id}_{uuid.uuid4().hex[:8]}")
-    rows = dead_letter_rows(df, batch_id, fields, spark).observe(
+    rows = dead_letter_rows(df, batch_id, columns).observe(
         obs, *[F.count(F.when(F.col("error") == r, 1)).alias(r) for r in DEAD_LETTER_REASONS]
     )
     if not dlq.write(rows, batch_id):

@@ -54,8 +54,9 @@ class Append(Mode):
 
     def write(self, writer: BatchWriter, df: DataFrame, batch_id: int, stats: BatchStats, done: Done) -> list[str]:
         # without a dead-letter table the batch is read twice: checked for bad records, then written; after a batch
-        # with bad records the next is kept for its dead letters
-        return writer.append(df, batch_id, stats, done, cache=writer.dlq is None or writer.bad_before)
+        # with bad records the next is kept for its dead letters, unless the plan's observation collects them
+        keep = writer.bad_before and not writer.letters_in_plan
+        return writer.append(df, batch_id, stats, done, cache=writer.dlq is None or keep)
 
 
 class MergeSchema(Mode):

@@ -68,11 +68,12 @@ def json_detail(text: Any, p: Any, fields: list[StructField]) -> Any:
     )
 
 
-def json_detail_of_raw(fields: list[StructField], fast: bool = False) -> Any:
-    """``json_detail`` computed afresh from a bad record's raw value (``RAW``), for a batch parsed without ``DETAIL``."""
+def json_detail_of_raw(fields: list[StructField], fast: bool = False, raw: Any = None) -> Any:
+    """``json_detail`` computed afresh from a bad record's raw value (``raw``, by default the column ``RAW``), for a
+    batch parsed without ``DETAIL``."""
     from pyspark.sql import functions as F
 
-    text = F.col(RAW).cast("string")
+    text = (F.col(RAW) if raw is None else raw).cast("string")
     return json_detail(text, typed_parse(text, fields, fast), fields)
 
 

@@ -51,6 +51,7 @@ class Pipeline:
                               report_dir)  # fmt: skip
             self.batches = RemoteBatches(spec, self.state)
         else:
+            self.writer.stage_dead_letters(settings.checkpoint)
             self.batches = LocalBatches(self.writer)
 
     @property
@@ -74,6 +75,8 @@ class Pipeline:
 
     def start(self) -> StreamingQuery:
         clear_unfinished_first_batch(self.settings.checkpoint)
+        with spark_errors("commit the staged dead letters of", self.table.entry.ident):
+            self.writer.commit_dead_letters()  # what a killed run staged
         self.writer.forget_query()  # a restart runs a new execution under the same name
         writer = self.plan().writeStream.foreachBatch(self.batches.function())
         writer = writer.option("checkpointLocation", self.settings.checkpoint).queryName(self.writer.query_name)

@@ -71,5 +71,7 @@ def stream_plan(writer: BatchWriter, mode: Mode) -> DataFrame:
         # batch instead, the observation would split the write into two stages with a copy of every row between them
         columns = set(df.columns)
         exprs = writer.batch_exprs(UNKNOWN in columns, CHECKED in columns)
-        df = df.observe(writer.stream_observation, *exprs.metrics)
+        writer.letters_in_plan = writer.collects_letters
+        letters = [writer.letter_metric(df)] if writer.letters_in_plan else []
+        df = df.observe(writer.stream_observation, *exprs.metrics, *letters)
     return df

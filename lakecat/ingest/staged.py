@@ -1,0 +1,181 @@
+"""Dead letters staged beside the checkpoint, committed to the dead-letter table in one write every so often.
+
+A commit to a second table on every micro-batch costs as much as the batch's own commit (a Delta or Iceberg commit of
+a few hundred rows takes about as long as one of fifty thousand), so a topic with a bad record in every batch would
+ingest at half the rate of the clean topic. Instead each batch's dead letters are written as one Parquet file under
+``<checkpoint>/_lakecat_dead_letters/`` before the batch returns (so before Spark logs the batch as done), and the
+staged files are appended to the dead-letter table together: when the oldest is ``COMMIT_EVERY_S`` old, when a batch
+has more bad records than ``STAGE_MAX_ROWS``, and when the run ends. A run that is killed leaves them staged; the next
+run commits them before its first batch.
+
+Exactly once: the dead-letter table's bookkeeping (``Target``) holds the highest batch id committed; a write of the
+staged files carries the highest staged batch id, so every batch at or below it is in the table. A batch is done
+for the dead letters when it is committed or staged; a staged file at or below the committed id is only removed.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from ..config import pyarrow_filesystem
+from .dead_letters import DEAD_LETTER_REASONS, DLQ_COLUMNS, DLQ_SCHEMA
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+    from .target import Target
+
+log = logging.getLogger(__name__)
+
+COMMIT_EVERY_S = 60.0  # the most a staged dead letter waits for its commit while the stream runs
+STAGE_MAX_ROWS = 100_000  # a batch with more bad records commits them itself (they are not collected in the driver)
+PREFIX, SUFFIX = "batch-", ".parquet"
+
+
+class StagedDeadLetters:
+    """The staged dead letters of one stream (one checkpoint) and their commit to the dead-letter table."""
+
+    def __init__(self, checkpoint: str, target: Target, spark: SparkSession) -> None:
+        self.uri = f"{checkpoint.rstrip('/')}/_lakecat_dead_letters"
+        self.fs, self.path = pyarrow_filesystem(self.uri)
+        self.target = target
+        self.spark = spark
+        self.oldest: float | None = None  # when the oldest file staged by this run was staged (monotonic)
+        self._known: set[int] | None = None  # the staged batch ids
+
+    def _staged(self) -> dict[int, str]:
+        """The staged files by batch id."""
+        from pyarrow import fs as pafs
+
+        infos = self.fs.get_file_info(pafs.FileSelector(self.path, allow_not_found=True))
+        found = {}
+        for i in infos:
+            name = i.base_name
+            if i.type == pafs.FileType.File and name.startswith(PREFIX) and name.endswith(SUFFIX):
+                digits = name[len(PREFIX) : -len(SUFFIX)]
+                if digits.isdigit():
+                    found[int(digits)] = i.path
+        return found
+
+    def has(self, batch_id: int) -> bool:
+        if self._known is None:  # listed once: only this stream's writer stages or removes files here
+            self._known = set(self._staged())
+        return batch_id in self._known
+
+    def collect(self, rows: DataFrame) -> Any:
+        """A batch's dead letters (``dead_letters.letters``) as an Arrow table in this process."""
+        return rows.toArrow()
+
+    def collect_beside(self, rows: DataFrame) -> Callable[[], Any]:
+        """``collect`` in a thread of its own, started now: its job runs beside the batch's table write, reading the
+        cached batch that write fills (Spark computes a cached partition once; the other job waits for it) while the
+        write commits. Returns the call that waits for the result."""
+        box: dict[str, Any] = {}
+
+        def run() -> None:
+            try:
+                box["data"] = self.collect(rows)
+            except BaseException as e:  # noqa: BLE001 - raised in the batch's thread
+                box["error"] = e
+
+        thread = threading.Thread(target=run, name="lakecat-dead-letters", daemon=True)
+        thread.start()
+
+        def result() -> Any:
+            thread.join()
+            if "error" in box:
+                raise box["error"]
+            return box["data"]
+
+        return result
+
+    def stage(self, data: Any, batch_id: int) -> dict[str, int]:
+        """Stage a batch's dead letters (``collect``'s Arrow table) with the time and the batch id; their count by
+        reason."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        import pyarrow.parquet as pq
+
+        n = data.num_rows
+        now = pa.scalar(datetime.now(UTC), pa.timestamp("us", tz="UTC"))
+        data = data.append_column("ingest_time", pa.repeat(now, n)).append_column(
+            "batch_id", pa.repeat(pa.scalar(batch_id, pa.int64()), n)
+        )
+        self.fs.create_dir(self.path, recursive=True)
+        final = f"{self.path}/{PREFIX}{batch_id:020d}{SUFFIX}"
+        tmp = f"{self.path}/.{uuid.uuid4().hex}.tmp"
+        with self.fs.open_output_stream(tmp) as out:
+            pq.write_table(data, out)
+        self.fs.move(tmp, final)  # a replayed batch stages the same rows again over its file
+        if self._known is not None:
+            self._known.add(batch_id)
+        if self.oldest is None:
+            self.oldest = time.monotonic()
+        counts = {str(v["values"]): int(v["counts"]) for v in pc.value_counts(data.column("error")).to_pylist()}
+        reasons = {r: counts.get(r, 0) for r in DEAD_LETTER_REASONS}
+        reasons["other"] = n - sum(reasons.values())
+        return {r: n for r, n in reasons.items() if n}
+
+    def due(self) -> bool:
+        return self.oldest is not None and time.monotonic() - self.oldest >= COMMIT_EVERY_S
+
+    def commit(self) -> int:
+        """Append every staged file not yet in the table in one write, then remove the staged files; the number of
+        batches written."""
+        staged = self._staged()
+        self.oldest, self._known = None, set()
+        if not staged:
+            return 0
+        done = self.target.committed_batch()
+        pending = sorted(b for b in staged if b > done)
+        if pending:
+            uris = [f"{self.uri}/{PREFIX}{b:020d}{SUFFIX}" for b in pending]
+            self.target.write(self.spark.read.schema(DLQ_SCHEMA).parquet(*uris).select(*DLQ_COLUMNS), pending[-1])
+            log.info("committed the staged dead letters of %d batch(es) to %s", len(pending), self.target.table.name)
+        for p in [*staged.values(), *self._unfinished()]:
+            self.fs.delete_file(p)
+        return len(pending)
+
+    def _unfinished(self) -> list[str]:
+        """Files a killed run was writing when it died (never moved to their batch's name)."""
+        from pyarrow import fs as pafs
+
+        infos = self.fs.get_file_info(pafs.FileSelector(self.path, allow_not_found=True))
+        return [i.path for i in infos if i.base_name.startswith(".") and i.base_name.endswith(".tmp")]
+
+
+#: ``to_json``'s options for ``letters_from_json``: times to the microsecond (its default stops at milliseconds)
+JSON_OPTIONS = {"timestampFormat": "yyyy-MM-dd'T'HH:mm:ss.SSSSSSXXX"}
+
+
+def letters_from_json(text: str | None) -> Any:
+    """The dead letters a batch's observation collected (``to_json`` of ``dead_letters.LETTER_COLUMNS`` structs, binary
+    values in base64) as the Arrow table ``collect`` makes."""
+    import base64
+    import json
+
+    import pyarrow as pa
+
+    rows = json.loads(text) if text else []
+
+    def values(name: str) -> list[Any]:
+        return [r.get(name) for r in rows]
+
+    def binary(name: str) -> Any:
+        return pa.array([None if v is None else base64.b64decode(v) for v in values(name)], pa.binary())
+
+    times = [None if v is None else datetime.fromisoformat(v) for v in values("kafka_timestamp")]
+    return pa.table({
+        "raw_value": binary("raw_value"),
+        **{c: pa.array(values(c), pa.string()) for c in ("raw_text", "error", "error_detail", "source", "kafka_topic")},
+        "kafka_partition": pa.array(values("kafka_partition"), pa.int32()),
+        "kafka_offset": pa.array(values("kafka_offset"), pa.int64()),
+        "kafka_key": binary("kafka_key"),
+        "kafka_timestamp": pa.array(times, pa.timestamp("us", tz="UTC")),
+    })  # fmt: skip
