@@ -311,7 +311,21 @@ def docs_lines(doc: dict[str, Any]) -> list[str]:
              "process's (`lakecat` command or API, Python and JVM)"
              + (f"; ingest at {a['batch']:,} records per micro-batch." if {"ingest", "malformed"} & set(doc) else ".")
              + (f" Measured parts: {', '.join(p for p in PARTS if p in doc)}." if set(PARTS) - set(doc) else "")]  # fmt: skip
+    for part in PARTS:  # a part measured again in a later run (``merge``) says where
+        if f"{part}_machine" in doc:
+            rows[-1] += (
+                f" The {part} rows come from a later run ({doc[f'{part}_machine']['date'][:10]}) on {machine_note(doc[f'{part}_machine'])}."
+            )
     return rows
+
+
+def merge(into: dict[str, Any], run: dict[str, Any]) -> dict[str, Any]:
+    """``into`` with the parts ``run`` measured replaced by ``run``'s, each with the machine it ran on."""
+    out = dict(into)
+    for part in PARTS:
+        if part in run:
+            out[part], out[f"{part}_machine"] = run[part], run["machine"]
+    return out
 
 
 def main() -> None:
@@ -331,6 +345,7 @@ def main() -> None:
     ap.add_argument("--out", type=Path)
     ap.add_argument("--docs", nargs="?", const="docs/catalogs.md", help="write the table into this page's block")
     ap.add_argument("--from-json", type=Path, help="render a saved document (with --docs) without running anything")
+    ap.add_argument("--merge-into", type=Path, help="replace these parts in a saved document (and render that)")
     ap.add_argument("--child", choices=("ingest", "compact"), help=argparse.SUPPRESS)
     ap.add_argument("--bootstrap", help=argparse.SUPPRESS)
     ap.add_argument("--topic", help=argparse.SUPPRESS)
@@ -342,6 +357,9 @@ def main() -> None:
         print(json.dumps(child_ingest(a) if a.child == "ingest" else child_compact(a)))
         return
     doc = json.loads(a.from_json.read_text()) if a.from_json else run_all(a)
+    if a.merge_into:  # the parts just measured replace theirs in a saved document
+        doc = merge(json.loads(a.merge_into.read_text()), doc)
+        a.merge_into.write_text(json.dumps(doc, indent=2) + "\n")
     publish(doc, name="scale", lines=docs_lines, command="python -m benchmarks.scale --docs", out=a.out, page=a.docs,
             echo=not a.from_json)  # fmt: skip
 
