@@ -171,12 +171,23 @@ def keep_logs(home: Path, doc: dict[str, Any]) -> Path | None:
     return kept
 
 
+def driver_sizing() -> dict[str, Any] | None:
+    """The Spark driver lakecat sizes for this machine (``lakecat doctor``'s ``spark``), as the Spark child gets it."""
+    from lakecat.config import resolve_config
+    from lakecat.doctor import spark_sizing
+
+    try:
+        return spark_sizing(resolve_config())
+    except Exception as e:  # noqa: BLE001 - a note in the document, not a reason to stop
+        return {"error": f"{type(e).__name__}: {e}"}
+
+
 def run_suite(sizes: dict[str, Any], *, sections: list[str], formats: list[str], bootstrap: str | None = None,
               quick: bool = False) -> dict[str, Any]:  # fmt: skip
     """Run the selected sections (Spark work in one child process) and return the whole JSON document."""
     started = time.monotonic()
     doc: dict[str, Any] = {"suite": "benchmarks", "quick": quick, "machine": machine_info(), "sizes": sizes,
-                           "formats": formats, "sections": sections}  # fmt: skip
+                           "formats": formats, "sections": sections, "spark": driver_sizing()}  # fmt: skip
     home = Path(tempfile.mkdtemp(prefix="lakecat-bench-"))
     env = child_env({**os.environ, "LAKECAT_HOME": str(home),
                      "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable)})  # fmt: skip

@@ -8,12 +8,12 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 
 import pytest
 
+from benchmarks.contained import remove_group
 from lakecat.errors import ConfigError
 from lakecat.sizing import (
     SOURCES,
@@ -350,12 +350,7 @@ def test_every_command_works_in_a_3_gib_cgroup_without_an_oom_kill(tmp_path):
         assert oom.get("oom_kill", "0") == "0", f"OOM kill in the group (peak {peak / GiB:.2f} GiB)"
         assert peak <= 3 * GiB
     finally:
-        for _ in range(50):  # the group empties once its last process is reaped
-            try:
-                group.rmdir()
-                break
-            except OSError:
-                time.sleep(0.1)
+        remove_group(group)
     outside = _doctor(env)
     assert outside["driver_memory_bytes"] > inside["driver_memory_bytes"]  # more memory outside, on this machine
     assert outside["cores"] == inside["cores"] == len(os.sched_getaffinity(0))
