@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..identifiers import quote
+from ..jvm import available
 from ..records import BAD, CHECKED, ERROR, UNKNOWN
 from .dead_letters import letter_columns, letters, refuse_bad, write_dead_letters
 from .parse import batch_columns
@@ -240,8 +241,6 @@ class BatchWriter:
     def letter_columns(self, df: DataFrame) -> list[Any]:
         """``dead_letters.letter_columns`` for this batch's shape, built once for each shape and the columns events
         fill (merge schema adds some)."""
-        from ..jvm import available
-
         columns = df.columns
         packed = list(df.schema[BAD].dataType.fieldNames()) if BAD in columns else []  # type: ignore[attr-defined]
         key = (tuple(columns), tuple(packed), tuple(f.simpleString() for f in self.fields))

@@ -15,6 +15,8 @@ for the dead letters when it is committed or staged; a staged file at or below t
 
 from __future__ import annotations
 
+import base64
+import json
 import logging
 import threading
 import time
@@ -157,9 +159,6 @@ JSON_OPTIONS = {"timestampFormat": "yyyy-MM-dd'T'HH:mm:ss.SSSSSSXXX"}
 def letters_from_json(text: str | None) -> Any:
     """The dead letters a batch's observation collected (``to_json`` of ``dead_letters.LETTER_COLUMNS`` structs, binary
     values in base64) as the Arrow table ``collect`` makes."""
-    import base64
-    import json
-
     import pyarrow as pa
 
     rows = json.loads(text) if text else []
