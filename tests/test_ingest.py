@@ -712,11 +712,12 @@ def test_wrong_type_detail_names_the_fields_whatever_their_names(spark):
 def test_batches_carry_a_bad_records_columns_packed_in_one_struct(spark):
     """A streaming ingest hands its batches the columns a good record fills, the error and the unknown-field check,
     and one struct, null for a good record, with what only the dead letters read (detail, raw value, provenance);
-    unpacked, a bad record's columns are exactly those of the parse. With Kafka metadata in the table, the provenance
+    read back, a bad record's dead letter is exactly that of the parse. With Kafka metadata in the table, the provenance
     stays as columns."""
     from pyspark.sql import types as T
 
-    from lakecat.ingest.parse import batch_columns, pack_bad, parse_json, unpacked
+    from lakecat.ingest.dead_letters import letter_columns, letters, packed_fields
+    from lakecat.ingest.parse import batch_columns, pack_bad, parse_json
     from lakecat.records import BAD, CHECKED, DETAIL, ERROR, META, RAW, UNKNOWN
 
     fields = [T.StructField("id", T.LongType()), T.StructField("a.b c", T.StringType())]
@@ -729,14 +730,15 @@ def test_batches_carry_a_bad_records_columns_packed_in_one_struct(spark):
     assert packed.columns == ["id", "a.b c", ERROR, CHECKED, UNKNOWN, BAD]
     rows = packed.orderBy(packed[BAD]["_lakecat_offset"].asc_nulls_first()).collect()
     assert [r[BAD] is None for r in rows] == [True, True, False, False]  # the good ones first (offsets 0 and 3)
-    wanted = [DETAIL, RAW, *META]
-    before = {r["_lakecat_offset"]: [r[c] for c in wanted] for r in parsed.where(parsed[ERROR].isNotNull()).collect()}
-    after = {
-        r["_lakecat_offset"]: [r[c] for c in wanted]
-        for r in unpacked(packed).where(packed[ERROR].isNotNull()).collect()
-    }
-    assert before == after and sorted(before) == [1, 2] and all(v[1] for v in after.values())  # the raw value is there
-    assert unpacked(parsed) is parsed  # a batch without the struct (CDC, schema evolution) is read as it is
+
+    def dead_letters(df):  # the dead-letter projection, read from the struct or from the columns
+        columns = letter_columns(df.columns, packed_fields(df), fields, fast=False)
+        return {r["kafka_offset"]: r.asDict() for r in letters(df, columns).collect()}
+
+    before, after = dead_letters(parsed), dead_letters(packed)
+    assert before == after and sorted(before) == [1, 2]
+    assert all(v["raw_value"] and v["error_detail"] and v["source"] == "t" for v in after.values())
+    assert packed_fields(parsed) == []  # a batch without the struct (CDC, schema evolution) is read as it is
     with_meta = pack_bad(parsed, batch_columns(fields, with_metadata=True))
     assert [c for c in with_meta.columns if c in META] == list(META)
     assert [f.name for f in with_meta.schema[BAD].dataType.fields] == [DETAIL, RAW]

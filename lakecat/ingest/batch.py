@@ -11,10 +11,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..engine import spark_errors
 from ..identifiers import quote
 from ..jvm import available
-from ..records import BAD, CHECKED, ERROR, UNKNOWN
-from .dead_letters import letter_columns, letters, refuse_bad, write_dead_letters
+from ..records import CHECKED, ERROR, UNKNOWN
+from .dead_letters import letter_columns, letters, packed_fields, refuse_bad, write_dead_letters
 from .parse import batch_columns
 from .staged import JSON_OPTIONS, STAGE_MAX_ROWS, StagedDeadLetters, letters_from_json
 from .state import BatchStats
@@ -98,7 +99,8 @@ class BatchWriter:
     def commit_dead_letters(self) -> None:
         """Commit the staged dead letters to the dead-letter table (at the start and the end of a run)."""
         if self.staged is not None:
-            self.staged.commit()
+            with spark_errors("commit the staged dead letters of", self.table.entry.ident):
+                self.staged.commit()
 
     def forget_query(self) -> None:
         """The query restarted: its execution is looked up again by the next batch."""
@@ -153,7 +155,7 @@ class BatchWriter:
                 bad = self.bad_rows(df).count()
                 stats.skipped = bad == 0
             else:
-                if cache and prepare is None and self._stage_beside(done):  # likely bad records: collect them beside
+                if cache and prepare is None and not done.dlq and self.collects_letters:  # likely bad: collect beside
                     collected = self.staged.collect_beside(self.bad_rows(df))  # type: ignore[union-attr]
                 bad, names, letters_json = self._write_good(df, batch_id, stats)
                 if letters_json is not None:  # the plan's observation collected them as the table write read them
@@ -199,11 +201,6 @@ class BatchWriter:
         stats.unknown_checked = int(m["checked"] or 0) if sampled else stats.rows_written
         return bad, list(m["names"] or []), letters_json
 
-    def _stage_beside(self, done: Done) -> bool:
-        """Whether this batch's dead letters may be collected while its table write runs, before their count is
-        known: only when no batch can hold more records than are staged."""
-        return not done.dlq and self.collects_letters
-
     @property
     def collects_letters(self) -> bool:
         """Whether the dead letters may be collected in this process before their count is known: staged, and no
@@ -242,7 +239,7 @@ class BatchWriter:
         """``dead_letters.letter_columns`` for this batch's shape, built once for each shape and the columns events
         fill (merge schema adds some)."""
         columns = df.columns
-        packed = list(df.schema[BAD].dataType.fieldNames()) if BAD in columns else []  # type: ignore[attr-defined]
+        packed = packed_fields(df)
         key = (tuple(columns), tuple(packed), tuple(f.simpleString() for f in self.fields))
         if self._letters is None or self._letters[0] != key:
             self._letters = (key, letter_columns(columns, packed, self.fields, available(self.spark)))

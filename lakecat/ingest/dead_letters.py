@@ -10,7 +10,7 @@ from ..errors import InvalidArgumentError, LakecatError
 from ..identifiers import quote
 from ..jvm import available
 from ..records import BAD, DETAIL, ERROR, RAW
-from .parse import json_detail_of_raw, unpacked
+from .parse import json_detail_of_raw
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -56,21 +56,11 @@ def dead_letter_table(catalog: CatalogLike, name: str, table: TableLike) -> Tabl
     return dlq
 
 
-def bad_records(df: DataFrame, fields: list[StructField], spark: SparkSession) -> DataFrame:
-    """A batch's bad records with their columns unpacked, ``DETAIL`` among them: computed from the raw value when
-    the batch was parsed without it."""
-    from pyspark.sql import functions as F
-
-    bad = unpacked(df).where(F.col(ERROR).isNotNull())
-    if DETAIL in bad.columns:
-        return bad
-    return bad.withColumn(DETAIL, json_detail_of_raw(fields, available(spark)))
-
-
 def refuse_bad(df: DataFrame, fields: list[StructField], spark: SparkSession) -> None:
     """Without a dead-letter table the first bad record fails the batch before anything is written."""
-    first = bad_records(df, fields, spark).select(ERROR, DETAIL, "_lakecat_source", "_lakecat_partition",
-                                                  "_lakecat_offset").limit(1).collect()  # fmt: skip
+    columns = letter_columns(df.columns, packed_fields(df), fields, available(spark))
+    bad = letters(df, columns).select("error", "error_detail", "source", "kafka_partition", "kafka_offset")
+    first = bad.limit(1).collect()
     if first:
         r = first[0]
         where = f"{r[2]}" + (f" partition {r[3]} offset {r[4]}" if r[3] is not None else "")
@@ -80,6 +70,11 @@ def refuse_bad(df: DataFrame, fields: list[StructField], spark: SparkSession) ->
 
 #: The dead letter's columns a batch's records give; ``ingest_time`` and ``batch_id`` are added where they are written.
 LETTER_COLUMNS = DLQ_COLUMNS[:-2]
+
+
+def packed_fields(df: DataFrame) -> list[str]:
+    """The fields of a batch's ``BAD`` struct (the columns only bad records fill), none when it has none."""
+    return list(df.schema[BAD].dataType.fieldNames()) if BAD in df.columns else []  # type: ignore[attr-defined]
 
 
 def letter_columns(columns: list[str], packed: list[str], fields: list[StructField], fast: bool) -> list[Any]:

@@ -48,7 +48,7 @@ class Append(Mode):
         source, stream = writer.source, writer.settings.options.stream
         if not source.parses_json:
             return source.open_typed(writer.spark, writer.fields, stream)
-        # no DETAIL in the stream: a batch computes it for its bad records alone (dead_letters.bad_records)
+        # no DETAIL in the stream: a batch computes it for its bad records alone (dead_letters.letter_columns)
         return parse_json(source.open_raw(writer.spark, stream), writer.fields, keep_value=False,
                           count_unknown=writer.settings.unknown_mode, detail=False)  # fmt: skip
 

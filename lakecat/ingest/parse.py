@@ -144,13 +144,3 @@ def pack_bad(df: DataFrame, keep: set[str]) -> DataFrame:
     packed = [c for c in (DETAIL, RAW, *META) if c in df.columns and c not in keep]
     return df.select(*[F.col(quote(c)) for c in df.columns if c in keep],
                      F.when(F.col(ERROR).isNotNull(), F.struct(*[F.col(c) for c in packed])).alias(BAD))  # fmt: skip
-
-
-def unpacked(df: DataFrame) -> DataFrame:
-    """A batch with its ``BAD`` struct's fields as columns again (what the dead-letter paths read)."""
-    from pyspark.sql import functions as F
-
-    if BAD not in df.columns:
-        return df
-    names = [f.name for f in df.schema[BAD].dataType.fields]  # type: ignore[attr-defined]
-    return df.select(*[F.col(quote(c)) for c in df.columns if c != BAD], *[F.col(BAD)[n].alias(n) for n in names])

@@ -75,8 +75,7 @@ class Pipeline:
 
     def start(self) -> StreamingQuery:
         clear_unfinished_first_batch(self.settings.checkpoint)
-        with spark_errors("commit the staged dead letters of", self.table.entry.ident):
-            self.writer.commit_dead_letters()  # what a killed run staged
+        self.writer.commit_dead_letters()  # what a killed run staged
         self.writer.forget_query()  # a restart runs a new execution under the same name
         writer = self.plan().writeStream.foreachBatch(self.batches.function())
         writer = writer.option("checkpointLocation", self.settings.checkpoint).queryName(self.writer.query_name)

@@ -12,7 +12,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..engine import spark_errors
 from ..results import IngestResult
 from ..spark import adopt_session
 from .batch import BatchWriter
@@ -103,8 +102,7 @@ class LocalBatches:
 
     def close(self) -> None:
         """Commit the dead letters the run staged (the stream has ended)."""
-        with spark_errors("commit the staged dead letters of", self.writer.table.entry.ident):
-            self.writer.commit_dead_letters()
+        self.writer.commit_dead_letters()
 
     def batch_active(self, query: Any) -> bool:  # noqa: ARG002 - the same question as RemoteBatches'
         return self.writer.state.batch_active

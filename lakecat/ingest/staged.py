@@ -26,7 +26,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from ..config import pyarrow_filesystem
-from .dead_letters import DEAD_LETTER_REASONS, DLQ_COLUMNS, DLQ_SCHEMA
+from .dead_letters import DEAD_LETTER_REASONS, DLQ_COLUMNS, DLQ_SCHEMA, LETTER_COLUMNS
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -51,23 +51,25 @@ class StagedDeadLetters:
         self.oldest: float | None = None  # when the oldest file staged by this run was staged (monotonic)
         self._known: set[int] | None = None  # the staged batch ids
 
-    def _staged(self) -> dict[int, str]:
-        """The staged files by batch id."""
+    def _listing(self) -> tuple[dict[int, str], list[str]]:
+        """The staged files by batch id, and the files a killed run was writing when it died (never moved to their
+        batch's name)."""
         from pyarrow import fs as pafs
 
-        infos = self.fs.get_file_info(pafs.FileSelector(self.path, allow_not_found=True))
-        found = {}
-        for i in infos:
+        staged, unfinished = {}, []
+        for i in self.fs.get_file_info(pafs.FileSelector(self.path, allow_not_found=True)):
             name = i.base_name
-            if i.type == pafs.FileType.File and name.startswith(PREFIX) and name.endswith(SUFFIX):
-                digits = name[len(PREFIX) : -len(SUFFIX)]
-                if digits.isdigit():
-                    found[int(digits)] = i.path
-        return found
+            if i.type != pafs.FileType.File:
+                continue
+            if name.startswith(PREFIX) and name.endswith(SUFFIX) and name[len(PREFIX) : -len(SUFFIX)].isdigit():
+                staged[int(name[len(PREFIX) : -len(SUFFIX)])] = i.path
+            elif name.startswith(".") and name.endswith(".tmp"):
+                unfinished.append(i.path)
+        return staged, unfinished
 
     def has(self, batch_id: int) -> bool:
         if self._known is None:  # listed once: only this stream's writer stages or removes files here
-            self._known = set(self._staged())
+            self._known = set(self._listing()[0])
         return batch_id in self._known
 
     def collect(self, rows: DataFrame) -> Any:
@@ -130,30 +132,31 @@ class StagedDeadLetters:
     def commit(self) -> int:
         """Append every staged file not yet in the table in one write, then remove the staged files; the number of
         batches written."""
-        staged = self._staged()
+        staged, unfinished = self._listing()
         self.oldest, self._known = None, set()
-        if not staged:
-            return 0
-        done = self.target.committed_batch()
+        done = self.target.committed_batch() if staged else -1
         pending = sorted(b for b in staged if b > done)
         if pending:
             uris = [f"{self.uri}/{PREFIX}{b:020d}{SUFFIX}" for b in pending]
             self.target.write(self.spark.read.schema(DLQ_SCHEMA).parquet(*uris).select(*DLQ_COLUMNS), pending[-1])
             log.info("committed the staged dead letters of %d batch(es) to %s", len(pending), self.target.table.name)
-        for p in [*staged.values(), *self._unfinished()]:
+        for p in [*staged.values(), *unfinished]:
             self.fs.delete_file(p)
         return len(pending)
-
-    def _unfinished(self) -> list[str]:
-        """Files a killed run was writing when it died (never moved to their batch's name)."""
-        from pyarrow import fs as pafs
-
-        infos = self.fs.get_file_info(pafs.FileSelector(self.path, allow_not_found=True))
-        return [i.path for i in infos if i.base_name.startswith(".") and i.base_name.endswith(".tmp")]
 
 
 #: ``to_json``'s options for ``letters_from_json``: times to the microsecond (its default stops at milliseconds)
 JSON_OPTIONS = {"timestampFormat": "yyyy-MM-dd'T'HH:mm:ss.SSSSSSXXX"}
+
+
+def letter_schema() -> Any:
+    """The Arrow schema of a batch's dead letters as collected: DLQ_SCHEMA's ``LETTER_COLUMNS``."""
+    import pyarrow as pa
+
+    types = {"BINARY": pa.binary(), "STRING": pa.string(), "INT": pa.int32(), "BIGINT": pa.int64(),
+             "TIMESTAMP": pa.timestamp("us", tz="UTC")}  # fmt: skip
+    columns = dict(c.split(" ") for c in DLQ_SCHEMA.split(", "))
+    return pa.schema([pa.field(name, types[columns[name]]) for name in LETTER_COLUMNS])
 
 
 def letters_from_json(text: str | None) -> Any:
@@ -162,19 +165,12 @@ def letters_from_json(text: str | None) -> Any:
     import pyarrow as pa
 
     rows = json.loads(text) if text else []
-
-    def values(name: str) -> list[Any]:
-        return [r.get(name) for r in rows]
-
-    def binary(name: str) -> Any:
-        return pa.array([None if v is None else base64.b64decode(v) for v in values(name)], pa.binary())
-
-    times = [None if v is None else datetime.fromisoformat(v) for v in values("kafka_timestamp")]
-    return pa.table({
-        "raw_value": binary("raw_value"),
-        **{c: pa.array(values(c), pa.string()) for c in ("raw_text", "error", "error_detail", "source", "kafka_topic")},
-        "kafka_partition": pa.array(values("kafka_partition"), pa.int32()),
-        "kafka_offset": pa.array(values("kafka_offset"), pa.int64()),
-        "kafka_key": binary("kafka_key"),
-        "kafka_timestamp": pa.array(times, pa.timestamp("us", tz="UTC")),
-    })  # fmt: skip
+    columns = []
+    for field in letter_schema():
+        values = [r.get(field.name) for r in rows]
+        if pa.types.is_binary(field.type):
+            values = [None if v is None else base64.b64decode(v) for v in values]
+        elif pa.types.is_timestamp(field.type):
+            values = [None if v is None else datetime.fromisoformat(v) for v in values]
+        columns.append(pa.array(values, field.type))
+    return pa.Table.from_arrays(columns, schema=letter_schema())
