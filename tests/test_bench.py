@@ -244,10 +244,10 @@ def test_the_generated_block_is_replaced_and_nothing_else() -> None:
 
 
 def test_the_docs_performance_page_is_generated_from_the_checked_in_json() -> None:
-    doc = json.loads((ROOT / "docs" / "bench-full.json").read_text())
+    doc = json.loads((ROOT / "benchmarks" / "results" / "suite.json").read_text())
     page = (ROOT / report.DOCS_PAGE).read_text()
     assert report.render_markdown(doc) in page, (
-        "regenerate: python -m benchmarks --from-json docs/bench-full.json --docs"
+        "regenerate: python -m benchmarks --from-json benchmarks/results/suite.json --docs"
     )
 
 
