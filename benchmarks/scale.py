@@ -45,6 +45,7 @@ from .measure import child_env, last_json, machine_info, rounded, run_measured, 
 from .report import machine_note, publish
 
 PARTS = ("ingest", "malformed", "tables", "compact", "expire")
+SIDES = ("lakecat", "engine")  # the two compactions measured side by side
 DEDUPE_WATERMARK = "1m"
 BAD_EVERY = 100  # the malformed topic: one record in 100
 #: the ``lakecat`` command, run by this interpreter (what the console script does)
@@ -205,12 +206,18 @@ def part_compact(work: Path, a: argparse.Namespace) -> dict[str, Any]:
             row = run["doc"]["results"][fmt]
             runs[n] = {"files_before": row["files_before"], "lakecat_compact_s": row["lakecat_compact_s"],
                        "engine_compact_s": row["engine_compact_s"], "build_s": row["build_s"],
-                       "phase_peak_mb": row["peak_mb"]["total_mb"], "process_peak_mb": run["peak_mb"]}  # fmt: skip
+                       "phase_peak_mb": row["peak_mb"]["total_mb"], "process_peak_mb": run["peak_mb"],
+                       **{f"{side}_peak_mb": row[f"{side}_peak_mb"] for side in SIDES if f"{side}_peak_mb" in row}}  # fmt: skip
             say(f"compact {n:,} files {fmt}: {row['lakecat_compact_s']}s, peak {row['peak_mb']['total_mb']} MB")
         s, b = runs[a.files], runs[a.big_files]
         out[fmt] = {"runs": {str(k): v for k, v in runs.items()},
                     "time_ratio": rounded(b["lakecat_compact_s"] / s["lakecat_compact_s"], 2),
                     "peak_ratio": rounded(b["phase_peak_mb"] / s["phase_peak_mb"], 2)}  # fmt: skip
+        for side in SIDES:  # each side's own peak, from a collected heap
+            if f"{side}_peak_mb" in s and f"{side}_peak_mb" in b:
+                out[fmt][f"{side}_peak_ratio"] = rounded(
+                    b[f"{side}_peak_mb"]["total_mb"] / s[f"{side}_peak_mb"]["total_mb"], 2
+                )
     return out
 
 
@@ -302,6 +309,11 @@ def docs_lines(doc: dict[str, Any]) -> list[str]:
         add(f"compact {a['files']:,} vs {a['big_files']:,} files: s", fmt, s["lakecat_compact_s"],
             b["lakecat_compact_s"], r["time_ratio"], "≤ 5.5×")  # fmt: skip
         add("compact: driver peak MB", fmt, s["phase_peak_mb"], b["phase_peak_mb"], r["peak_ratio"], "≤ 1.5×")
+        for side, label in (("lakecat", "lakecat's compaction alone"), ("engine", "the engine's procedure alone")):
+            if f"{side}_peak_ratio" in r:
+                ss, bb = s[f"{side}_peak_mb"], b[f"{side}_peak_mb"]
+                add(f"compact: peak MB, {label} (JVM / Python)", fmt, f"{ss['jvm_mb']:,} / {ss['python_mb']:,}",
+                    f"{bb['jvm_mb']:,} / {bb['python_mb']:,}", r[f"{side}_peak_ratio"], "")  # fmt: skip
     for fmt, r in doc.get("expire", {}).items():
         s, b = r["runs"][str(a["snapshots"])], r["runs"][str(a["big_snapshots"])]
         add(f"`expire`, {a['snapshots']:,} vs {a['big_snapshots']:,} versions: s", fmt, s["wall_s"], b["wall_s"],

@@ -52,10 +52,43 @@ def docs_lines(doc: dict[str, Any]) -> list[str]:
              f"{s.get('compact_files', 0):,} files ({s.get('compact_repeat')} rounds), one inside "
              "`python -m benchmarks.contained --cores 1 --memory 3GiB`, one outside, on "
              f"{machine_note(whole['machine'])}. Ratios within a few percent of 1.00× are inside the run-to-run "
-             "spread; with two runs and four rounds a row moves by more (a Delta compaction round in the container "
-             "ranged from 1.07× to 1.45×, lakecat's own part of it under 0.1 s). The rows \"given lakecat's Kafka consumer default\" run the plain job with "
+             "spread; with two runs and a few rounds a row moves by more. The rows \"given lakecat's Kafka consumer default\" run the plain job with "
              "`kafka.fetch.max.wait.ms` = 10 as lakecat sets it: lakecat's own cost, apart from what that setting saves."]  # fmt: skip
+    for name, where in (("small", "in the container"), ("whole", "on the whole machine")):
+        spread = [
+            f"{fmt.capitalize()} {min(r):.2f}–{max(r):.2f}×"
+            for fmt, r in (runs[name].get("compact_rounds") or {}).items()
+            if r
+        ]
+        if spread:
+            rows[-1] += f" Compaction rounds {where} (lakecat / engine, each round): {', '.join(spread)}."
+        later = runs[name].get("compact_machine")
+        if later:
+            c = runs[name].get("compact_sizes") or {}
+            which = " and ".join(f.capitalize() for f in runs[name].get("compact_formats") or [])
+            rows[-1] += (f" The {which} compaction row {where} comes from a later run ({later['date'][:10]}, "
+                         f"`--sections compact`, {c.get('compact_small_repeat')} rounds) on {machine_note(later)}.")  # fmt: skip
     return rows
+
+
+def merged_compaction(old: dict[str, Any], run: dict[str, Any]) -> dict[str, Any]:
+    """``old`` (one run of a sizing document) with the compaction ratios and rounds of the formats a later suite
+    ``run`` measured; that run is noted as ``compact_machine`` (its sizes as ``compact_sizes``)."""
+    formats = tuple(f"compact.{fmt}." for fmt in compact_rounds(run))
+    ratios = {k: v for k, v in (old.get("ratios") or {}).items() if not k.startswith(formats)}
+    ratios.update({k: v for k, v in (run.get("ratios") or {}).items() if k.startswith(formats)})
+    sizes = run.get("sizes") or {}
+    return {**old, "ratios": ratios, "compact_rounds": {**(old.get("compact_rounds") or {}), **compact_rounds(run)},
+            "compact_machine": run["machine"], "compact_formats": [f.split(".")[1] for f in formats],
+            "compact_sizes": {k: sizes.get(k) for k in ("compact_files", "compact_repeat", "compact_small_repeat")},
+            "compact_spark": run.get("spark")}  # fmt: skip
+
+
+def compact_rounds(run: dict[str, Any]) -> dict[str, list[float]]:
+    """Each compaction round's lakecat / engine ratio, by format, from a suite document."""
+    results = (run.get("compact") or {}).get("results") or {}
+    return {fmt: [round(r["lakecat_compact_s"] / max(r["engine_compact_s"], 1e-9), 2) for r in row.get("rounds") or []]
+            for fmt, row in results.items()}  # fmt: skip
 
 
 def main() -> None:
@@ -65,13 +98,23 @@ def main() -> None:
     ap.add_argument("--out", type=Path)
     ap.add_argument("--docs", nargs="?", const="docs/catalogs.md", help="write the table into this page's block")
     ap.add_argument("--from-json", type=Path, help="render a saved document (with --docs)")
+    ap.add_argument("--merge-into", type=Path, metavar="SIZING.json",
+                    help="replace the compaction figures of the runs given (--small, --whole) in a saved document "
+                         "with theirs: a later suite run of --sections compact")  # fmt: skip
     a = ap.parse_args()
     if a.from_json:
         doc = json.loads(a.from_json.read_text())
+    elif a.merge_into:
+        doc = json.loads(a.merge_into.read_text())
+        for name, path in (("small", a.small), ("whole", a.whole)):
+            if path is not None:
+                doc[name] = merged_compaction(doc[name], json.loads(path.read_text()))
+        a.out = a.out or a.merge_into
     else:
         keep = ("machine", "sizes", "ratios", "spark", "memory", "wall_s")
-        doc = {name: {k: v for k, v in json.loads(path.read_text()).items() if k in keep}
-               for name, path in (("small", a.small), ("whole", a.whole))}  # fmt: skip
+        runs = {name: json.loads(path.read_text()) for name, path in (("small", a.small), ("whole", a.whole))}
+        doc = {name: {**{k: v for k, v in run.items() if k in keep}, "compact_rounds": compact_rounds(run)}
+               for name, run in runs.items()}  # fmt: skip
     publish(doc, name="sizing", lines=docs_lines, command="python -m benchmarks.sizing --docs", out=a.out,
             page=a.docs, echo=not a.from_json)  # fmt: skip
 
