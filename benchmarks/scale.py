@@ -323,6 +323,9 @@ def docs_lines(doc: dict[str, Any]) -> list[str]:
              "process's (`lakecat` command or API, Python and JVM)"
              + (f"; ingest at {a['batch']:,} records per micro-batch." if {"ingest", "malformed"} & set(doc) else ".")
              + (f" Measured parts: {', '.join(p for p in PARTS if p in doc)}." if set(PARTS) - set(doc) else "")]  # fmt: skip
+    if any(f"{side}_peak_ratio" in r for r in doc.get("compact", {}).values() for side in SIDES):
+        rows[-1] += (" A compaction's driver peak is the highest over its rounds; where a format has the rows \"alone\", "
+                     "each of its compactions started from a collected heap, as a new `lakecat compact` process does.")  # fmt: skip
     for part in PARTS:  # a part measured again in a later run (``merge``) says where
         if f"{part}_machine" in doc:
             rows[-1] += (
