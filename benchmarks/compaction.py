@@ -36,7 +36,8 @@ def _engine_compact(cat: Any, spark: Any, table: Any, target_bytes: int) -> Call
 
 
 def _compact_pair(cat: Any, spark: Any, lt: Any, et: Any, target_bytes: int, row: dict[str, Any], *,
-                  repeat: int = 1, first: Any | None = None, sampler: TreeSampler | None = None) -> None:  # fmt: skip
+                  repeat: int = 1, first: Any | None = None, sampler: TreeSampler | None = None,
+                  label: str = "compact") -> None:  # fmt: skip
     """Dry run and ``Table.compact`` of ``lt``, the engine's own command on its copy ``et``; figures into ``row``.
 
     With ``repeat`` > 1, first one warm-up round that no figure counts (``warmup``: the first compaction after the
@@ -52,8 +53,8 @@ def _compact_pair(cat: Any, spark: Any, lt: Any, et: Any, target_bytes: int, row
     rolled back with the other two: whichever compaction runs first after the rollbacks is slower, lakecat's or the
     engine's alike, so an untimed one takes that place and the two timed sides are compared on equal terms.
 
-    ``sampler``: each side's run also starts from a collected heap (not timed) and its peak memory is its own, under
-    ``lakecat_peak_mb`` and ``engine_peak_mb`` (the highest over the rounds; Python and the JVM apart)."""
+    ``sampler``: each side's run also starts from a collected heap (not timed) and its peak memory is its own (the
+    sampler's phase ``<label>_<side>``), under ``lakecat_peak_mb`` and ``engine_peak_mb`` (the highest over the rounds; Python and the JVM apart)."""
     row["dry_run_s"], plan = timed(lambda: lt.compact(target_file_size=target_bytes, dry_run=True))
     row["dry_run_estimated_files_after"] = plan.files_after
     start = [(t, t.describe().current_version) for t in (lt, et, *([first] if first is not None else []))]
@@ -62,7 +63,7 @@ def _compact_pair(cat: Any, spark: Any, lt: Any, et: Any, target_bytes: int, row
         if sampler is None:
             return run()
         release_state(spark)
-        with sampler.phase(f"{row.get('label', 'compact')}_{side}") as usage:
+        with sampler.phase(f"{label}_{side}") as usage:
             out = run()
         row[f"{side}_peak_mb"] = {k: usage.get(k) for k in ("python_mb", "jvm_mb", "total_mb")}
         return out
@@ -145,10 +146,9 @@ def compaction_big(cat: Any, *, files: int, rows_per_file: int, target: str, for
         row["files_before"] = lt.describe().files
         row["engine_files_before"] = et.describe().files
         release_state(spark)  # not timed: the phase starts from a collected heap, as a new process would
-        row["label"] = f"compact_big_{fmt}"
-        with sampler.phase(row["label"]) as usage:
-            _compact_pair(cat, spark, lt, et, target_bytes, row, repeat=repeat, sampler=sampler)
-        del row["label"]
+        label = f"compact_big_{fmt}"
+        with sampler.phase(label) as usage:
+            _compact_pair(cat, spark, lt, et, target_bytes, row, repeat=repeat, sampler=sampler, label=label)
         row["cpu_s"] = usage["cpu_s"]
         row["peak_mb"] = {k: usage.get(k) for k in ("python_mb", "jvm_mb", "total_mb")}
         say(

@@ -149,7 +149,7 @@ class BatchWriter:
             if prepare is not None:
                 df = prepare(base)
             if self.dlq is None:
-                refuse_bad(df, self.fields, self.spark)
+                refuse_bad(self.bad_rows(df))
             collected = None
             if done.table:  # a replay after a crash between the two writes: the table has this batch already
                 bad = self.bad_rows(df).count()

@@ -8,12 +8,11 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidArgumentError, LakecatError
 from ..identifiers import quote
-from ..jvm import available
 from ..records import BAD, DETAIL, ERROR, RAW
 from .parse import json_detail_of_raw
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import DataFrame
     from pyspark.sql.types import StructField
 
     from ..protocols import CatalogLike, TableLike
@@ -56,11 +55,10 @@ def dead_letter_table(catalog: CatalogLike, name: str, table: TableLike) -> Tabl
     return dlq
 
 
-def refuse_bad(df: DataFrame, fields: list[StructField], spark: SparkSession) -> None:
-    """Without a dead-letter table the first bad record fails the batch before anything is written."""
-    columns = letter_columns(df.columns, packed_fields(df), fields, available(spark))
-    bad = letters(df, columns).select("error", "error_detail", "source", "kafka_partition", "kafka_offset")
-    first = bad.limit(1).collect()
+def refuse_bad(bad: DataFrame) -> None:
+    """Without a dead-letter table the first of a batch's bad records (``letters``) fails the batch before anything is
+    written."""
+    first = bad.select("error", "error_detail", "source", "kafka_partition", "kafka_offset").limit(1).collect()
     if first:
         r = first[0]
         where = f"{r[2]}" + (f" partition {r[3]} offset {r[4]}" if r[3] is not None else "")

@@ -91,7 +91,7 @@ class ChangeEvents(Mode):
             base = evolve_changes(writer, parsed, self.keys)
         try:
             if writer.dlq is None:
-                refuse_bad(base, writer.fields, writer.spark)
+                refuse_bad(writer.bad_rows(base))
             m = base.agg(F.count(F.lit(1)).alias("rows"), F.count(F.col(ERROR)).alias("bad")).first()
             assert m is not None  # an aggregate always has its one row
             rows, bad = int(m["rows"] or 0), int(m["bad"] or 0)

@@ -61,8 +61,9 @@ class StagedDeadLetters:
             name = i.base_name
             if i.type != pafs.FileType.File:
                 continue
-            if name.startswith(PREFIX) and name.endswith(SUFFIX) and name[len(PREFIX) : -len(SUFFIX)].isdigit():
-                staged[int(name[len(PREFIX) : -len(SUFFIX)])] = i.path
+            digits = name[len(PREFIX) : -len(SUFFIX)] if name.startswith(PREFIX) and name.endswith(SUFFIX) else ""
+            if digits.isdigit():
+                staged[int(digits)] = i.path
             elif name.startswith(".") and name.endswith(".tmp"):
                 unfinished.append(i.path)
         return staged, unfinished
@@ -165,12 +166,13 @@ def letters_from_json(text: str | None) -> Any:
     import pyarrow as pa
 
     rows = json.loads(text) if text else []
+    schema = letter_schema()
     columns = []
-    for field in letter_schema():
+    for field in schema:
         values = [r.get(field.name) for r in rows]
         if pa.types.is_binary(field.type):
             values = [None if v is None else base64.b64decode(v) for v in values]
         elif pa.types.is_timestamp(field.type):
             values = [None if v is None else datetime.fromisoformat(v) for v in values]
         columns.append(pa.array(values, field.type))
-    return pa.Table.from_arrays(columns, schema=letter_schema())
+    return pa.Table.from_arrays(columns, schema=schema)
