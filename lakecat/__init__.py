@@ -26,7 +26,7 @@ from .ingest import IngestOptions
 from .sources import FileSource, KafkaSource
 from .table import Table
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "Catalog",

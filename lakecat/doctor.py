@@ -162,7 +162,7 @@ def _jars(config: CatalogConfig) -> Check:
 
 
 def _extension() -> Check:
-    """lakecat's Spark extension (``lakecat.jvm``): optional, so never a failing check; built here when it is not yet."""
+    """lakecat's Spark extension (``lakecat.jvm``, prebuilt in the package): optional, so never a failing check."""
     jar = jvm.extension_jar()
     if jar is not None:
         return Check("extension", True, f"lakecat's Spark extension (the JSON parse of ingest) at {jar}")
@@ -170,7 +170,7 @@ def _extension() -> Check:
         "extension",
         True,
         f"no lakecat Spark extension: {jvm.problem()}",
-        None if jvm.disabled() else "install a JDK 17 (javac) for the faster JSON parse",
+        None if jvm.disabled() else "reinstall lakecat (its wheel carries the jar) for the faster JSON parse",
     )
 
 

@@ -247,7 +247,7 @@ def java_executable() -> str:
     java = shutil.which("java")
     if java is None:
         raise EnvironmentProblemError(
-            "no Java found: lakecat's Spark path needs Java 17 (install e.g. 'apt-get install openjdk-17-jdk-headless' "
+            "no Java found: lakecat's Spark path needs Java 17 (install e.g. 'apt-get install openjdk-17-jre-headless' "
             "or set JAVA_HOME); list/describe/history work without it"
         )
     return java

@@ -1,4 +1,4 @@
-"""lakecat's own Spark SQL extension (``lakecat/java/LakecatExtensions.java``), compiled on first use.
+"""lakecat's own Spark SQL extension (``lakecat/java/LakecatExtensions.java``), shipped prebuilt in the package.
 
 The extension adds two functions. ``lakecat_from_json`` is Spark's ``from_json`` in PERMISSIVE mode (the same
 ``JacksonParser``, options and failure handling) that hands Jackson each record's UTF-8 bytes instead of a
@@ -8,26 +8,20 @@ Jackson guess another encoding takes Spark's own path, so every valid UTF-8 reco
 ``from_json`` gives (a record that is not valid UTF-8 is a dead letter either way). ``lakecat_json_object_keys`` is
 Spark's ``json_object_keys`` over the same parser (ingest's unknown-field check).
 
-The jar is built once per source and Spark version with the JDK's ``javac`` against the pyspark wheel's jars, into
-lakecat's jar cache (``<cache>/lakecat-spark/``); ``build_jar`` compiles lakecat's other Java sources the same way. Without a ``javac`` (a JRE only) or when the build fails, there
-is no extension and ingest parses with ``from_json``: same results, the slower parse; ``lakecat doctor`` says so.
-A Spark Connect engine lakecat did not start may lack it too: ingest asks the session (``available``).
+The jar is compiled when the package is built (``setup.py``), against the Spark that ``pyproject.toml`` pins, and lives
+beside its source (``lakecat/java/lakecat-spark.jar``): running lakecat needs a Java runtime, no compiler. Without
+the jar (``LAKECAT_NO_EXTENSION=1``, or a source tree that was never installed) there is no extension and ingest
+parses with ``from_json``: same results, the slower parse; ``lakecat doctor`` says so. A Spark Connect engine lakecat
+did not start may lack it too: ingest asks the session (``available``).
 """
 
 from __future__ import annotations
 
-import hashlib
-import os
-import shutil
-import subprocess
-import tempfile
 import weakref
-import zipfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .errors import EnvironmentProblemError
-from .jars import _locked, cache_dir, env_flag, java_executable
+from .jars import env_flag
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -35,89 +29,22 @@ if TYPE_CHECKING:
 EXTENSION_CLASS = "lakecat.spark.LakecatExtensions"
 FROM_JSON = "lakecat_from_json"
 OBJECT_KEYS = "lakecat_json_object_keys"
-JAVA_DIR = Path(__file__).with_name("java")  # lakecat's Java sources (shipped as package data)
-SOURCE = JAVA_DIR / "LakecatExtensions.java"
-JAVA_RELEASE = "17"
+JAVA_DIR = Path(__file__).with_name("java")  # lakecat's Java sources and the jars built from them
+EXTENSION_JAR = JAVA_DIR / "lakecat-spark.jar"
+REST_LAUNCHER_JAR = JAVA_DIR / "lakecat-rest.jar"  # lakecat.formats.iceberg.rest_server's launcher
 DISABLE_ENV = "LAKECAT_NO_EXTENSION"  # "1": no extension jar (ingest parses with Spark's from_json)
 
 _problem: str | None = None
-_failed: dict[Path, str] = {}  # a build that failed in this process, by jar path: not run again at the next start
 _available: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
 
 
-def _spark_jars() -> Path:
-    import pyspark
-
-    return Path(pyspark.__file__).parent / "jars"
-
-
-def _javac() -> str | None:
-    """The ``javac`` of the JDK whose ``java`` runs Spark (``jars.java_executable``: they share a bin directory), else
-    the one on ``PATH``."""
-    try:
-        beside = Path(os.path.realpath(java_executable())).parent / "javac"
-    except EnvironmentProblemError:  # no java at all
-        beside = None
-    return str(beside) if beside is not None and beside.exists() else shutil.which("javac")
+def packaged_jar(jar: Path) -> Path | None:
+    """``jar`` (one of lakecat's prebuilt jars) when this installation has it: a wheel always does; a source tree only
+    once ``pip install -e .`` built it."""
+    return jar if jar.is_file() else None
 
 
-class JavaBuildError(Exception):
-    """A jar of lakecat's Java sources cannot be built: the message is the first line ``javac`` printed."""
-
-
-class JavacNotFoundError(JavaBuildError):
-    """There is no ``javac`` (a JRE only)."""
-
-
-def cached_jar(name: str, source: Path, *salt: str) -> Path:
-    """Where the jar ``name`` built from ``source`` lives in lakecat's jar cache (whether built yet or not): its file
-    name carries a hash of the source, ``salt`` (what it is compiled against) and the Java release."""
-    key = hashlib.sha256(source.read_bytes() + "".join(f"|{s}" for s in (*salt, JAVA_RELEASE)).encode()).hexdigest()
-    return cache_dir() / name / f"{name}-{key[:16]}.jar"
-
-
-def build_jar(*, source: Path, classpath: str, jar: Path) -> Path:
-    """Compile ``source`` with the JDK's ``javac`` against ``classpath`` into ``jar``, unless it is there already
-    (its name says what it was built from, see ``cached_jar``). Processes building the same jar wait for each other.
-
-    Raises:
-        JavacNotFoundError: No ``javac``.
-        JavaBuildError: ``javac`` failed.
-        OSError, subprocess.SubprocessError: The cache cannot be written, or ``javac`` hangs.
-    """
-    if jar.is_file():
-        return jar
-    javac = _javac()
-    if javac is None:
-        raise JavacNotFoundError("no javac (a JDK's compiler) found")
-    with _locked(jar.with_suffix(".lock")):
-        if jar.is_file():  # another process built it while we waited
-            return jar
-        with tempfile.TemporaryDirectory(prefix="lakecat-javac-") as tmp:
-            classes = Path(tmp) / "classes"
-            classes.mkdir()
-            run = subprocess.run(
-                [javac, "--release", JAVA_RELEASE, "-nowarn", "-encoding", "UTF-8", "-d", str(classes),
-                 "-cp", classpath, str(source)],
-                capture_output=True, text=True, timeout=300,
-            )  # fmt: skip
-            if run.returncode != 0:
-                first = next((line for line in (run.stderr or run.stdout).splitlines() if line.strip()), "no output")
-                raise JavaBuildError(first.strip())
-            partial = jar.with_suffix(".jar.partial")
-            with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as out:
-                out.writestr("META-INF/MANIFEST.MF", "Manifest-Version: 1.0\nCreated-By: lakecat\n")
-                for f in sorted(classes.rglob("*.class")):
-                    out.write(f, f.relative_to(classes).as_posix())
-            partial.replace(jar)
-    return jar
-
-
-def jar_path() -> Path:
-    """Where the extension's jar of this source and this pyspark lives (whether built yet or not)."""
-    import pyspark
-
-    return cached_jar("lakecat-spark", SOURCE, pyspark.__version__)
+MISSING_JAR = "is not in this installation of lakecat (a source tree never installed?): run `pip install -e .`"
 
 
 def disabled() -> bool:
@@ -126,40 +53,15 @@ def disabled() -> bool:
 
 
 def extension_jar() -> Path | None:
-    """The extension's jar, built now when it is not yet; None (``problem()`` says why) when it cannot be. Never
-    raises: the extension is optional, and Spark starts without it. A build that failed is not tried again in this
-    process (a Spark start asks twice: for the jars and for the extensions)."""
+    """The extension's jar; None (``problem()`` says why) when it is turned off or missing. Never raises: the
+    extension is optional, and Spark starts without it."""
     global _problem
     if disabled():
         _problem = f"{DISABLE_ENV} is set"
         return None
-    path: Path | None = None
-    try:
-        path = jar_path()
-        if path in _failed:
-            _problem = _failed[path]
-            return None
-        built = _build(path)
-    except (OSError, subprocess.SubprocessError) as e:  # an unwritable cache, a missing source, a javac that hangs
-        _problem = f"building lakecat's Spark extension failed ({type(e).__name__}: {e}): ingest parses JSON with Spark's from_json"
-        built = None
-    if built is None and path is not None and _problem is not None:
-        _failed[path] = _problem
-    return built
-
-
-def _build(path: Path) -> Path | None:
-    global _problem
-    try:
-        build_jar(source=SOURCE, classpath=str(_spark_jars() / "*"), jar=path)
-    except JavacNotFoundError:
-        _problem = "no javac (a JDK's compiler) found: ingest parses JSON with Spark's from_json"
-        return None
-    except JavaBuildError as e:
-        _problem = f"building lakecat's Spark extension failed ({e}): ingest parses JSON with Spark's from_json"
-        return None
-    _problem = None
-    return path
+    jar = packaged_jar(EXTENSION_JAR)
+    _problem = None if jar else f"{EXTENSION_JAR.name} {MISSING_JAR}: ingest parses JSON with Spark's from_json"
+    return jar
 
 
 def problem() -> str | None:

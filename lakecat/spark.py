@@ -473,7 +473,7 @@ def _start_failure(error: Exception, log_path: Path) -> EnvironmentProblemError:
     if major is not None and major < MIN_JAVA or "UnsupportedClassVersionError" in tail:
         return EnvironmentProblemError(
             f"Java {major if major is not None else '?'} is too old ({first}; JAVA_HOME={java_home}): lakecat's Spark path "
-            f"needs Java {MIN_JAVA} or newer — install it (e.g. 'apt-get install openjdk-17-jdk-headless') and point "
+            f"needs Java {MIN_JAVA} or newer — install it (e.g. 'apt-get install openjdk-17-jre-headless') and point "
             "JAVA_HOME at it"
         )
     message = str(error)

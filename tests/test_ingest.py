@@ -883,23 +883,15 @@ def test_lakecat_from_json_parses_every_record_as_spark_from_json(spark):
 
 
 def test_the_extension_is_optional(tmp_path, monkeypatch):
-    """Without a JDK's javac (or with ``LAKECAT_NO_EXTENSION=1``, or a jar cache that cannot be written) there is no
-    extension jar and a reason for it, never an error; ingest then parses with Spark's own ``from_json``."""
+    """The extension's jar ships in the package; with ``LAKECAT_NO_EXTENSION=1``, or in a source tree never installed
+    (no jar), there is no extension and a reason for it, never an error; ingest then parses with Spark's own
+    ``from_json``. No Java compiler is looked for."""
     from lakecat import jvm
 
-    path = os.environ["PATH"]
-    monkeypatch.setenv("LAKECAT_JARS_CACHE", str(tmp_path / "cache"))
+    assert jvm.extension_jar() == jvm.EXTENSION_JAR and jvm.EXTENSION_JAR.is_file() and jvm.problem() is None
     monkeypatch.setenv(jvm.DISABLE_ENV, "1")
     assert jvm.extension_jar() is None and jvm.DISABLE_ENV in (jvm.problem() or "")
     monkeypatch.delenv(jvm.DISABLE_ENV)
-    monkeypatch.delenv("JAVA_HOME", raising=False)
-    monkeypatch.setenv("PATH", str(tmp_path))  # no java, no javac
-    assert jvm.extension_jar() is None and "javac" in (jvm.problem() or "")
-    assert not (tmp_path / "cache").exists() or not list((tmp_path / "cache").rglob("*.jar"))
-    monkeypatch.setenv("PATH", path)
-    # remembered for this process (a Spark start asks twice): javac is not looked for or run again for this jar
-    assert jvm.extension_jar() is None and "javac" in (jvm.problem() or "")
-    blocked = tmp_path / "not-a-directory"
-    blocked.write_text("")
-    monkeypatch.setenv("LAKECAT_JARS_CACHE", str(blocked / "cache"))  # a cache that cannot be created: no jar, no error
-    assert jvm.extension_jar() is None and "failed" in (jvm.problem() or "")
+    monkeypatch.setattr(jvm, "EXTENSION_JAR", tmp_path / "lakecat-spark.jar")
+    monkeypatch.setenv("PATH", str(tmp_path))  # no java, no javac: nothing is compiled, nothing is run
+    assert jvm.extension_jar() is None and "pip install -e ." in (jvm.problem() or "")

@@ -365,25 +365,21 @@ def test_local_rest_listens_on_loopback_only(cli, rest_server, rest_home, tmp_pa
     assert line.startswith(f"running on {rest_server} ") and line.endswith("loopback only")
 
 
-@pytest.mark.parametrize("javac", [True, False], ids=["launcher", "no-javac"])
-def test_local_rest_host_opts_in_to_every_interface_with_a_warning(cli, served, tmp_path, monkeypatch, javac):
-    """``--host 0.0.0.0`` listens on every interface and warns; without a javac the default (loopback) is refused in
-    one line, exit 2, and ``--host 0.0.0.0`` runs Iceberg's own server."""
+@pytest.mark.parametrize("launcher", [True, False], ids=["launcher", "no-launcher-jar"])
+def test_local_rest_host_opts_in_to_every_interface_with_a_warning(cli, served, tmp_path, monkeypatch, launcher):
+    """``--host 0.0.0.0`` listens on every interface and warns; without the launcher's jar (a source tree never
+    installed) the default (loopback) is refused in one line, exit 2, and ``--host 0.0.0.0`` runs Iceberg's own
+    server."""
     from pyiceberg.catalog.rest import RestCatalog
 
     from lakecat.formats.iceberg import rest_server as module
-    from lakecat.jvm import JavacNotFoundError
     from lakecat.processes import free_port
 
-    if not javac:
-
-        def no_javac(**_kwargs: object) -> Path:
-            raise JavacNotFoundError("no javac (a JDK's compiler) found")
-
-        monkeypatch.setattr(module, "build_jar", no_javac)
+    if not launcher:
+        monkeypatch.setattr(module, "REST_LAUNCHER_JAR", tmp_path / "lakecat-rest.jar")
         code, _, err = cli("local", "rest", "start", "--port", free_port(), "--data-dir", tmp_path / "refused",
                            "--catalog", served.config.source)  # fmt: skip
-        assert code == 2 and "javac" in _one_line(err) and "--host 0.0.0.0" in err
+        assert code == 2 and "lakecat-rest.jar" in _one_line(err) and "pip install -e ." in err
     port, data_dir = free_port(), tmp_path / "everywhere"
     code, out, err = cli("local", "rest", "start", "--port", port, "--data-dir", data_dir, "--catalog",
                          served.config.source, "--host", "0.0.0.0", "--json")  # fmt: skip
@@ -393,7 +389,7 @@ def test_local_rest_host_opts_in_to_every_interface_with_a_warning(cli, served, 
         assert started["uri"] == f"http://0.0.0.0:{port}" and started["host"] == "0.0.0.0"
         assert "no authentication" in _one_line(err) and "0.0.0.0" in err
         assert _listening_on(port) and all(a.is_unspecified for a in _listening_on(port))
-        remote, ns = RestCatalog("everywhere", uri=f"http://127.0.0.1:{port}"), f"everywhere_{javac}".lower()
+        remote, ns = RestCatalog("everywhere", uri=f"http://127.0.0.1:{port}"), f"everywhere_{launcher}".lower()
         remote.create_namespace(ns)
         assert (ns,) in remote.list_namespaces()
         remote.drop_namespace(ns)

@@ -9,8 +9,8 @@ RestCatalog, DuckDB, Trino, Spark's RESTCatalog), and tables created through it 
 It has no authentication: for development and tests. In production run a REST catalog with authentication (Apache
 Polaris, Lakekeeper). The stock server listens on every interface and has no setting for the address, so lakecat runs
 it through its own launcher (``lakecat/java/LoopbackRESTCatalogServer.java``: the same catalog, servlet and Jetty
-handlers on one address), compiled once with the JDK's ``javac`` into lakecat's jar cache. It listens on 127.0.0.1
-unless ``host`` says otherwise; without a ``javac`` only ``host="0.0.0.0"`` (the stock server) can run.
+handlers on one address), prebuilt in the package (``lakecat/java/lakecat-rest.jar``). It listens on 127.0.0.1 unless
+``host`` says otherwise.
 """
 
 from __future__ import annotations
@@ -19,16 +19,14 @@ import json
 import logging
 import os
 import pathlib
-import shutil
-import subprocess
 import urllib.error
 import urllib.request
 from typing import TYPE_CHECKING, Any
 
 from ...errors import EnvironmentProblemError, InvalidConfigError, MissingDependencyError, UnsupportedOperationError
 from ...jar_sets import REST_ICEBERG_VERSION, rest_set
-from ...jars import JarResolutionError, jar_paths
-from ...jvm import JAVA_DIR, JavaBuildError, JavacNotFoundError, build_jar, cached_jar
+from ...jars import JarResolutionError, jar_paths, java_executable
+from ...jvm import MISSING_JAR, REST_LAUNCHER_JAR, packaged_jar
 from ...processes import pid_alive, port_free, read_state, start_server, terminate
 from . import rest
 
@@ -39,7 +37,6 @@ _LOG = logging.getLogger(__name__)
 _STATE_FILE = "rest-state.json"
 _STOCK = "org.apache.iceberg.rest.RESTCatalogServer"
 _LAUNCHER = "org.apache.iceberg.rest.LoopbackRESTCatalogServer"
-_LAUNCHER_SOURCE = JAVA_DIR / "LoopbackRESTCatalogServer.java"
 _HOST_PROPERTY = "lakecat.rest.host"
 _MARKER = "RESTCatalogServer"  # in the command line of either main class: tells our server from a reused pid
 _WILDCARDS = ("0.0.0.0", "::")  # every interface: what the stock server binds
@@ -127,18 +124,18 @@ class LocalRestCatalog:
 
         Raises:
             LocalRestError: Java or the jars are missing, the port is taken, or the server does not come up.
-            MissingDependencyError: No ``javac`` to build the launcher, and ``host`` is not a wildcard.
+            MissingDependencyError: The launcher's jar is missing (a source tree never installed), and ``host`` is
+                not a wildcard.
         """
         state = self._running_state()
         if state:
             return _url(state.get("host", DEFAULT_HOST), state["port"])
         if not port_free(self.port, host=self.host):
             raise LocalRestError(f"port {self.port} is already in use; pass --port")
-        java = shutil.which("java")
-        if java is None:
-            raise LocalRestError(
-                "'java' not found on PATH; install a JDK (17+), e.g. apt-get install openjdk-17-jre-headless"
-            )
+        try:
+            java = java_executable()
+        except EnvironmentProblemError as e:
+            raise LocalRestError(str(e)) from e
         env = self._environment()
         try:
             jars = jar_paths(rest_set())
@@ -156,22 +153,17 @@ class LocalRestCatalog:
         return _url(self.host, self.port)
 
     def _main(self, jars: list[pathlib.Path]) -> tuple[str, list[str]]:
-        """The class path and the main class (with its options): lakecat's launcher on ``host``, built now if it is
-        not yet; Iceberg's own server when there is no ``javac`` and ``host`` is every interface anyway."""
+        """The class path and the main class (with its options): lakecat's launcher on ``host``; Iceberg's own server
+        when ``host`` is every interface anyway and the launcher's jar is missing (a source tree never installed)."""
         classpath = os.pathsep.join(map(str, jars))
-        try:
-            launcher = build_jar(source=_LAUNCHER_SOURCE, classpath=classpath,
-                                 jar=cached_jar("lakecat-rest", _LAUNCHER_SOURCE, rest_set().key))  # fmt: skip
-        except JavacNotFoundError as e:
+        launcher = packaged_jar(REST_LAUNCHER_JAR)
+        if launcher is None:
             if self.host in _WILDCARDS:
                 return classpath, [_STOCK]
             raise MissingDependencyError(
-                f"listening on {self.host} only needs a JDK's javac (lakecat compiles a small launcher for Iceberg's "
-                "REST server) and there is none: install a JDK (17+), or pass --host 0.0.0.0 to run Iceberg's own "
-                "server on every interface (no authentication)"
-            ) from e
-        except (JavaBuildError, OSError, subprocess.SubprocessError) as e:
-            raise LocalRestError(f"building lakecat's launcher of the REST catalog server failed: {e}") from e
+                f"listening on {self.host} needs {REST_LAUNCHER_JAR.name}, which {MISSING_JAR} (or pass --host 0.0.0.0 "
+                "to run Iceberg's own server on every interface, no authentication)"
+            )
         return os.pathsep.join([str(launcher), classpath]), [f"-D{_HOST_PROPERTY}={self.host}", _LAUNCHER]
 
     def _record(self, pid: int) -> None:
