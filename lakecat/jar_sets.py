@@ -146,8 +146,8 @@ def kafka_set() -> JarSet:
                   description=f"local Kafka broker {KAFKA_VERSION}")  # fmt: skip
 
 
-# Iceberg's REST catalog server (RESTCatalogServer, in iceberg-open-api's test fixtures): the set that starts and
-# serves, from RECIPES.md. Hadoop's Jetty 9 breaks the server's Jetty 12 (NoClassDefFoundError:
+# Iceberg's REST catalog server (RESTCatalogServer, in iceberg-open-api's test fixtures): a set that starts and serves
+# (tests/test_rest_catalog.py runs it). Hadoop's Jetty 9 breaks the server's Jetty 12 (NoClassDefFoundError:
 # org/eclipse/jetty/server/Handler$Singleton), so Hadoop comes without its Jetty and servlet API.
 REST_ICEBERG_VERSION = "1.11.0"
 _JETTY = "12.1.8"

@@ -42,7 +42,7 @@ COVERED_ELSEWHERE = {
     ("policy", "show"): "tests/test_policy.py::test_policy_inherits_catalog_namespace_table_without_a_jvm",
 }
 
-# The keys DESIGN.md promises (more are fine).
+# The keys the command pages document for each command's --json (docs/commands/*.md; more are fine).
 LIST_KEYS = {"name", "format", "location"}
 DESCRIBE_KEYS = {
     "name",
