@@ -294,21 +294,6 @@ def test_the_wheel_holds_no_benchmark_soak_or_experiment():
     assert not [p for p in PACKAGE.rglob("*") if p.name in ("bench", "soak", "benchmarks", "baseline.py")]
 
 
-@pytest.mark.slow
-def test_core_is_mypy_clean(tmp_path):
-    import subprocess
-    import sys
-
-    proc = subprocess.run(
-        [sys.executable, "-m", "mypy", "--cache-dir", str(tmp_path / "mypy"), "lakecat", "commands", "benchmarks"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
-
-
 # --- a third format -------------------------------------------------------------------------
 @pytest.fixture
 def jsonlog(catalog):
