@@ -60,6 +60,21 @@ def key(header: str, *, justify: Literal["left", "right"] = "left") -> Column:
     return Column(header, justify=justify, no_wrap=True, min_width=max(len(header), 1))
 
 
+def version_lines(versions: dict[str, Any]) -> list[str]:
+    """``lakecat X`` and then what it runs on, one ``name  version`` line each (``lakecat --version``, ``doctor``)."""
+    rest = {k: v for k, v in versions.items() if k not in ("lakecat", "java_home")}
+    width = max(map(len, rest), default=0)
+    lines = [f"lakecat {versions['lakecat']}"]
+    for name, value in rest.items():
+        if name == "java" and value is not None and versions.get("java_home"):
+            value = f"{value} ({versions['java_home']})"
+        lines.append(f"  {name:<{width}}  {value if value is not None else _MISSING.get(name, 'not installed')}")
+    return lines
+
+
+_MISSING = {"java": "not found"}
+
+
 def exact_size(n: int | None) -> str:
     """A size setting as it is spelled (``128MB``, ``1GiB``) when it is a whole number of such units, else ``human_size``."""
     if n:

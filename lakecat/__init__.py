@@ -8,6 +8,7 @@ Example:
     >>> t.describe().to_dict()
 """
 
+from .about import VersionsInfo, versions_info
 from .catalog import Catalog, connect
 from .errors import (
     CommitConflictError,
@@ -45,5 +46,7 @@ __all__ = [
     "TableNotFoundError",
     "UnsupportedOperationError",
     "VersionNotFoundError",
+    "VersionsInfo",
     "connect",
+    "versions_info",
 ]
