@@ -10,7 +10,10 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperCommand
 
+from lakecat.about import versions_info
+
 from ._output import dumps
+from ._render import version_lines
 
 # The command modules, in the order of `lakecat -h`, and the top-level commands each registers. A command line
 # imports and builds only its own module: Typer inspects every registered function's signature when it builds the
@@ -74,14 +77,10 @@ def _version(ctx: typer.Context, value: bool) -> None:
 
 def _root_json(ctx: typer.Context, value: bool) -> None:
     if ctx.meta.get("lakecat.version"):
-        from lakecat.about import versions_info
-
         info = versions_info().to_dict()
         if value:
             print(dumps(info))
         else:
-            from ._render import version_lines
-
             print("\n".join(version_lines(info)))
         raise typer.Exit(0)
     if value:

@@ -9,6 +9,7 @@ Example:
 """
 
 from .about import VersionsInfo, versions_info
+from .about import __version__ as __version__  # the number lives beside the code that reports it
 from .catalog import Catalog, connect
 from .errors import (
     CommitConflictError,
@@ -26,8 +27,6 @@ from .errors import (
 from .ingest import IngestOptions
 from .sources import FileSource, KafkaSource
 from .table import Table
-
-__version__ = "0.1.0"
 
 __all__ = [
     "Catalog",

@@ -16,7 +16,12 @@ from typing import Any
 
 from .errors import EnvironmentProblemError
 from .extras import installed_version
+from .formats import all_formats
+from .jars import java_executable
 from .results import Result
+
+#: lakecat's version when it runs from a checkout that is not installed (else the installed distribution's).
+__version__ = "0.1.0"
 
 _RELEASE_VERSION = re.compile(r'^JAVA_VERSION="?([^"\s]+)"?\s*$', re.MULTILINE)
 _DASH_VERSION = re.compile(r'version "([^"]+)"')
@@ -60,8 +65,6 @@ def versions_info() -> VersionsInfo:
         >>> lakecat.versions_info().to_dict()["iceberg"]
         '1.11.0'
     """
-    from .formats import all_formats
-
     formats: dict[str, str | None] = {}
     for adapter in all_formats():
         formats.update(adapter.runtime_versions())
@@ -71,8 +74,6 @@ def versions_info() -> VersionsInfo:
 
 def lakecat_version() -> str:
     """The installed lakecat's version (the package's own number in a checkout that is not installed)."""
-    from . import __version__
-
     return installed_version("lakecat") or __version__
 
 
@@ -81,8 +82,6 @@ def java_version_info(java: str | None = None) -> tuple[str | None, str | None]:
     there is no Java. The version is the home's ``release`` file's ``JAVA_VERSION``; ``java -version`` answers
     only for a home without one."""
     if java is None:
-        from .jars import java_executable
-
         try:
             java = java_executable()
         except EnvironmentProblemError:
