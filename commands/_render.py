@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import textwrap
 from datetime import UTC, date, datetime
 from decimal import Decimal
 from functools import cache
@@ -58,6 +59,21 @@ def key(header: str, *, justify: Literal["left", "right"] = "left") -> Column:
     from rich.table import Column
 
     return Column(header, justify=justify, no_wrap=True, min_width=max(len(header), 1))
+
+
+def version_lines(versions: dict[str, Any]) -> list[str]:
+    """``lakecat X`` and then what it runs on, one ``name  version`` line each (``lakecat --version``, ``doctor``)."""
+    rest = {k: v for k, v in versions.items() if k not in ("lakecat", "java_home")}
+    width = max(map(len, rest), default=0)
+    lines = [f"lakecat {versions['lakecat']}"]
+    for name, value in rest.items():
+        if name == "java" and value is not None and versions.get("java_home"):
+            value = f"{value} ({versions['java_home']})"
+        lines.append(f"  {name:<{width}}  {value if value is not None else _MISSING.get(name, 'not installed')}")
+    return lines
+
+
+_MISSING = {"java": "not found"}
 
 
 def exact_size(n: int | None) -> str:
@@ -119,15 +135,37 @@ def human_age(value: str | datetime | None, now: datetime | None = None) -> str:
     return "just now"  # pragma: no cover
 
 
+def unwrapped_width(console: Console, renderable: Any) -> int:
+    """The columns ``renderable`` takes when nothing in it is wrapped or shortened."""
+    from rich.measure import Measurement
+
+    return Measurement.get(console, console.options.update_width(UNLIMITED_WIDTH), renderable).maximum
+
+
+def print_commands(console: Console, commands: list[str], *, indent: int = 2) -> None:
+    """Shell commands to try, each on a line of its own that is never broken (a terminal may wrap it, a copy
+    takes it whole); a trailing ``# comment`` goes under its command, wrapped, when the line would not fit."""
+    for line in commands:
+        command, sep, comment = line.partition("  # ")
+        command, comment = command.rstrip(), comment.strip()
+        whole = f"{' ' * indent}{command}   # {comment}" if sep else f"{' ' * indent}{command}"
+        if not sep or len(whole) <= console.width:
+            console.print(whole, markup=False, highlight=False, soft_wrap=True)
+            continue
+        console.print(f"{' ' * indent}{command}", markup=False, highlight=False, soft_wrap=True)
+        under = " " * (indent + 2) + "# "  # every line of it a comment: a pasted block runs only the command
+        wrapped = textwrap.fill(comment, console.width, initial_indent=under, subsequent_indent=under)
+        console.print(wrapped, style="dim", markup=False, highlight=False, soft_wrap=True)
+
+
 def print_table(console: Console, t: RichTable, *, optional: tuple[str, ...] = ()) -> None:
     """Print a table to fit a terminal: drop the ``optional`` columns (by header, in order) while it is too wide.
 
     A table that still does not fit is wrapped / shortened by rich, and a note says ``--json`` has every value whole.
     """
-    from rich.measure import Measurement
 
     def natural_width() -> int:
-        return Measurement.get(console, console.options.update_width(UNLIMITED_WIDTH), t).maximum
+        return unwrapped_width(console, t)
 
     if t.title:  # rich would wrap a title to its table's width: print it above, wrapped only to a terminal's width
         console.print(t.title, style=t.title_style, markup=False)

@@ -8,10 +8,14 @@ from rich.markup import escape
 from lakecat.units import plural
 
 from ._common import CatalogOpt, JsonOpt, Output, VerboseOpt, connect_config, run
+from ._render import version_lines
 
 
 def doctor(catalog: CatalogOpt = None, json_: JsonOpt = False, verbose: VerboseOpt = False) -> None:
-    """Check this machine for lakecat: Python, Java, the jar cache, metastore, warehouse, Kafka, services, disk."""
+    """Check this machine for lakecat: Python, Java, the jar cache, metastore, warehouse, Kafka, services, disk.
+
+    Shows first the versions lakecat runs on (those of `lakecat --version`; --json: "versions").
+    """
     out = Output(json_, verbose)
 
     def api():  # type: ignore[no-untyped-def]
@@ -20,6 +24,9 @@ def doctor(catalog: CatalogOpt = None, json_: JsonOpt = False, verbose: VerboseO
         return run_doctor(connect_config(catalog))
 
     def human(console, report):  # type: ignore[no-untyped-def]
+        if report.versions is not None:
+            for line in version_lines(report.versions):
+                console.print(line, markup=False, highlight=False, soft_wrap=True)
         for c in report.checks:
             mark = "[green]✔[/]" if c.ok else "[bold red]✘[/]"
             console.print(f"{mark} {escape(c.name)}: {escape(c.detail)}" + (f" — fix: {escape(c.fix)}" if c.fix else ""), markup=True,

@@ -5,14 +5,15 @@ from __future__ import annotations
 import importlib
 import logging
 import sys
-from importlib.metadata import PackageNotFoundError
-from importlib.metadata import version as dist_version
 from typing import Annotated, Any
 
 import typer
 from typer.core import TyperCommand
 
+from lakecat.about import versions_info
+
 from ._output import dumps
+from ._render import version_lines
 
 # The command modules, in the order of `lakecat -h`, and the top-level commands each registers. A command line
 # imports and builds only its own module: Typer inspects every registered function's signature when it builds the
@@ -65,20 +66,40 @@ def _use_command_class(app: typer.Typer) -> None:
             _use_command_class(group.typer_instance)
 
 
-def _version(value: bool) -> None:
+_VERSION_FLAGS = ("--version", "-V")
+
+
+def _version(ctx: typer.Context, value: bool) -> None:
+    # eager, so it runs before --json is read whatever their order: the root's --json callback prints
     if value:
-        try:
-            number = dist_version("lakecat")
-        except PackageNotFoundError:  # a checkout on sys.path without an install
-            from lakecat import __version__ as number
-        print(f"lakecat {number}")
+        ctx.meta["lakecat.version"] = True
+
+
+def _root_json(ctx: typer.Context, value: bool) -> None:
+    if ctx.meta.get("lakecat.version"):
+        info = versions_info().to_dict()
+        if value:
+            print(dumps(info))
+        else:
+            print("\n".join(version_lines(info)))
         raise typer.Exit(0)
+    if value:
+        raise typer.BadParameter("put it after the command (lakecat COMMAND --json), or use it with --version")
 
 
 def _root(
     version: Annotated[
         bool,
-        typer.Option("--version", "-V", callback=_version, is_eager=True, help="Print lakecat's version and exit."),
+        typer.Option(
+            "--version",
+            "-V",
+            callback=_version,
+            is_eager=True,
+            help="Print lakecat's version and the Spark, Iceberg, Delta, Java and Python versions it runs on, and exit.",
+        ),
+    ] = False,
+    json_: Annotated[
+        bool, typer.Option("--json", callback=_root_json, help="With --version: the versions as one JSON document.")
     ] = False,
 ) -> None:
     """One catalog and maintenance toolkit over Apache Iceberg and Delta Lake."""
@@ -116,7 +137,7 @@ def __getattr__(name: str) -> Any:  # `from lakecat.commands.main import app`: b
 
 
 def _app_for(argv: list[str]) -> typer.Typer:
-    if argv[:1] in (["--version"], ["-V"]):
+    if argv and set(argv) <= {*_VERSION_FLAGS, "--json"} and set(argv) & set(_VERSION_FLAGS):
         return _app(())
     module = _MODULE_OF.get(argv[0]) if argv else None
     if module is None:  # no command, an option first (-h), or a typo: the whole tree (its help, its "no such command")

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from ._options import CatalogOpt, JsonOpt, VerboseOpt, connect
 from ._output import Output, run
-from ._render import human_duration, key, num, print_table, table, thousands
+from ._render import human_duration, key, num, print_commands, print_table, table, unwrapped_width
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from lakecat.results import QuickstartResult
 
 
 def quickstart(
@@ -36,21 +41,31 @@ def quickstart(
 
         return run_quickstart(connect(catalog), port=port, events=events, keep_broker=keep_broker, say=out.info)
 
-    def human(console, r):  # type: ignore[no-untyped-def]
-        again = " (tables existed: only the new events were ingested)" if r.run > 1 else ""
-        console.print(f"[bold]lakecat quickstart[/] — run {r.run}{again}, {human_duration(r.duration_s)}")
-        t = table(key("table"), key("format"), num("ingested"), num("dead-lettered"), num("versions"), num("rows @ first batch"),
-                  num("changes since"), num("files before→after"), num("rows now"))  # fmt: skip
-        for name, s in r.tables.items():
-            t.add_row(name, s["format"], thousands(s["rows_written"]), thousands(s["rows_dead_lettered"]), str(s["versions"]),
-                      thousands(s["rows_at_first_version"]), thousands(s["changes_since_first_version"]),
-                      f"{s['compaction']['files_before']}→{s['compaction']['files_after']}", thousands(s["rows_now"]))  # fmt: skip
-        print_table(console, t)
-        console.print("next, try:")
-        for c in r.next_commands:
-            console.print(f"  {c}")
+    run(out, api, render_quickstart)
 
-    run(out, api, human)
+
+def render_quickstart(console: Console, r: QuickstartResult) -> None:
+    """The tour's result for people: a table of each table's figures where it fits the width, else one block per
+    table (label, value), then the commands to try next; nothing cut or left blank at any width."""
+    again = " (tables existed: only the new events were ingested)" if r.run > 1 else ""
+    console.print(f"[bold]lakecat quickstart[/] — run {r.run}{again}, {human_duration(r.duration_s)}")
+    console.print(f"{r.events_produced:,} click events (+{r.malformed_produced:,} malformed) produced to {r.topic} "
+                  f"on {r.bootstrap}", markup=False)  # fmt: skip
+    figures = r.figures()
+    labels = list(next(iter(figures.values()), {}))
+    t = table(key("table"), *(key(label) if label == "format" else num(label) for label in labels))
+    for name, f in figures.items():
+        t.add_row(name, *f.values())
+    if unwrapped_width(console, t) <= console.width:
+        print_table(console, t)
+    else:  # too narrow for every column whole: rich would squeeze the counts' columns to nothing
+        width = max(map(len, labels), default=0)
+        for name, f in figures.items():
+            console.print(name, style="bold", markup=False, soft_wrap=True)
+            for label, value in f.items():
+                console.print(f"  {label:<{width}}  {value}", markup=False, soft_wrap=True)
+    console.print("next, try:")
+    print_commands(console, r.next_commands)
 
 
 def register(app: typer.Typer) -> None:

@@ -8,6 +8,8 @@ Example:
     >>> t.describe().to_dict()
 """
 
+from .about import VersionsInfo, versions_info
+from .about import __version__ as __version__  # the number lives beside the code that reports it
 from .catalog import Catalog, connect
 from .errors import (
     CommitConflictError,
@@ -26,8 +28,6 @@ from .ingest import IngestOptions
 from .sources import FileSource, KafkaSource
 from .table import Table
 
-__version__ = "0.2.0"
-
 __all__ = [
     "Catalog",
     "CommitConflictError",
@@ -45,5 +45,7 @@ __all__ = [
     "TableNotFoundError",
     "UnsupportedOperationError",
     "VersionNotFoundError",
+    "VersionsInfo",
     "connect",
+    "versions_info",
 ]

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from . import jars, jvm
+from .about import versions_info
 from .config import CatalogConfig, _redact, lakecat_home
 from .engine import first_line
 from .errors import EnvironmentProblemError, LakecatError
@@ -47,6 +48,8 @@ class DoctorReport:
     checks: list[Check] = field(default_factory=list)
     #: The Spark driver lakecat starts on this machine (``spark_sizing``); None when the config's values are invalid.
     spark: dict[str, Any] | None = None
+    #: What lakecat runs on (``lakecat.versions_info()``, the document of ``lakecat --version --json``).
+    versions: dict[str, Any] | None = None
 
     @property
     def ok(self) -> bool:
@@ -54,7 +57,7 @@ class DoctorReport:
 
     def to_dict(self) -> dict[str, Any]:
         return {"catalog": self.catalog, "ok": self.ok, "failed": sum(not c.ok for c in self.checks),
-                "checks": [c.to_dict() for c in self.checks], "spark": self.spark}  # fmt: skip
+                "checks": [c.to_dict() for c in self.checks], "spark": self.spark, "versions": self.versions}  # fmt: skip
 
 
 def _guard(name: str, fn: Any) -> list[Check]:
@@ -72,6 +75,7 @@ def _guard(name: str, fn: Any) -> list[Check]:
 def run_doctor(config: CatalogConfig) -> DoctorReport:
     """Run every check against ``config``; never raises for a failing check."""
     report = DoctorReport(config.name)
+    report.checks += _guard("versions", lambda: _versions(report))
     for name, fn in (("python", _python), ("lakecat", _lakecat), ("java", _java), ("jars", lambda: _jars(config)),
                      ("metastore", lambda: _metastore(config)), ("warehouse", lambda: _warehouse(config)),
                      ("kafka", lambda: _kafka(config)), ("services", _services), ("disk", lambda: _disk(config)),
@@ -82,6 +86,12 @@ def run_doctor(config: CatalogConfig) -> DoctorReport:
     except LakecatError as e:  # e.g. a spark.driver.memory Spark could not read either
         report.checks.append(Check("spark", False, str(e), "fix the value in the catalog config or the environment"))
     return report
+
+
+def _versions(report: DoctorReport) -> list[Check]:
+    """Not a check of its own (the python, lakecat and java checks judge these): what the report shows."""
+    report.versions = versions_info().to_dict()
+    return []
 
 
 def spark_sizing(config: CatalogConfig) -> dict[str, Any]:

@@ -72,3 +72,12 @@ def require(module: str, *, extra: str | None, feature: str) -> ModuleType:
             raise MissingDependencyError(f"{feature} needs {module}, which is not installed: {hint}") from None
         first = (str(e).strip().splitlines() or [type(e).__name__])[0]
         raise MissingDependencyError(f"{feature} needs {module}, which cannot be imported ({first}): {hint}") from None
+
+
+def installed_version(distribution: str) -> str | None:
+    """The installed version of ``distribution`` (a PyPI name) from its metadata, without importing it; None when
+    it is not installed."""
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return None

@@ -585,6 +585,37 @@ class QuickstartResult(Result):
     next_commands: list[str] = field(default_factory=list)
     duration_s: float = 0.0
 
+    def figures(self) -> dict[str, dict[str, str]]:
+        """Each table's figures as text, by label (the same labels for every table, in order): what the terminal's
+        summary and the notebook's table show."""
+        return {name: {
+            "format": s["format"],
+            "ingested": f"{s['rows_written']:,}",
+            "dead-lettered": f"{s['rows_dead_lettered']:,}",
+            "versions": f"{s['versions']:,}",
+            "rows @ first batch": f"{s['rows_at_first_version']:,}",
+            "changes since": f"{s['changes_since_first_version']:,}",
+            "files before→after": f"{s['compaction']['files_before']:,}→{s['compaction']['files_after']:,}",
+            "rows now": f"{s['rows_now']:,}",
+        } for name, s in self.tables.items()}  # fmt: skip
+
+    def _repr_html_(self) -> str:
+        figures = self.figures()
+        labels = list(next(iter(figures.values()), {}))
+        head = "".join(f"<th>{html.escape(name)}</th>" for name in figures)
+        rows = "".join(
+            f"<tr><th style='text-align:left'>{html.escape(label)}</th>"
+            + "".join(f"<td style='text-align:right'>{html.escape(f[label])}</td>" for f in figures.values())
+            + "</tr>"
+            for label in labels
+        )
+        steps = "".join(f"<li><code>{html.escape(c)}</code></li>" for c in self.next_commands)
+        return (
+            f"<p><b>lakecat quickstart</b>: run {self.run}, {self.duration_s:.1f}s; {self.events_produced:,} events "
+            f"(+{self.malformed_produced:,} malformed) to {html.escape(self.topic)} on {html.escape(self.bootstrap)}</p>"
+            f"<table><tr><th></th>{head}</tr>{rows}</table>" + (f"<p>next, try:</p><ul>{steps}</ul>" if steps else "")
+        )
+
 
 @dataclass
 class MirrorResult(Result):

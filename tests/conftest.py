@@ -193,13 +193,13 @@ _NO_JVM_PROBE = (
 
 @pytest.fixture
 def light_cli(lakecat_home):
-    """Run a metadata command in a fresh process; fail if it imported the Spark path (or a module of ``forbid``).
-    Returns its JSON."""
+    """Run a metadata command in a fresh process (``env`` added to its environment); fail if it imported the Spark path
+    (or a module of ``forbid``). Returns its JSON."""
     import json
     import subprocess
 
-    def invoke(*args: str, forbid: tuple[str, ...] = ()):
-        env = {**os.environ, "LAKECAT_HOME": str(lakecat_home), "LAKECAT_PROBE_FORBID": ",".join(forbid)}
+    def invoke(*args: str, forbid: tuple[str, ...] = (), env: dict[str, str] | None = None):
+        env = {**os.environ, "LAKECAT_HOME": str(lakecat_home), "LAKECAT_PROBE_FORBID": ",".join(forbid), **(env or {})}
         proc = subprocess.run([sys.executable, "-c", _NO_JVM_PROBE, *map(str, args), "--json"],
                               env=env, capture_output=True, text=True, timeout=60)  # fmt: skip
         assert proc.returncode == 0, proc.stderr

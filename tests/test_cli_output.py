@@ -6,10 +6,16 @@ command here stays on the light path, so no JVM starts."""
 from __future__ import annotations
 
 import json
+import platform
+import re
+import subprocess
 from importlib.metadata import version
+from pathlib import Path
 
 import pytest
 from helpers import light_tables
+
+from lakecat.jars import java_executable
 
 FORMAT_OF = {0: "iceberg", 1: "delta"}  # light_tables: even tables are Iceberg, odd ones Delta
 
@@ -94,10 +100,81 @@ def test_describe_says_what_column_mapping_means(lakecat, one_commit, fmt):
     assert "columns by:" not in out
 
 
-def test_version_prints_the_installed_version(lakecat):
+VERSION_KEYS = ["lakecat", "spark", "iceberg", "pyiceberg", "delta", "deltalake", "java", "java_home", "python"]
+
+
+def _java_said(java: str) -> str:
+    """The version the Java binary itself prints (``openjdk version "17.0.15" ...``)."""
+    proc = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=60)
+    return re.search(r'version "([^"]+)"', proc.stderr + proc.stdout).group(1)
+
+
+def test_version_prints_what_lakecat_runs_on(lakecat):
+    """`--version`'s first line stays `lakecat X`; then Spark, each format's runtime, Java and Python; `--json` (before
+    or after it) one document with the same values, each from its own source: the distributions' metadata, the jar
+    coordinates the Spark session resolves, the Java binary lakecat starts."""
+    from lakecat.formats.delta.adapter import delta_coordinate
+    from lakecat.jar_sets import spark_set
+    from lakecat.jars import java_executable
+
+    for flags in (["--version", "--json"], ["--json", "--version"], ["-V", "--json"]):
+        code, out, _ = lakecat(*flags)
+        assert code == 0, out
+        doc = json.loads(out)
+        assert list(doc) == VERSION_KEYS, doc
+    iceberg_runtime = next(c for c in spark_set().coordinates if ":iceberg-spark-runtime-" in c)
+    assert doc["lakecat"] == version("lakecat") and doc["spark"] == version("pyspark")
+    assert doc["iceberg"] == iceberg_runtime.rsplit(":", 1)[1] and doc["pyiceberg"] == version("pyiceberg")
+    assert doc["delta"] == version("delta-spark") == delta_coordinate().rsplit(":", 1)[1]
+    assert doc["deltalake"] == version("deltalake") and doc["python"] == platform.python_version()
+    java = java_executable()
+    assert doc["java"] == _java_said(java) and doc["java_home"] == str(Path(java).resolve().parent.parent)
+
     for flag in ("--version", "-V"):
         code, out, _ = lakecat(flag)
-        assert code == 0 and out == f"lakecat {version('lakecat')}\n"
+        lines = out.splitlines()
+        assert code == 0 and lines[0] == f"lakecat {version('lakecat')}", out
+        shown = dict(line.split(None, 1) for line in lines[1:])
+        assert list(shown) == [k for k in VERSION_KEYS if k not in ("lakecat", "java_home")]
+        assert shown["java"] == f"{doc['java']} ({doc['java_home']})"
+        assert all(shown[k] == doc[k] for k in shown if k != "java"), out
+
+
+def test_version_starts_no_java_and_reads_its_release_file(light_cli, tmp_path):
+    """`--version` imports no Spark (light_cli) and runs no Java: it reads the Java home's `release` file. A `java`
+    that notes each run and then runs the real one says so; without a `release` file it is asked (`-version`)."""
+    real_java = Path(java_executable()).resolve()
+    if not (real_java.parent.parent / "release").is_file():
+        pytest.skip(f"{real_java.parent.parent} has no release file")
+    home, ran = tmp_path / "jdk", tmp_path / "java-ran"
+    (home / "bin").mkdir(parents=True)
+    (home / "bin" / "java").write_text(f'#!/bin/sh\necho "$@" >> "{ran}"\nexec "{real_java}" "$@"\n')
+    (home / "bin" / "java").chmod(0o755)
+    (home / "release").symlink_to(real_java.parent.parent / "release")
+    expected = _java_said(str(real_java))
+
+    doc = light_cli("--version", env={"JAVA_HOME": str(home)})
+    assert doc["java"] == expected and doc["java_home"] == str(home)
+    assert not ran.exists(), ran.read_text()
+
+    (home / "release").unlink()
+    doc = light_cli("--version", env={"JAVA_HOME": str(home)})
+    assert doc["java"] == expected and ran.read_text().split() == ["-version"]
+
+
+def test_version_without_java_says_not_found(lakecat, tmp_path):
+    no_java = {"JAVA_HOME": str(tmp_path / "none"), "PATH": str(tmp_path)}
+    code, out, _ = lakecat("--version", "--json", env=no_java)
+    doc = json.loads(out)
+    assert code == 0 and doc["java"] is None and doc["java_home"] is None and doc["spark"] == version("pyspark")
+    code, out, _ = lakecat("--version", env=no_java)
+    assert code == 0 and "\n  java       not found\n" in out, out
+
+
+def test_root_json_without_version_is_a_usage_error(lakecat):
+    code, out, err = lakecat("--json", "list")
+    assert code == 2 and json.loads(out)["error"]["type"] == "UsageError"
+    assert "lakecat COMMAND --json" in err and len(err.strip().splitlines()) == 1, err
 
 
 @pytest.mark.parametrize(

@@ -416,6 +416,8 @@ def test_doctor(tmp_path):
     ] == "extension"
     assert proc.returncode == (0 if report["ok"] else 1)
     assert all(c["fix"] for c in report["checks"] if not c["ok"])
+    shown = subprocess.run([*LAKECAT, "--version", "--json"], capture_output=True, text=True, timeout=60, env=_env())
+    assert report["versions"] == json.loads(shown.stdout)  # what `lakecat --version` shows
 
     # a metastore that does not answer, a Kafka that is not there: ✘ with a fix each, exit 1
     conf = tmp_path / "broken.toml"
@@ -436,3 +438,5 @@ def test_doctor(tmp_path):
     lines = human.stdout.strip().splitlines()
     assert any(ln.startswith("✘ metastore: ") and " — fix: " in ln for ln in lines)
     assert any(ln.startswith("✔ python: ") for ln in lines) and lines[-1] == "2 checks failed"
+    versions = subprocess.run([*LAKECAT, "--version"], capture_output=True, text=True, timeout=60, env=env).stdout
+    assert lines[: len(versions.splitlines())] == versions.splitlines()  # first, what lakecat runs on

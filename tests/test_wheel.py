@@ -184,3 +184,10 @@ def test_local_rest_server_from_the_wheel_listens_on_loopback(installed):
     finally:
         _user(installed, "lakecat", "local", "rest", "stop", "--data-dir", data_dir)
     assert not installed["calls"].exists()
+
+
+def test_the_version_is_one_number():
+    """pyproject.toml's version is the one ``lakecat.__version__`` reports from a checkout that is not installed."""
+    import lakecat
+
+    assert lakecat.__version__ == VERSION

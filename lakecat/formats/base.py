@@ -485,6 +485,14 @@ class TableFormat(ABC):
         """Maven coordinates the format needs in a Spark session for this catalog (resolved by lakecat.jars)."""
         return []
 
+    def runtime_versions(self) -> dict[str, str | None]:
+        """What the format runs on, by name: its Spark runtime (keyed by the format's name) and its JVM-free library
+        (None: not installed).
+
+        Read from lakecat's own coordinates and installed distributions' metadata, never by starting or importing
+        Spark: ``lakecat --version`` shows these."""
+        return {}
+
     def spark_session_conf(self, config: CatalogConfig) -> dict[str, str]:
         """Settings fixed when the session starts (e.g. which catalog plugin ``spark_catalog`` is)."""
         return {}

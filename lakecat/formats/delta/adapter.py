@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...engine import first_line, spark_errors, sql_string, tblproperties, with_retries
 from ...errors import InvalidArgumentError, LakecatError, TableAlreadyExistsError
+from ...extras import installed_version
 from ...files import exists
 from ...identifiers import quote
 from ...metastore import Registry, TableEntry
@@ -130,6 +131,11 @@ class DeltaFormat(DeltaVersions, DeltaMaintenance, DeltaHealth, DeltaEvolution, 
 
     def spark_packages(self, config: CatalogConfig) -> list[str]:
         return [delta_coordinate()]
+
+    def runtime_versions(self) -> dict[str, str | None]:
+        # delta-spark's own helper (delta_coordinate) takes the jar's version from this distribution; calling it
+        # would import pyspark
+        return {self.name: installed_version("delta-spark"), "deltalake": installed_version("deltalake")}
 
     def spark_session_conf(self, config: CatalogConfig) -> dict[str, str]:
         # spark_catalog is Delta's: Delta tables are reachable by name there (Catalog.spark), Iceberg has its own

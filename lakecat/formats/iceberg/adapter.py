@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from ...config import pyiceberg_io_properties
 from ...engine import first_line, spark_errors, sql_string, tblproperties, with_retries
 from ...errors import CommitConflictError, InvalidArgumentError, LakecatError, TableAlreadyExistsError
+from ...extras import installed_version
 from ...files import exists, fs_for
 from ...identifiers import TableIdent, quote
 from ...metastore import TableEntry, catalog_filter, key_of, normalize_location, table_key_columns
@@ -313,6 +314,9 @@ class IcebergFormat(IcebergVersions, IcebergMaintenance, IcebergHealth, IcebergE
 
     def spark_catalog_conf(self, config: CatalogConfig) -> dict[str, str]:
         return spark_setup.catalog_conf(config)
+
+    def runtime_versions(self) -> dict[str, str | None]:
+        return {self.name: spark_setup.RUNTIME.rsplit(":", 1)[1], "pyiceberg": installed_version("pyiceberg")}
 
     # --- existing tables (register, convert) ---------------------------------------------------
     def owns_location(self, location: str) -> bool:
