@@ -12,11 +12,13 @@ import random
 import re
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .errors import (
     CommitConflictError,
+    EngineOutOfMemoryError,
     InvalidArgumentError,
     LakecatError,
     TableAlreadyExistsError,
@@ -89,57 +91,209 @@ def java_message(e: BaseException) -> str:
     return first_line(str(e))
 
 
-# Iceberg's validations of a commit against the ones since it planned (a rewrite beside a MERGE or a DELETE, and back)
-# are conflicts too: planned again on top of the other commit, the operation succeeds.
-_CONFLICT_MARKERS = ("CommitFailedException", "ConcurrentAppendException", "ConcurrentDeleteReadException",
-                     "ConcurrentDeleteDeleteException", "ConcurrentTransactionException", "MetadataChangedException",
-                     "ProtocolChangedException", "ValidationException: Found conflicting files",
-                     "ConcurrentWriteException", "Found new conflicting delete files", "Cannot commit, found new",
-                     "Cannot commit, missing data files", "Missing required files to delete")  # fmt: skip
+@dataclass(frozen=True)
+class EngineFacts:
+    """What an engine exception says about itself by its structure, not its message: the error conditions, SQLSTATEs,
+    message parameters, class names (with their superclasses) and top stack frames of it and of its causes.
 
-# A Delta log file the operation had listed, gone when it read it (an expiry truncated the log in between).
-_LOG_GONE_MARKERS = ("FILE_NOT_EXIST", "FileNotFoundException")
+    Spark's messages change between releases; its conditions (``getCondition()``), SQLSTATEs and exception classes
+    are its contract. Gathered from PySpark's exceptions (in process, through Py4J, the Java throwable too; through
+    Spark Connect, what the server sends) by ``engine_facts``.
+    """
 
-# Spark error classes that mean the user's text (a predicate, a column list) is wrong: exit 2.
-_USAGE_MARKERS = ("PARSE_SYNTAX_ERROR", "UNRESOLVED_COLUMN", "DATATYPE_MISMATCH", "UNRESOLVED_ROUTINE",
-                  "WRONG_NUM_ARGS", "INVALID_WHERE_CONDITION")  # fmt: skip
+    conditions: tuple[str, ...] = ()
+    sql_states: tuple[str, ...] = ()
+    #: Fully qualified class names: the Java classes of the chain and their superclasses, the Python exception's MRO.
+    classes: frozenset[str] = frozenset()
+    #: ``class.method`` of the top frames of each Java exception of the chain (where it was thrown).
+    frames: tuple[str, ...] = ()
+    parameters: tuple[dict[str, str], ...] = ()
+    #: The Java exceptions' messages, for the last-resort checks that name why they read one.
+    messages: tuple[str, ...] = ()
 
-_ENGINE_ERRORS = ("AnalysisException", "Py4JJavaError", "IllegalArgumentException", "ParseException",
-                  "StreamingQueryException", "SparkRuntimeException", "UnsupportedOperationException",
-                  "NumberFormatException", "ArithmeticException", "PySparkException",
-                  "SparkUpgradeException", "DateTimeException", "QueryExecutionException",
-                  "Py4JError", "PySparkRuntimeError", "PySparkValueError", "SparkNoSuchElementException",
-                  "SparkConnectGrpcException", "TempTableAlreadyExistsException", "PythonException")  # fmt: skip
+    def has(self, *identities: str) -> bool:
+        """Whether a condition (``DELTA_CONCURRENT_APPEND`` also matches its subclasses ``...APPEND.WITH_...``), a
+        SQLSTATE or a class (fully qualified, or its simple name) of the chain is among ``identities``."""
+        for identity in identities:
+            if any(c == identity or c.startswith(identity + ".") for c in self.conditions):
+                return True
+            if identity in self.sql_states or identity in self.classes:
+                return True
+            if "." not in identity and any(c.rsplit(".", 1)[-1] == identity for c in self.classes):
+                return True
+        return False
+
+    def thrown_in(self, *frames: str) -> bool:
+        return any(f in self.frames for f in frames)
+
+    def parameter(self, name: str) -> list[str]:
+        return [p[name] for p in self.parameters if name in p]
+
+
+_MAX_CHAIN = 16
+_TOP_FRAMES = 12
+
+
+def _java_facts(throwable: Any, facts: dict[str, list[Any]]) -> None:
+    """Walk a Java throwable (a Py4J object) and its causes; every call is a round trip to the JVM, which may be
+    gone (an out-of-memory error can end it): what could be read stays."""
+    seen = 0
+    try:
+        while throwable is not None and seen < _MAX_CHAIN:
+            seen += 1
+            cls = throwable.getClass()
+            while cls is not None:
+                facts["classes"].append(str(cls.getName()))
+                cls = cls.getSuperclass()
+            facts["messages"].append(str(throwable.getMessage() or ""))
+            for method, key in (("getCondition", "conditions"), ("getSqlState", "sql_states")):
+                with contextlib.suppress(Exception):  # not a SparkThrowable: the method does not exist
+                    value = getattr(throwable, method)()
+                    if value:
+                        facts[key].append(str(value))
+            with contextlib.suppress(Exception):
+                params = throwable.getMessageParameters()
+                if params is not None:
+                    facts["parameters"].append({str(k): str(params.get(k)) for k in params.keySet()})
+            for element in list(throwable.getStackTrace())[:_TOP_FRAMES]:
+                facts["frames"].append(f"{element.getClassName()}.{element.getMethodName()}")
+            throwable = throwable.getCause()
+    except Exception:  # noqa: BLE001 - the JVM stopped answering: classify by what was read
+        return
+
+
+# A Spark Connect server's stack trace as PySpark renders it: the root's class, then "Caused by: <class>: ...", and
+# "\tat <class>.<method>(...)" frames; parsed for the causes' classes and frames, which the client keeps no other way.
+_CONNECT_CAUSE = re.compile(r"^Caused by: ([\w.$]+)(?::|$)", re.MULTILINE)
+_CONNECT_FRAME = re.compile(r"^\s*at ([\w.$<>]+)\.([\w$<>]+)\(", re.MULTILINE)
+
+
+def engine_facts(e: BaseException) -> EngineFacts | None:
+    """``e``'s ``EngineFacts``, or None when ``e`` did not come from Spark (PySpark or Py4J): a bug stays a bug."""
+    mro = type(e).__mro__
+    if not any(c.__module__.split(".")[0] in ("pyspark", "py4j") for c in mro):
+        return None
+    facts: dict[str, list[Any]] = {k: [] for k in ("conditions", "sql_states", "classes", "frames", "parameters",
+                                                   "messages")}  # fmt: skip
+    facts["classes"] += [f"{c.__module__}.{c.__qualname__}" for c in mro]
+    for method, key in (("getCondition", "conditions"), ("getSqlState", "sql_states")):
+        with contextlib.suppress(Exception):
+            value = getattr(e, method)()
+            if value:
+                facts[key].append(str(value))
+    with contextlib.suppress(Exception):
+        params = e.getMessageParameters()  # type: ignore[attr-defined]
+        if params:
+            facts["parameters"].append({str(k): str(v) for k, v in params.items()})
+    # In process: the Java throwable behind a Py4J or PySpark exception
+    for attribute in ("java_exception", "_origin"):
+        java = getattr(e, attribute, None)
+        if java is not None and not isinstance(java, (str, BaseException)):
+            _java_facts(java, facts)
+            break
+    server_trace = getattr(e, "_stacktrace", None)  # Spark Connect: the server's, when it sent one
+    if isinstance(server_trace, str) and server_trace:
+        first = server_trace.split("\n", 1)[0].strip()
+        if re.fullmatch(r"[\w.$]+", first):
+            facts["classes"].append(first)
+        facts["classes"] += _CONNECT_CAUSE.findall(server_trace)
+        facts["frames"] += [f"{c}.{m}" for c, m in _CONNECT_FRAME.findall(server_trace)]
+    return EngineFacts(
+        conditions=tuple(facts["conditions"]), sql_states=tuple(facts["sql_states"]),
+        classes=frozenset(facts["classes"]), frames=tuple(facts["frames"]), parameters=tuple(facts["parameters"]),
+        messages=tuple(facts["messages"]),
+    )  # fmt: skip
+
+
+# The identities (error conditions, SQLSTATEs, exception classes) of the engine errors lakecat translates. They are
+# the engine's vocabulary (Spark's, and the Delta and Iceberg runtimes' inside it); nothing here asks a table's format.
+_ALREADY_EXISTS = ("TABLE_OR_VIEW_ALREADY_EXISTS", "42P07", "org.apache.spark.sql.catalyst.analysis.TableAlreadyExistsException",
+                   "org.apache.iceberg.exceptions.AlreadyExistsException")  # fmt: skip
+_NOT_FOUND = ("TABLE_OR_VIEW_NOT_FOUND", "DELTA_TABLE_NOT_FOUND", "DELTA_MISSING_DELTA_TABLE", "42P01",
+              "org.apache.spark.sql.catalyst.analysis.NoSuchTableException",
+              "org.apache.iceberg.exceptions.NoSuchTableException")  # fmt: skip
+#: Iceberg's catalogs look a name up as a view when no table has it; a JDBC catalog without view support then throws
+#: a plain UnsupportedOperationException from its view lookup: a relation that is no table.
+_VIEW_LOOKUP = ("org.apache.iceberg.spark.SparkCatalog.loadView",)
+# Commit conflicts: Delta's (Java io.delta.exceptions.*, whose Python twins delta-spark raises without a condition),
+# Iceberg's failed commit (its metadata moved on) and Iceberg's validation of a commit against the snapshots committed
+# since it planned (a rewrite beside a MERGE or a DELETE, and back): planned again on top of the other commit, the
+# operation succeeds.
+_CONFLICT = ("DELTA_CONCURRENT_APPEND", "DELTA_CONCURRENT_DELETE_READ", "DELTA_CONCURRENT_DELETE_DELETE",
+             "DELTA_CONCURRENT_TRANSACTION", "DELTA_CONCURRENT_WRITE", "DELTA_METADATA_CHANGED",
+             "DELTA_PROTOCOL_CHANGED", "2D521", "io.delta.exceptions.DeltaConcurrentModificationException",
+             *(f"delta.exceptions.base.{name}" for name in (  # delta-spark's Python classes share no base of theirs
+                 "DeltaConcurrentModificationException", "ConcurrentWriteException", "MetadataChangedException",
+                 "ProtocolChangedException", "ConcurrentAppendException", "ConcurrentDeleteReadException",
+                 "ConcurrentDeleteDeleteException", "ConcurrentTransactionException")),
+             "org.apache.iceberg.exceptions.CommitFailedException")  # fmt: skip
+_VALIDATION = "org.apache.iceberg.exceptions.ValidationException"
+#: Where Iceberg validates a snapshot against the ones committed since its base, and filters the files it deletes.
+_COMMIT_VALIDATION = ("org.apache.iceberg.SnapshotProducer.apply", "org.apache.iceberg.SnapshotProducer.runValidations")
+#: Last resort, for a ValidationException that arrived without its stack (a Spark Connect server that sends none): the
+#: class is shared with every other validation, and only Iceberg's messages tell a conflict apart.
+_CONFLICT_MESSAGES = ("Found conflicting files", "Found new conflicting delete files", "Cannot commit, found new",
+                      "Cannot commit, missing data files", "Missing required files to delete")  # fmt: skip
+# The user's text (a predicate, a column list) is wrong: exit 2.
+_USAGE = ("PARSE_SYNTAX_ERROR", "UNRESOLVED_COLUMN", "DATATYPE_MISMATCH", "UNRESOLVED_ROUTINE", "WRONG_NUM_ARGS",
+          "INVALID_WHERE_CONDITION", "42703", "ParseException")  # fmt: skip
+_OUT_OF_MEMORY = ("java.lang.OutOfMemoryError", "org.apache.spark.memory.SparkOutOfMemoryError",
+                  "UNABLE_TO_ACQUIRE_MEMORY", "53200")  # fmt: skip
+#: A file the operation had listed, gone when it read it.
+_FILE_GONE = ("FAILED_READ_FILE.FILE_NOT_EXIST", "java.io.FileNotFoundException")
+_DELTA_LOG = "/_delta_log/"
+
+
+def _log_truncated(facts: EngineFacts) -> bool:
+    """A Delta log file the operation had listed, gone when it read it (an expiry truncated the log in between)."""
+    if any(_DELTA_LOG in p for p in facts.parameter("path")):
+        return facts.has("FAILED_READ_FILE")
+    # java.io.FileNotFoundException carries its path in its message only
+    return facts.has("java.io.FileNotFoundException") and any(_DELTA_LOG in m for m in facts.messages)
+
+
+def is_commit_conflict(facts: EngineFacts, text: str) -> bool:
+    if facts.has(*_CONFLICT):
+        return True
+    if not facts.has(_VALIDATION):
+        return False
+    if facts.frames:
+        return facts.thrown_in(*_COMMIT_VALIDATION)
+    return any(m in text for m in _CONFLICT_MESSAGES)
 
 
 @contextlib.contextmanager
 def spark_errors(what: str, ident: TableIdent | None = None) -> Iterator[None]:
-    """Translate Spark / Py4J exceptions into lakecat errors at the point they enter lakecat."""
+    """Translate Spark / Py4J exceptions into lakecat errors at the point they enter lakecat, by their error
+    conditions, SQLSTATEs and exception classes (``EngineFacts``)."""
     try:
         yield
     except LakecatError:
         raise
     except Exception as e:  # noqa: BLE001 - we re-raise everything, typed
-        name = type(e).__name__
-        # table formats raise their own Python classes (ConcurrentAppendException, subclasses of PySparkException)
-        # whose text does not carry the class name: judge by both
-        text, haystack = str(e), f"{name}: {e}"
-        if not any(cls.__name__ in _ENGINE_ERRORS for cls in type(e).__mro__):  # e.g. subclasses of PySparkException
+        facts = engine_facts(e)
+        if facts is None:
             raise
+        text = str(e)
         label = f"{what} {ident}" if ident else what
-        if "TABLE_OR_VIEW_ALREADY_EXISTS" in text or "AlreadyExistsException" in text:
+        if facts.has(*_ALREADY_EXISTS):
             raise TableAlreadyExistsError(f"table {ident} already exists") from e
-        if "TABLE_OR_VIEW_NOT_FOUND" in text or "NoSuchTableException" in text:
-            raise TableNotFoundError(f"table {ident} not found") from e
-        if any(marker in haystack for marker in _CONFLICT_MARKERS):
+        if facts.has(*_NOT_FOUND) or (facts.has("java.lang.UnsupportedOperationException")
+                                      and facts.thrown_in(*_VIEW_LOOKUP)):  # fmt: skip
+            raise TableNotFoundError(f"table {ident} not found" if ident else f"{what}: {first_line(text)}") from e
+        if is_commit_conflict(facts, text):
             raise CommitConflictError(f"{label}: commit conflict with a concurrent writer: {first_line(text)}") from e
-        if "_delta_log/" in text and any(marker in text for marker in _LOG_GONE_MARKERS):
-            # an expiry truncated the Delta log between this operation's listing of it and its read: nothing was
-            # committed, and planned again on the log as it is now, the operation succeeds
+        if _log_truncated(facts):
+            # nothing was committed, and planned again on the log as it is now, the operation succeeds
             raise CommitConflictError(f"{label}: the table's log was truncated under it by a concurrent expiry: "
                                       f"{first_line(text)}") from e  # fmt: skip
-        if name in ("ParseException",) or any(m in text for m in _USAGE_MARKERS):
+        if facts.has(*_USAGE):
             raise InvalidArgumentError(f"{label}: {first_line(text)}") from e
+        if facts.has(*_OUT_OF_MEMORY):
+            raise EngineOutOfMemoryError(
+                f"{label}: Spark ran out of memory ({first_line(text)}); give its driver more: SPARK_DRIVER_MEMORY, "
+                "or spark.driver.memory in the catalog config's [spark.conf]"
+            ) from e
         raise LakecatError(f"{label} failed: {first_line(text)}") from e
 
 

@@ -33,12 +33,14 @@ from .spark import (
     ENGINE_ENV,
     ENGINE_SERVER_CLASS,
     ENGINE_STATE_FILE,
+    LOOPBACK,
     _check_java,
     engine_dir,
     engine_jars,
     engine_spark_conf,
     engine_state,
     jvm_environment,
+    loopback_only,
 )
 from .units import format_duration, parse_duration
 
@@ -102,7 +104,7 @@ class LocalEngine:
             "spark.app.name": "lakecat-engine",
             "spark.master": sizing.master,
             "spark.jars": ",".join(engine_jars(self.config)),
-            "spark.connect.grpc.binding.address": "127.0.0.1",
+            "spark.connect.grpc.binding.address": LOOPBACK,
             "spark.connect.grpc.binding.port": str(self.port),
             # foreachBatch functions and Python UDFs run in Python workers the server starts: this Python,
             # where lakecat is importable
@@ -132,7 +134,12 @@ class LocalEngine:
         _check_java()
         cmd = self.command()
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        env = {**jvm_environment(os.environ), "SPARK_HOME": str(_pyspark_home()), "PYSPARK_PYTHON": sys.executable}
+        loopback = loopback_only(self.config, self.config.sizing().master)
+        env = {
+            **jvm_environment(os.environ, loopback=loopback),
+            "SPARK_HOME": str(_pyspark_home()),
+            "PYSPARK_PYTHON": sys.executable,
+        }
         env.pop("SPARK_REMOTE", None)
         env.pop("SPARK_CONNECT_MODE_ENABLED", None)
         url = f"sc://127.0.0.1:{self.port}"

@@ -80,6 +80,10 @@ class EnvironmentProblemError(LakecatError):
     """Something outside lakecat is missing or broken: Java, the network to Maven Central, a port."""
 
 
+class EngineOutOfMemoryError(EnvironmentProblemError):
+    """Spark ran out of memory (its driver's heap, or the memory its tasks may use); the message says what to set."""
+
+
 class UnsupportedOperationError(LakecatError):
     """The operation exists, but not for this table's format (exit code 3)."""
 

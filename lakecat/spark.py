@@ -257,15 +257,44 @@ STATUS_RETENTION = {
 }
 
 
-def jvm_environment(base: Mapping[str, str]) -> dict[str, str]:
-    """``base`` (an environment) with lakecat's ``JVM_ENVIRONMENT`` for the variables it does not set."""
-    return {**JVM_ENVIRONMENT, **base}
+#: Where a driver on a local master listens (its RPC, block-manager and UI ports, and the local engine's Spark Connect
+#: port): this machine only. Spark's default is the machine's network address, open to anyone who can reach it.
+LOOPBACK = "127.0.0.1"
+#: The settings that say where a driver listens: when a catalog config sets one of them, lakecat sets none of them.
+NETWORK_CONF = ("spark.driver.host", "spark.driver.bindAddress")
+#: ... and the same said by the environment (Spark's own variables).
+NETWORK_ENV = ("SPARK_LOCAL_IP", "SPARK_LOCAL_HOSTNAME")
+
+
+def loopback_only(config: CatalogConfig, master: str, environ: Mapping[str, str] | None = None) -> bool:
+    """Whether lakecat's Spark driver for ``config`` listens on ``LOOPBACK`` only: on a local master (a cluster's
+    executors must reach the driver), unless the catalog config or the environment says where it listens."""
+    env = os.environ if environ is None else environ
+    return (master.strip().startswith("local") and not any(k in config.spark_conf for k in NETWORK_CONF)
+            and not any(env.get(k) for k in NETWORK_ENV))  # fmt: skip
+
+
+def loopback_spark_conf() -> dict[str, str]:
+    """The driver's settings for ``loopback_only``: its RPC and block-manager ports bind to, and say, ``LOOPBACK``.
+    (Its UI binds to ``SPARK_LOCAL_IP``, set in the JVM's environment: ``jvm_environment``.)"""
+    return {"spark.driver.bindAddress": LOOPBACK, "spark.driver.host": LOOPBACK}
+
+
+def _own_environment(loopback: bool) -> dict[str, str]:
+    return {**JVM_ENVIRONMENT, **({"SPARK_LOCAL_IP": LOOPBACK} if loopback else {})}
+
+
+def jvm_environment(base: Mapping[str, str], *, loopback: bool = False) -> dict[str, str]:
+    """``base`` (an environment) with lakecat's ``JVM_ENVIRONMENT`` (and, with ``loopback``, ``SPARK_LOCAL_IP``) for
+    the variables it does not set."""
+    return {**_own_environment(loopback), **base}
 
 
 @contextlib.contextmanager
-def _jvm_environment() -> Iterator[None]:
-    """``JVM_ENVIRONMENT`` in ``os.environ`` while the JVM starts (pyspark starts it with a copy), then gone again."""
-    added = {k: v for k, v in JVM_ENVIRONMENT.items() if k not in os.environ}
+def _jvm_environment(*, loopback: bool = False) -> Iterator[None]:
+    """``jvm_environment``'s variables in ``os.environ`` while the JVM starts (pyspark starts it with a copy), then
+    gone again."""
+    added = {k: v for k, v in _own_environment(loopback).items() if k not in os.environ}
     os.environ.update(added)
     try:
         yield
@@ -332,6 +361,7 @@ def engine_spark_conf(
         "spark.sql.warehouse.dir": str((lakecat_home() / "spark-warehouse").resolve()),
         **session_spark_conf(config),
         **storage_spark_conf(config),
+        **(loopback_spark_conf() if loopback_only(config, sizing.master) else {}),
         **user,
         **catalog_spark_conf(config),
     }
@@ -355,7 +385,7 @@ def _start(config: CatalogConfig, before_local_start: Callable[[], object] | Non
     for k, v in engine_spark_conf(config, sizing=sizing).items():
         builder = builder.config(k, v)
     try:
-        with _jvm_output_to(log_path), _jvm_environment():
+        with _jvm_output_to(log_path), _jvm_environment(loopback=loopback_only(config, sizing.master)):
             spark = builder.getOrCreate()
     except Exception as e:  # the JVM died before talking to us: say why in one line
         raise _start_failure(e, log_path) from e

@@ -19,7 +19,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
-from ..engine import to_int
+from ..engine import engine_facts, to_int
 from ..errors import NotExactError, UnsupportedOperationError, VersionNotFoundError
 from ..files import local_path
 from ..partitioning import Clustering, Layout, LayoutInfo
@@ -287,13 +287,9 @@ _COMPACT_STRATEGIES = ("binpack", "sort", "zorder")
 
 #: What a failed read of a version or a change range means (``TableFormat.classify_read_error``).
 ReadFailure = Literal["files_gone", "no_change_data"]
-#: Spark's and Hadoop's words for a file that is not there, whatever the format.
-_ENGINE_FILE_GONE_MARKERS = (
-    "FileNotFoundException",
-    "FAILED_READ_FILE",
-    "NotFoundException: File",
-    "Path does not exist",
-)
+#: Spark's and Hadoop's error conditions and classes for a file that is not there, whatever the format.
+_ENGINE_FILE_GONE = ("FAILED_READ_FILE.FILE_NOT_EXIST", "PATH_NOT_FOUND", "java.io.FileNotFoundException",
+                     "org.apache.iceberg.exceptions.NotFoundException")  # fmt: skip
 
 
 class LocalServer(Protocol):
@@ -346,10 +342,15 @@ class TableFormat(ABC):
     partition_evolution_in_place: ClassVar[bool] = False
     #: Why the format lacks a capability, for the exit-3 sentence (capability -> reason).
     gap_reasons: ClassVar[dict[str, str]] = {}
-    #: Words of the format's engine errors that say a version's files are gone (expired or vacuumed).
-    files_gone_markers: ClassVar[tuple[str, ...]] = ()
-    #: Words of its engine errors that say change data was not recorded for part of a range.
-    no_change_data_markers: ClassVar[tuple[str, ...]] = ()
+    #: Error conditions, SQLSTATEs or exception classes (``EngineFacts.has``) of the format's engine errors that say a
+    #: version's files are gone (expired or vacuumed), or that it is no longer there.
+    files_gone_errors: ClassVar[tuple[str, ...]] = ()
+    #: Last resort, for an engine error of that meaning that has no condition or class of its own: words of its message.
+    files_gone_messages: ClassVar[tuple[str, ...]] = ()
+    #: Error conditions, SQLSTATEs or classes of its engine errors that say change data was not recorded for part of
+    #: a range; and, as for ``files_gone_messages``, words of such messages.
+    no_change_data_errors: ClassVar[tuple[str, ...]] = ()
+    no_change_data_messages: ClassVar[tuple[str, ...]] = ()
     #: The table property that turns change data on, named when it was off (None: the format has none).
     change_data_property: ClassVar[str | None] = None
 
@@ -554,10 +555,14 @@ class TableFormat(ABC):
     def classify_read_error(self, exc: BaseException) -> ReadFailure | None:
         """What an engine error of a read at a version or over a change range means: ``"files_gone"`` (expiry or
         vacuum removed its files), ``"no_change_data"`` (the range was written without change data), or None."""
-        text = str(exc)
-        if any(m in text for m in (*_ENGINE_FILE_GONE_MARKERS, *self.files_gone_markers)):
+        facts = engine_facts(exc)
+        if facts is None:
+            return None
+        if facts.has(*_ENGINE_FILE_GONE, *self.files_gone_errors) or any(
+            m in str(exc) for m in self.files_gone_messages
+        ):
             return "files_gone"
-        if any(m in text for m in self.no_change_data_markers):
+        if facts.has(*self.no_change_data_errors) or any(m in str(exc) for m in self.no_change_data_messages):
             return "no_change_data"
         return None
 

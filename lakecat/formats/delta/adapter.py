@@ -100,11 +100,12 @@ class DeltaFormat(DeltaVersions, DeltaMaintenance, DeltaHealth, DeltaEvolution, 
     gap_reasons = {
         "branches": "Delta has no branches (one line of versions); use a tag, or a copy of the table, to stage writes",
     }  # fmt: skip
-    files_gone_markers = (
-        "DELTA_FILE_NOT_FOUND", "DELTA_CHANGE_DATA_FILE_NOT_FOUND", "DELTA_VERSIONS_NOT_CONTIGUOUS",
-        "DELTA_LOG_FILE_NOT_FOUND", "VersionNotFoundException", "DELTA_CANNOT_RECONSTRUCT_PATH_FROM_URI",
+    files_gone_errors = (
+        "DELTA_FILE_NOT_FOUND", "DELTA_FILE_NOT_FOUND_DETAILED", "DELTA_CHANGE_DATA_FILE_NOT_FOUND",
+        "DELTA_VERSIONS_NOT_CONTIGUOUS", "DELTA_LOG_FILE_NOT_FOUND", "DELTA_VERSION_NOT_FOUND",
+        "org.apache.spark.sql.delta.VersionNotFoundException", "DELTA_CANNOT_RECONSTRUCT_PATH_FROM_URI",
     )  # fmt: skip
-    no_change_data_markers = ("DELTA_MISSING_CHANGE_DATA", "enableChangeDataFeed", "change data was not recorded")
+    no_change_data_errors = ("DELTA_MISSING_CHANGE_DATA",)
     change_data_property = CDF_PROPERTY
 
     # --- catalog entries --------------------------------------------------------------------

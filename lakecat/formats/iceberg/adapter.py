@@ -225,7 +225,9 @@ class IcebergFormat(IcebergVersions, IcebergMaintenance, IcebergHealth, IcebergE
                            "and readers may still be planning against those snapshots")  # fmt: skip
     default_orphan_window = timedelta(days=3)
     metadata_upkeep_threshold = 5  # manifests in the current snapshot
-    files_gone_markers = ("Cannot find snapshot",)
+    # Iceberg's Spark runtime says a snapshot id it does not have with a plain IllegalArgumentException (no condition,
+    # no class of its own): only the message tells it from any other bad argument.
+    files_gone_messages = ("Cannot find snapshot",)
 
     _sql_catalogs: ClassVar[dict[tuple[str, str], Any]] = {}
     # pyiceberg tables read from metadata files, by file (immutable; parsed once per process, not once per question)
