@@ -252,8 +252,16 @@ def _log_truncated(facts: EngineFacts) -> bool:
     return facts.has("java.io.FileNotFoundException") and any(_DELTA_LOG in m for m in facts.messages)
 
 
+#: Python code Spark runs (a streaming query's foreachBatch function) that raised: its exception crosses the JVM as the
+#: text of its traceback only, so the conflict classes it raised are found by their names in that text.
+_PYTHON_RAISED = ("org.apache.spark.api.python.PythonException", "PythonException", "StreamingQueryException")
+_CONFLICT_NAMES = re.compile(r"\b(" + "|".join(sorted({c.rsplit(".", 1)[-1] for c in _CONFLICT if "." in c})) + r")\b")
+
+
 def is_commit_conflict(facts: EngineFacts, text: str) -> bool:
     if facts.has(*_CONFLICT):
+        return True
+    if facts.has(*_PYTHON_RAISED) and _CONFLICT_NAMES.search(text):
         return True
     if not facts.has(_VALIDATION):
         return False

@@ -172,3 +172,21 @@ def test_a_delta_log_truncated_under_an_operation_is_a_conflict(jvm, tmp_path):
 def test_a_python_error_stays_a_bug():
     with pytest.raises(KeyError), spark_errors("upsert into"):
         raise KeyError("x")
+
+
+def test_a_conflict_raised_inside_a_streaming_batch_is_a_conflict(spark, tmp_path):
+    """A format's conflict raised in a foreachBatch function reaches the caller as a StreamingQueryException that
+    carries the Python traceback as text only: still a commit conflict."""
+    from delta.exceptions import ConcurrentAppendException
+
+    if is_connect(spark):
+        pytest.skip("foreachBatch runs on the engine's own Python worker there")
+
+    def batch(_df, _batch_id):
+        raise ConcurrentAppendException("Files were added to the root of the table by a concurrent update.")
+
+    stream = spark.readStream.format("rate").option("rowsPerSecond", 1).load()
+    query = stream.writeStream.foreachBatch(batch).option("checkpointLocation", str(tmp_path / "cp")).start()
+    with pytest.raises(CommitConflictError), spark_errors("ingest into"):
+        query.awaitTermination(120)
+    query.stop()
