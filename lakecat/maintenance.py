@@ -4,7 +4,7 @@ This module is format-neutral: it validates arguments, plans, applies policies a
 retries commit conflicts and reports; the work itself is the adapter's (``TableFormat.compact``,
 ``expire``, ``find_orphans``/``delete_orphans``, ``rewrite_metadata``). Every operation has a dry run
 that changes nothing and says what would change; dry runs of compaction and expiry are computed from
-metadata (pyiceberg / delta-rs), those of orphan cleanup ask the engine.
+metadata (pyiceberg / delta-rs); orphan cleanup asks Iceberg's engine, Delta's is computed from the log.
 
 Safety floors (a shorter window is refused unless ``force``, exit code 2) are the adapter's
 ``safety_floor``: Delta 7 days (Delta's own ``retentionDurationCheck``), Iceberg 24 hours (the rule

@@ -191,14 +191,11 @@ def test_kill_9_of_the_service_leaves_nothing_half_done(cli, catalog, spark, lak
         code, _, err = cli("clean-orphans", n, "--older-than", "1h", "--force", "--json")
         assert code == 0, err
         new = on_disk(t) - before[n][1]
-        if t.format == "iceberg":  # Delta's VACUUM keeps them: test_delta_orphans_past_the_window_are_removed
-            assert new <= current(t), (n, sorted(new - current(t))[:3])  # a new file left is one the table uses
+        assert new <= current(t), (n, sorted(new - current(t))[:3])  # a new file left is one the table uses
         assert sorted(r["id"] for r in read_rows(catalog, n)) == before[n][0], n
 
 
 @pytest.mark.spark
-@pytest.mark.xfail(strict=True, reason="delta-spark 4.4's VACUUM RETAIN n HOURS (n > 0) keeps untracked files younger "
-                   "than delta.deletedFileRetentionDuration (7 days) (known gap)")  # fmt: skip
 def test_delta_orphans_past_the_window_are_removed(cli, catalog, spark, ns, tmp_path):
     """An untracked file (what a killed rewrite leaves) two hours old in a Delta table delta-rs wrote:
     clean-orphans --older-than 1h removes it."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -65,12 +66,44 @@ def log_entries(location: str, name: str) -> list[LogEntry]:
     for info in infos:
         base_name = info.base_name.lstrip(".")
         m = _LOG_FILE.match(base_name) or _COMPACTED.match(base_name)
-        if not m or info.type != fs.FileType.File:
-            continue
+        if not m:  # an entry of a log file's name that is not a file is kept: reading it fails, rather than the
+            continue  # version looking absent (a version absent from the log protects none of its files)
         version = int(m.group(2)) if _COMPACTED.match(base_name) else int(m.group(1))  # compacted: its last version
         mtime = int(info.mtime.timestamp() * 1000) if info.mtime else 0
         out.append(LogEntry(version, info.base_name, info.path, mtime))
     return out
+
+
+def log_start(entries: list[LogEntry]) -> int | None:
+    """The oldest version the log can be read from: 0 while its commit is there, else the oldest checkpoint's (a
+    version before it is gone from the log); None when the log has neither."""
+    starts = [e.version for e in entries if ".checkpoint" in e.name or (e.version == 0 and e.name == f"{0:020d}.json")]
+    return min(starts) if starts else None
+
+
+_Z85 = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#"
+
+
+def deletion_vector_file(dv: dict[str, Any] | None) -> str | None:
+    """The file a deletion vector descriptor names, as the protocol spells it: a path relative to the table
+    (storage ``u``: an optional directory prefix, then the file's UUID in Z85), an absolute one (``p``), or None
+    (``i``: inline in the log)."""
+    if not dv:
+        return None
+    kind, value = dv.get("storageType"), str(dv.get("pathOrInlineDv") or "")
+    if kind == "p":
+        return value or None
+    if kind != "u" or len(value) < 20:
+        return None
+    prefix, encoded = value[:-20], value[-20:]
+    raw = b""
+    for i in range(0, 20, 5):
+        n = 0
+        for ch in encoded[i : i + 5]:
+            n = n * 85 + _Z85.index(ch)
+        raw += n.to_bytes(4, "big")
+    name = f"deletion_vector_{uuid.UUID(bytes=raw)}.bin"
+    return f"{prefix}/{name}" if prefix else name
 
 
 def commit_times(entries: list[LogEntry]) -> dict[int, int]:

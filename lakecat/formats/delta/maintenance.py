@@ -1,10 +1,10 @@
-"""Delta maintenance: OPTIMIZE, expiry computed from the log, VACUUM for orphans, checkpoints (delta-rs)."""
+"""Delta maintenance: OPTIMIZE, expiry and orphan cleanup computed from the log, checkpoints (delta-rs)."""
 
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
-import math
 import time
 import urllib.parse
 from datetime import UTC, date, datetime, timedelta
@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 
 from ...engine import (
     command_row,
-    default_parallelism,
     first_line,
     now,
     spark_conf,
@@ -21,17 +20,32 @@ from ...engine import (
     sql_string,
 )
 from ...errors import LakecatError
-from ...files import DataFile, file_sizes, fs_for, is_local_dir, norm_path
+from ...files import DataFile, file_sizes, fs_for, norm_path
 from ...identifiers import quote
 from ...results import ExpireResult, MetadataResult
 from ...units import format_duration, iso, plural
-from .log import add_actions, arrow, commit_actions, commit_times, last_checkpoint, live_files, log_actions, log_entries
+from .log import (
+    LogEntry,
+    add_actions,
+    arrow,
+    commit_actions,
+    commit_times,
+    deletion_vector_file,
+    last_checkpoint,
+    live_files,
+    log_actions,
+    log_entries,
+    log_start,
+)
 
 if TYPE_CHECKING:
     from ..base import TableHandle
 
 log = logging.getLogger(__name__)
 SMALL_FILE_RATIO = 0.75  # OPTIMIZE's minFileSize: the same "small" as lakecat's planner
+#: expire removes a log file only before a checkpoint at least this old, and only when the file is this old too: a
+#: reader starts from the newest checkpoint it listed, so one that listed the log within it never loses a file it reads
+LOG_READER_FLOOR = timedelta(hours=1)
 
 
 def spark_path(location: str) -> str:
@@ -46,9 +60,37 @@ def _plain(path: str) -> str:
     return norm_path(urllib.parse.quote(path, safe="/:"))
 
 
-def vacuum_hours(window: timedelta) -> int:
-    """VACUUM's RETAIN in whole hours, rounded up (Delta rounds a fraction to the nearest hour: never shorter)."""
-    return math.ceil(window.total_seconds() / 3600 - 1e-9)
+def _hidden(name: str, partition_columns: list[str]) -> bool:
+    """A name VACUUM leaves alone (Delta's ``isHiddenDirectory``): ``_``/``.``-prefixed (the log, checksum sidecars,
+    lakecat's mirror metadata) but not ``_delta_index``, ``_change_data`` or a partition directory ``col=...``;
+    ``metadata`` (UniForm's Iceberg metadata)."""
+    if name == "metadata":
+        return True
+    return (
+        name.startswith((".", "_"))
+        and not name.startswith(("_delta_index", "_change_data"))
+        and not any(name.startswith(f"{c}=") for c in partition_columns)
+    )
+
+
+def _unreadable(table: TableHandle, what: str, error: BaseException) -> LakecatError:
+    """The one line that stops a deletion: what could not be read, of which table, and why."""
+    return LakecatError(f"table {table.name}: {what} could not be read, so nothing is deleted: "
+                        f"{first_line(str(error)) or type(error).__name__}")  # fmt: skip
+
+
+def _log_key(base: str, path: str) -> str:
+    """A log's path (%-escaped, relative to the table or absolute) spelled as ``_plain`` spells a file on disk."""
+    return norm_path(path if _absolute(path) else f"{base}/{path}")
+
+
+def _absolute(path: str) -> bool:
+    return path.startswith("/") or urllib.parse.urlparse(path).scheme != ""
+
+
+def _dv_key(base: str, dv: str) -> str:
+    """A deletion vector's file (``deletion_vector_file``: relative and unescaped, or absolute) as ``_log_key``."""
+    return _log_key(base, dv if _absolute(dv) else urllib.parse.quote(dv))
 
 
 def _partition_term(column: str, value: Any) -> str | None:
@@ -166,17 +208,17 @@ class DeltaMaintenance:
         retained = [v for v in available if v >= oldest_kept or v in tagged]
         doomed: dict[str, int] = {}
         if expired:
-            needed = {_plain(u) for u in self.load(table, version=oldest_kept).file_uris()}  # type: ignore[attr-defined]
+            needed = self._version_files(table, oldest_kept, entries)
             for v in tagged:
-                needed |= {_plain(u) for u in self.load(table, version=v).file_uris()}  # type: ignore[attr-defined]
-            later_adds, _ = log_actions(table.location, entries, oldest_kept + 1, current)
+                needed |= self._version_files(table, v, entries)
+            later_adds, _ = self._log_actions(table, entries, oldest_kept + 1, current)
             needed |= later_adds
-            earliest = {_plain(u) for u in self.load(table, version=available[0]).file_uris()}  # type: ignore[attr-defined]
-            adds, removes = log_actions(table.location, entries, available[0] + 1, oldest_kept)
+            earliest = self._version_files(table, available[0], entries)
+            adds, removes = self._log_actions(table, entries, available[0] + 1, oldest_kept)
             # the change data files of expired commits: only a change read of those versions would open them
             change_files: set[str] = set()
             for v in expired:
-                (written,) = log_actions(table.location, entries, v, v, kinds=("cdc",))
+                (written,) = self._log_actions(table, entries, v, v, kinds=("cdc",))
                 change_files |= written
             needed |= self.mirrored_files(table)  # type: ignore[attr-defined]
             doomed = file_sizes(sorted((earliest | adds | removes | change_files) - needed))
@@ -203,10 +245,14 @@ class DeltaMaintenance:
         return result
 
     def _truncate_log(self, table: TableHandle, oldest_kept: int) -> int | None:
-        """Make versions before ``oldest_kept`` unreadable: a checkpoint at it, then the older log files go.
+        """Make versions before ``oldest_kept`` unreadable as far as readers allow: a checkpoint at it (for this run
+        or a later one), then the log files before the newest checkpoint at or before it that is older than
+        ``LOG_READER_FLOOR`` go (those files older than the floor too). Returns where the log now starts, None when
+        nothing went.
 
-        This is what Delta's own log cleanup does at checkpoint time once ``delta.logRetentionDuration``
-        (30 days by default, cut off at day boundaries) has passed; lakecat does it for the window asked.
+        This is what Delta's own log cleanup does at checkpoint time once ``delta.logRetentionDuration`` has passed
+        (a checkpoint older than it, the files before it); lakecat does it for the window asked, and keeps what a
+        reader that listed the log within the floor may still be reading.
         """
         entries = log_entries(table.location, table.name)
         has_checkpoint = any(e.version == oldest_kept and ".checkpoint" in e.name for e in entries)
@@ -219,55 +265,134 @@ class DeltaMaintenance:
         except Exception as e:  # noqa: BLE001 - keep every version rather than risk an unreadable log
             log.warning("table %s: no checkpoint at version %d (%s); the log is left whole", table.name, oldest_kept, e)
             return None
+        floor_ms = int((now() - LOG_READER_FLOOR).timestamp() * 1000)
+        ready = [e.version for e in entries if ".checkpoint" in e.name and e.version <= oldest_kept
+                 and e.mtime_ms <= floor_ms]  # fmt: skip
+        if not ready:
+            return None
+        start = max(ready)
         filesystem, _ = fs_for(table.location)
+        gone = False
         for entry in entries:
-            if entry.version < oldest_kept:
+            if entry.version < start and entry.mtime_ms <= floor_ms:
                 with contextlib.suppress(FileNotFoundError):
                     filesystem.delete_file(entry.path)
-        return oldest_kept
+                    gone = True
+        return start if gone else None
 
-    def _vacuum(self, table: TableHandle, hours: int, *, dry_run: bool) -> list[str]:
-        """Run Delta VACUUM (FULL) with its safety check off for this call only (the caller checked the floor)."""
-        spark = table.catalog.session()
-        sql = f"VACUUM {spark_path(table.location)} RETAIN {max(int(hours), 0)} HOURS{' DRY RUN' if dry_run else ''}"
-        conf = {
-            "spark.databricks.delta.retentionDurationCheck.enabled": "false",
-            "spark.databricks.delta.vacuum.logging.enabled": "false",  # no VACUUM START/END commits in the history
-            # VACUUM lists the table with this many tasks per pass (Spark's default: 10,000 — minutes for a tiny table)
-            "spark.sql.sources.parallelPartitionDiscovery.parallelism": str(max(8, default_parallelism(spark) * 4)),
-        }
-        with spark_errors("vacuum", table.entry.ident), spark_conf(spark, conf):
-            rows = spark.sql(sql).collect()
-        if not dry_run:
-            return []
-        return [
-            r["path"] for r in rows if not is_local_dir(r["path"])
-        ]  # empty directories (e.g. _change_data/) are not files
+    def _version_files(self, table: TableHandle, version: int, entries: list[LogEntry]) -> set[str]:
+        """The files ``version`` reads. Empty for a version gone from the log (before where it starts); any other
+        failure to read it stops the caller before it deletes anything."""
+        start = log_start(entries)
+        if start is not None and version < start:
+            return set()
+        try:
+            return {_plain(u) for u in self.load(table, version=version).file_uris()}  # type: ignore[attr-defined]
+        except Exception as e:  # noqa: BLE001 - not knowing what a version reads, delete nothing
+            raise _unreadable(table, f"version {version}", e) from e
 
-    def _tagged_files(self, table: TableHandle) -> set[str]:
+    def _log_actions(self, table: TableHandle, entries: list[LogEntry], first: int, last: int,
+                     kinds: tuple[str, ...] = ("add", "remove")) -> tuple[set[str], ...]:  # fmt: skip
+        """``log_actions``, a commit that cannot be read stopping the caller in one line."""
+        found: list[set[str]] = [set() for _ in kinds]
+        for e in entries:
+            if first <= e.version <= last and e.name == f"{e.version:020d}.json":
+                try:
+                    sets = log_actions(table.location, [e], e.version, e.version, kinds)
+                except Exception as err:  # noqa: BLE001 - a damaged or unreachable commit: delete nothing
+                    raise _unreadable(table, f"the log entry of version {e.version}", err) from err
+                for acc, got in zip(found, sets, strict=True):
+                    acc |= got
+        return tuple(found)
+
+    def _referenced(self, table: TableHandle) -> set[str]:
+        """Every file a version still in the log reads or wrote (data, change data, deletion vectors), those of
+        tagged versions and those the mirrors read: what orphan cleanup keeps whatever its age."""
+        entries = log_entries(table.location, table.name)
+        base = table.location.rstrip("/")
         out: set[str] = set()
-        for v in self.protected_versions(table):  # type: ignore[attr-defined]
-            try:
-                out |= {_plain(u) for u in self.load(table, version=v).file_uris()}  # type: ignore[attr-defined]
-            except Exception:  # noqa: BLE001,S112 - a tagged version already gone from the log protects nothing
+        start = log_start(entries)
+        if start is not None:  # the files of the oldest readable version, then what every commit since names
+            out |= self._version_files(table, start, entries)
+            out |= self._checkpoint_files(table, [e for e in entries if e.version == start and ".checkpoint" in e.name])
+        for e in sorted(entries, key=lambda e: e.version):
+            if e.name != f"{e.version:020d}.json":
                 continue
+            try:
+                for _, action in commit_actions(table.location, [e], e.version, e.version, ("add", "remove", "cdc")):
+                    out.add(_log_key(base, str(action["path"])))
+                    if (dv := deletion_vector_file(action.get("deletionVector"))) is not None:
+                        out.add(_dv_key(base, dv))
+            except Exception as err:  # noqa: BLE001 - a damaged or unreachable commit: delete nothing
+                raise _unreadable(table, f"the log entry of version {e.version}", err) from err
+        for v in self.protected_versions(table):  # type: ignore[attr-defined]
+            out |= self._version_files(table, v, entries)
+        return out | self.mirrored_files(table)  # type: ignore[attr-defined]
+
+    def _checkpoint_files(self, table: TableHandle, parts: list[LogEntry]) -> set[str]:
+        """The data and deletion vector files a checkpoint's ``add`` actions (and its sidecars') name."""
+        import pyarrow.parquet as pq
+
+        base = table.location.rstrip("/")
+        filesystem, _ = fs_for(table.location)
+        out: set[str] = set()
+        todo = [p.path for p in parts]
+        try:
+            while todo:
+                path = todo.pop()
+                with filesystem.open_input_file(path) as fh:
+                    if path.endswith(".json"):
+                        rows = [json.loads(line) for line in fh.read().decode("utf-8").splitlines() if line.strip()]
+                    else:
+                        pf = pq.ParquetFile(fh)
+                        names = set(pf.schema_arrow.names)
+                        rows = pf.read(columns=[c for c in ("add", "sidecar") if c in names]).to_pylist()
+                for row in rows:
+                    if (side := row.get("sidecar")) and side.get("path"):
+                        todo.append(f"{path.rpartition('/')[0]}/_sidecars/{urllib.parse.unquote(side['path'])}")
+                    if add := row.get("add"):
+                        out.add(_log_key(base, str(add["path"])))
+                        if (dv := deletion_vector_file(add.get("deletionVector"))) is not None:
+                            out.add(_dv_key(base, dv))
+        except Exception as err:  # noqa: BLE001 - an unreadable checkpoint: delete nothing
+            raise _unreadable(table, f"the checkpoint of version {parts[0].version}", err) from err
         return out
 
     def find_orphans(self, table: TableHandle, cutoff: datetime, window: timedelta) -> list[str]:
-        found = self._vacuum(table, vacuum_hours(window), dry_run=True)
-        # kept: the files of tagged versions, and those an Iceberg mirror left behind still reads
-        kept = self._tagged_files(table) | self.mirrored_files(table)  # type: ignore[attr-defined]
-        return [f for f in found if norm_path(f) not in kept and _plain(f) not in kept]
+        """Files under the table that no version in the log, no tagged version and no mirror reads, older than the
+        cutoff; what VACUUM leaves alone (``_hidden``) is not looked at. Listed before the log is read, so a file a
+        commit names by then is kept."""
+        from pyarrow import fs
+
+        filesystem, root = fs_for(table.location)
+        root = root.rstrip("/")
+        infos = filesystem.get_file_info(fs.FileSelector(root, recursive=True))
+        columns = list(self.load(table).metadata().partition_columns)  # type: ignore[attr-defined]
+        cutoff_s = cutoff.timestamp()
+        scheme = table.location.split("://", 1)[0] if "://" in table.location and not table.location.startswith(
+            "file:") else None  # fmt: skip
+        candidates: list[tuple[str, str]] = []
+        for info in infos:
+            if info.type != fs.FileType.File or info.mtime is None or info.mtime.timestamp() >= cutoff_s:
+                continue
+            rel = info.path[len(root) + 1 :]
+            if any(_hidden(part, columns) for part in rel.split("/")):
+                continue
+            shown = f"{scheme}://{info.path}" if scheme else info.path
+            candidates.append((shown, _plain(f"{table.location.rstrip('/')}/{rel}")))
+        if not candidates:
+            return []
+        kept = self._referenced(table)
+        return sorted(shown for shown, key in candidates if key not in kept)
 
     def delete_orphans(self, table: TableHandle, cutoff: datetime, window: timedelta) -> None:
-        if not self.protected_versions(table) and not self.mirrors(table.entry):  # type: ignore[attr-defined]
-            self._vacuum(table, vacuum_hours(window), dry_run=False)
-            return
-        # VACUUM would delete the files of tagged versions and a mirror's: delete what it found, minus those, ourselves
         for path in self.find_orphans(table, cutoff, window):
-            fs_, p = fs_for(_plain(path))
+            fs_, p = fs_for(path)
             with contextlib.suppress(FileNotFoundError):
                 fs_.delete_file(p)
+            head, _, name = p.rpartition("/")
+            with contextlib.suppress(OSError):
+                fs_.delete_file(f"{head}/.{name}.crc")  # Hadoop's checksum sidecar
 
     def rewrite_metadata(self, table: TableHandle, dry_run: bool, min_count: int) -> MetadataResult:
         """Write a checkpoint (and clean up expired log files) once ``min_count`` commits have none."""

@@ -7,8 +7,17 @@ from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from ...engine import command_row, is_connect, now, spark_errors, sql_string, sql_timestamp, with_retries
-from ...errors import UnsupportedOperationError
+from ...engine import (
+    command_row,
+    first_line,
+    is_connect,
+    now,
+    spark_errors,
+    sql_string,
+    sql_timestamp,
+    with_retries,
+)
+from ...errors import LakecatError, UnsupportedOperationError
 from ...files import DataFile, no_cyclic_gc, norm_path
 from ...identifiers import quote
 from ...results import ExpireResult, MetadataResult
@@ -32,17 +41,22 @@ def _procedure(table: TableHandle, name: str) -> str:
     return f"{quote(table.catalog.name)}.system.{name}"
 
 
-def _reachable(tbl: Any, snapshots: list[Any]) -> tuple[dict[str, int], dict[str, int]]:
-    """Live content files and manifests (path -> size) referenced by ``snapshots``."""
+def _reachable(tbl: Any, snapshots: list[Any], name: str) -> tuple[dict[str, int], dict[str, int]]:
+    """Live content files and manifests (path -> size) referenced by ``snapshots``. A manifest list or manifest
+    that cannot be read stops the caller in one line (it decides what to delete: not knowing, it deletes nothing)."""
     files: dict[str, int] = {}
     manifests: dict[str, int] = {}
     for snap in snapshots:
-        for m in snap.manifests(tbl.io):
-            if m.manifest_path in manifests:
-                continue
-            manifests[m.manifest_path] = int(m.manifest_length)
-            for entry in m.fetch_manifest_entry(tbl.io, discard_deleted=True):
-                files[entry.data_file.file_path] = int(entry.data_file.file_size_in_bytes)
+        try:
+            for m in snap.manifests(tbl.io):
+                if m.manifest_path in manifests:
+                    continue
+                for entry in m.fetch_manifest_entry(tbl.io, discard_deleted=True):
+                    files[entry.data_file.file_path] = int(entry.data_file.file_size_in_bytes)
+                manifests[m.manifest_path] = int(m.manifest_length)
+        except Exception as e:  # noqa: BLE001 - a damaged or unreachable manifest: delete nothing
+            raise LakecatError(f"table {name}: the manifests of snapshot {snap.snapshot_id} could not be read, so "
+                               f"nothing is deleted: {first_line(str(e)) or type(e).__name__}") from e  # fmt: skip
     return files, manifests
 
 
@@ -284,8 +298,8 @@ class IcebergMaintenance:
         gone_files: dict[str, int] = {}
         if expired:
             with no_cyclic_gc():
-                old_files, old_manifests = _reachable(tbl, expired)
-                live_files, live_manifests = _reachable(tbl, retained)
+                old_files, old_manifests = _reachable(tbl, expired, table.name)
+                live_files, live_manifests = _reachable(tbl, retained, table.name)
             gone_files = {p: s for p, s in old_files.items() if p not in live_files}
             gone_files.update({p: s for p, s in old_manifests.items() if p not in live_manifests})
             for s in expired:
@@ -360,6 +374,11 @@ class IcebergMaintenance:
         self._orphans(table, cutoff, dry_run=False)
 
     def _orphans(self, table: TableHandle, cutoff: datetime, *, dry_run: bool) -> list[str]:
+        # every snapshot's manifests are read here first: a file only an unreadable snapshot names would look like an
+        # orphan, so not being able to read one stops the cleanup in one line rather than trusting the engine's job
+        tbl = self.load(table)  # type: ignore[attr-defined]
+        with no_cyclic_gc():
+            _reachable(tbl, list(tbl.metadata.snapshots), table.name)
         spark = table.catalog.session()
         if now() - cutoff >= timedelta(hours=24):
             args = [f"table => {_ident_arg(table)}", f"older_than => {sql_timestamp(cutoff)}",
