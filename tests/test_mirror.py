@@ -335,8 +335,9 @@ def _checksums_of_mirror(catalog, name: str) -> dict[str, str]:
     return checksums(_iceberg(catalog, name).scan().to_arrow())
 
 
-def _commit_schema(location: str, version: int, retype: dict[str, str]) -> None:
-    """Another writer's metadata-only commit: the columns in ``retype`` get a new Delta type (a widening)."""
+def _commit_schema(location: str, version: int, retype: dict[str, str], changes: dict | None = None) -> None:
+    """Another writer's metadata-only commit: the columns in ``retype`` get a new Delta type (a widening), with the
+    ``delta.typeChanges`` field metadata Delta's type widening records where ``changes`` gives it."""
     from pathlib import Path
 
     log = Path(location) / "_delta_log"
@@ -345,6 +346,8 @@ def _commit_schema(location: str, version: int, retype: dict[str, str]) -> None:
     schema = json.loads(meta["schemaString"])
     for f in schema["fields"]:
         f["type"] = retype.get(f["name"], f["type"])
+        if f["name"] in (changes or {}):
+            f["metadata"] = {**f.get("metadata", {}), "delta.typeChanges": changes[f["name"]]}
     meta["schemaString"] = json.dumps(schema)
     features = ["timestampNtz", "typeWidening"]
     protocol = {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": features, "writerFeatures": features}
@@ -367,11 +370,18 @@ def test_a_widening_iceberg_cannot_do_is_refused_and_never_fails_lakecats_commit
     _commit_schema(location, 1, {"d": "timestamp_ntz"})  # Delta's type widening allows it; Iceberg does not
     code, _, err = lakecat("mirror", name, "--sync")
     assert code == 3 and "Delta version 1" in err and "timestamp" in err and "Traceback" not in err, err
+    assert f"`lakecat mirror {name} --drop` ends it" in err and "mirror the table again" not in err, err
     # any failure of the mirror after lakecat's own commit: one warning, the mirror stays behind
     t = catalog.load_table(name)
     monkeypatch.setattr(MirrorTarget, "sync", lambda self, **_: (_ for _ in ()).throw(OSError("log unreadable")))
     mirror.keep_in_step(t)
     assert "stays behind: log unreadable" in caplog.text
+
+    # the fix, as named; Delta's type widening records the change, and a new mirror of such a table is refused
+    assert lakecat("mirror", name, "--drop")[0] == 0 and "mirrors" not in catalog.entry(name).properties
+    _commit_schema(location, 2, {"d": "timestamp_ntz"}, {"d": [{"fromType": "date", "toType": "timestamp_ntz"}]})
+    code, _, err = lakecat("mirror", name, "--as", "iceberg")
+    assert code == 3 and "from date to timestamp_ntz" in err, err
 
 
 def test_purge_deletes_failing_in_spark_is_one_line(catalog, delta_rs_table, lakecat, monkeypatch):

@@ -64,11 +64,30 @@ def check_state(name: str, state: DeltaState, version: int | None = None) -> Non
     if unknown:
         raise _refuse(name, v, f"the table uses the Delta reader feature(s) {', '.join(unknown)}, which Iceberg readers "
                       "would not honour", "Mirror a table without them.")  # fmt: skip
+    for f in state.schema["fields"]:
+        for change in (f.get("metadata") or {}).get("delta.typeChanges") or []:
+            if not _iceberg_reads_as(str(change.get("fromType")), str(change.get("toType"))):
+                raise _refuse(name, v, f"Delta's type widening changed {f['name']} from {change.get('fromType')} to "
+                              f"{change.get('toType')}, and the files written before keep the old type, which Iceberg "
+                              "readers do not read as the new one", "The mirror cannot express this table.")  # fmt: skip
     kinds = {f["name"]: f["type"] for f in state.schema["fields"]}
     for col in state.partition_columns:
         if kinds.get(col) not in _PARTITION_TYPES:
             raise _refuse(name, v, f"the partition column {col} is a {kinds.get(col)}, whose partition values the "
                           "mirror does not translate", "Partition by a date, integer, string or boolean column.")  # fmt: skip
+
+
+def _iceberg_reads_as(old: str, new: str) -> bool:
+    """Whether Iceberg readers read a file column of Delta type ``old`` as ``new`` (Iceberg's type promotions)."""
+    ints = ["byte", "short", "integer", "long"]
+    if old in ints and new in ints:
+        return ints.index(old) <= ints.index(new)
+    if (old, new) == ("float", "double"):
+        return True
+    if old.startswith("decimal(") and new.startswith("decimal("):
+        (p, s), (p2, s2) = (map(int, t[len("decimal(") : -1].split(",")) for t in (old, new))
+        return s == s2 and p2 >= p
+    return old == new
 
 
 def _check_no_deletion_vectors(name: str, version: int, adds: list[dict[str, Any]] | Any) -> None:
@@ -252,8 +271,9 @@ class MirrorTarget:
                     if f.field_id not in new_ids:
                         upd.delete_column(f.name)
         except ValidationError as e:  # a widening Delta allows and Iceberg does not (date -> timestamp_ntz, a scale)
-            raise _refuse(self.name, version, f"a schema change Iceberg cannot express ({first_line(str(e))})",
-                          f"Drop the mirror (`lakecat mirror {self.name} --drop`) and mirror the table again.") from e  # fmt: skip
+            raise _refuse(self.name, version, f"a schema change Iceberg cannot express ({first_line(str(e))}), and "
+                          "the files written before it keep the old type, which Iceberg readers do not read as the new "
+                          "one", f"The mirror cannot follow this table: `lakecat mirror {self.name} --drop` ends it.") from e  # fmt: skip
         evolved = tx.table_metadata.schema()
         if {(f.field_id, f.name) for f in evolved.fields} != {(f.field_id, f.name) for f in new.fields}:
             raise _refuse(self.name, version, "a column was added whose id Iceberg would number differently from "
