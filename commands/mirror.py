@@ -34,7 +34,8 @@ def mirror(
     purge_deletes: Annotated[
         bool,
         typer.Option(
-            "--purge-deletes", help="First rewrite away Delta's deletion vectors (REORG ... APPLY (PURGE), Spark)."
+            "--purge-deletes",
+            help="First rewrite away Delta's deletion vectors (REORG ... APPLY (PURGE), Spark); with --as or --sync.",
         ),
     ] = False,
     drop: Annotated[
@@ -53,6 +54,8 @@ def mirror(
     out = Output(json_, verbose)
     if sum((sync, verify, drop)) > 1:
         out.fail(InvalidArgumentError("choose one of --sync, --verify and --drop"))
+    if purge_deletes and (verify or drop):
+        out.fail(InvalidArgumentError("--purge-deletes goes with --as FORMAT or --sync (purge, then catch up)"))
 
     def call() -> Any:
         table = connect(catalog).load_table(name)
@@ -63,7 +66,7 @@ def mirror(
                 table.verify_mirrors() if as_format is None else [_verify_one(table, as_format)], "verify", name
             )
         if sync:
-            return _one(table.sync_mirrors(), "sync", name)
+            return _one(table.sync_mirrors(purge_deletes=purge_deletes), "sync", name)
         if drop:
             return {"name": name, "dropped": table.drop_mirrors()}
         return table.mirror(as_format=str(as_format), purge_deletes=purge_deletes)

@@ -40,11 +40,13 @@ def mirror(table: TableHandle, *, as_format: str, purge_deletes: bool = False) -
     return get_format(table.entry.format).mirror(table, get_format(as_format), purge_deletes=purge_deletes)
 
 
-def sync(table: TableHandle, *, as_format: str | None = None) -> list[MirrorResult]:
-    """Bring the table's mirrors (or one) up to its current version."""
+def sync(table: TableHandle, *, as_format: str | None = None, purge_deletes: bool = False) -> list[MirrorResult]:
+    """Bring the table's mirrors (or one) up to its current version; ``purge_deletes`` first rewrites away (once) what
+    the mirrors cannot express (Delta's deletion vectors)."""
     adapter = get_format(table.entry.format)
     targets = [as_format] if as_format is not None else mirrors(table.refresh())
-    return [adapter.sync_mirror(table, get_format(t)) for t in targets]
+    return [adapter.sync_mirror(table, get_format(t), purge_deletes=purge_deletes and i == 0)
+            for i, t in enumerate(targets)]  # fmt: skip
 
 
 def verify(table: TableHandle, *, as_format: str | None = None) -> list[MirrorVerifyResult]:

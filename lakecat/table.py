@@ -278,9 +278,10 @@ class Table:
         """
         return mirror.mirror(self, as_format=as_format, purge_deletes=purge_deletes)
 
-    def sync_mirrors(self) -> list[MirrorResult]:
-        """Bring the table's mirrors up to its current version (commits other writers made)."""
-        return mirror.sync(self)
+    def sync_mirrors(self, *, purge_deletes: bool = False) -> list[MirrorResult]:
+        """Bring the table's mirrors up to its current version (commits other writers made); ``purge_deletes`` first
+        rewrites away Delta's deletion vectors, which a mirror skips the versions of up to a version without them."""
+        return mirror.sync(self, purge_deletes=purge_deletes)
 
     def verify_mirrors(self) -> list[MirrorVerifyResult]:
         """Compare the table with each mirror at the mirrored version: row count and a checksum of every column."""

@@ -424,10 +424,111 @@ def test_unsupported_parts_are_refused_before_any_change(catalog, spark, ns, tab
     t = catalog.create_table(f"{ns}.u", schema="id BIGINT NOT NULL, n INT, ts TIMESTAMP", format=table_format,
                              partition_by="days(ts)")  # fmt: skip
     before = t.describe().to_dict()
-    if t.adapter.supports("widen_by_rewrite"):  # Delta: an overwrite cannot carry the generated days(ts) column
-        with pytest.raises(UnsupportedOperationError, match="alter --widen --rewrite on a table with generated"):
+    if t.adapter.supports("widen_by_rewrite"):  # Delta: an overwrite makes every column nullable (id is NOT NULL)
+        with pytest.raises(UnsupportedOperationError, match="alter --widen --rewrite on a table with NOT NULL"):
             t.alter(add_columns=["z INT"], widen=["n=BIGINT"], rewrite=True)
     else:  # a format that widens in place for every reader has nothing to rewrite: a usage error
         with pytest.raises(InvalidArgumentError, match="nothing to rewrite"):
             t.alter(add_columns=["z INT"], widen=["n=BIGINT"], rewrite=True)
     assert t.describe().to_dict()["schema"] == before["schema"]
+
+
+# --- every rewrite keeps the schema exactly, or refuses ----------------------------------------------------------
+def schema_facts(catalog, t) -> tuple[list, dict]:
+    """Every column as the independent reader has it (Iceberg: id, name, type, required, doc; Delta: name, type,
+    nullable and the field's metadata: comment, generation expression, column mapping id and physical name) and the
+    table's properties."""
+    entry = catalog.entry(t.name)
+    if entry.format == "iceberg":
+        tbl = pyiceberg_catalog(catalog).load_table((entry.ident.namespace, entry.ident.name))
+        return [(f.field_id, f.name, str(f.field_type), f.required, f.doc) for f in tbl.schema().fields], dict(
+            tbl.properties)  # fmt: skip
+    from deltalake import DeltaTable
+
+    dt = DeltaTable(entry.location)
+    fields = [(f.name, str(f.type), f.nullable, dict(f.metadata)) for f in dt.schema().fields]
+    return fields, dict(dt.metadata().configuration)
+
+
+def test_rewrites_keep_the_schema_or_refuse(cli, catalog, spark, ns, table_format):
+    """Partition evolution, widening and compaction on a table with NOT NULL and comments: the schema is the same
+    after (Iceberg: in place, field ids and all), or the change is refused with exit 3 and nothing changes (Delta:
+    an overwrite makes every column nullable)."""
+    t = catalog.create_table(f"{ns}.keep_schema", format=table_format, partition_by="region",
+                             schema="id BIGINT NOT NULL COMMENT 'the key', n INT COMMENT 'a count', kind STRING, "
+                                    "region STRING")  # fmt: skip
+    spark.sql(f"INSERT INTO {t.spark_name} VALUES (1, 10, 'a', 'eu'), (2, 20, 'b', 'us'), (3, 30, 'a', 'eu')")
+    rows = sorted((r["id"], r["n"], r["kind"]) for r in read_rows(catalog, t))
+    fields, properties = schema_facts(catalog, t)
+    version = t.describe().current_version
+    code, doc, err = run_json(cli, "alter", t.name, "--partition-by", "kind", "--rewrite")
+    if t.adapter.partition_evolution_in_place:
+        assert code == 0 and doc["partitioning"] == ["kind"], err
+    else:
+        assert code == 3 and "NOT NULL columns (id)" in doc["error"]["message"], doc
+        assert t.describe().current_version == version
+    assert schema_facts(catalog, t) == (fields, properties)
+    widen = ("--widen", "n=BIGINT", "--rewrite") if t.adapter.supports("widen_by_rewrite") else ("--widen", "n=BIGINT")
+    code, doc, err = run_json(cli, "alter", t.name, *widen)
+    if t.adapter.supports("widen_by_rewrite"):
+        assert code == 3 and "NOT NULL columns (id)" in doc["error"]["message"], doc
+        assert schema_facts(catalog, t) == (fields, properties)
+    else:  # in place: only n's type changes
+        assert code == 0, err
+        after, after_properties = schema_facts(catalog, t)
+        assert after == [(i, c, "long" if c == "n" else kind, req, d) for i, c, kind, req, d in fields]
+        assert after_properties == properties
+        fields = after
+    t.compact(target_file_size="1MB")
+    assert schema_facts(catalog, t) == (fields, properties)
+    assert sorted((r["id"], r["n"], r["kind"]) for r in read_rows(catalog, t)) == rows
+
+
+@pytest.mark.delta
+def test_delta_rewrites_keep_comments_generated_columns_column_ids_and_properties(cli, catalog, spark, ns):
+    from deltalake import DeltaTable
+
+    # a generated partition column (days(ts)), comments, column mapping (a rename), the change data feed, a CHECK
+    t = catalog.create_table(f"{ns}.keep_all", format="delta", partition_by="days(ts)", properties={"team": "data"},
+                             schema="id BIGINT COMMENT 'the key', ts TIMESTAMP, kind STRING, v STRING")  # fmt: skip
+    spark.sql(f"INSERT INTO {t.spark_name} (id, ts, kind, v) VALUES (1, TIMESTAMP'2026-01-01 10:00:00', 'a', 'x'), "
+              "(2, TIMESTAMP'2026-01-02 11:00:00', 'b', 'y')")  # fmt: skip
+    spark.sql(f"ALTER TABLE {t.spark_name} ADD CONSTRAINT positive CHECK (id > 0)")
+    assert run_json(cli, "alter", t.name, "--rename-column", "v=label", "--yes")[0] == 0
+    rows = sorted(map(tuple, delta_arrow(t.location).to_pylist()), key=str)
+    fields, properties = schema_facts(catalog, t)
+    assert any(m.get("delta.generationExpression") for *_, m in fields)
+    code, doc, err = run_json(cli, "alter", t.name, "--partition-by", "kind", "--rewrite")
+    assert code == 0 and doc["partitioning"] == ["kind"], err
+    assert DeltaTable(t.location).metadata().partition_columns == ["kind"]
+    assert schema_facts(catalog, t) == (fields, properties)  # ids, physical names, generation, comments, CHECK
+    assert sorted(map(tuple, delta_arrow(t.location).to_pylist()), key=str) == rows
+    spark.sql(f"INSERT INTO {t.spark_name} (id, ts, kind, label) VALUES (3, TIMESTAMP'2026-01-03 12:00:00', 'a', 'z')")
+    generated = next(n for n, *_, m in fields if m.get("delta.generationExpression"))
+    new = [r for r in delta_arrow(t.location).to_pylist() if r["id"] == 3][0]
+    assert str(new[generated]).startswith("2026-01-03"), new  # still generated
+    with pytest.raises(Exception, match="(?i)positive|CHECK"):  # the constraint still holds
+        spark.sql(
+            f"INSERT INTO {t.spark_name} (id, ts, kind, label) VALUES (-1, TIMESTAMP'2026-01-03 12:00:00', 'a', 'z')"
+        )
+
+    # widening by rewrite: the generated column and the comments stay; a column a generation expression uses is refused
+    w = catalog.create_table(f"{ns}.widen_gen", format="delta", partition_by="days(ts)",
+                             schema="id BIGINT COMMENT 'the key', n INT COMMENT 'a count', ts TIMESTAMP")  # fmt: skip
+    spark.sql(f"INSERT INTO {w.spark_name} (id, n, ts) VALUES (1, 10, TIMESTAMP'2026-01-01 10:00:00')")
+    fields, properties = schema_facts(catalog, w)
+    code, doc, err = run_json(cli, "alter", w.name, "--widen", "n=BIGINT", "--rewrite")
+    assert code == 0, err
+    assert schema_facts(catalog, w) == ([(c, "PrimitiveType(\"long\")" if c == "n" else k, nl, m)
+                                         for c, k, nl, m in fields], properties)  # fmt: skip
+    code, doc, err = run_json(cli, "alter", w.name, "--widen", "ts=TIMESTAMP_NTZ", "--rewrite")
+    assert code == 2, doc  # not a widening: refused before the generated column is looked at
+    location = str(Path(catalog.entry(w.name).location).parent / "uses_n")
+    spark.sql(f"CREATE TABLE delta.`{location}` (id BIGINT, n INT, twice INT GENERATED ALWAYS AS (n * 2)) "
+              "USING delta")  # fmt: skip
+    spark.sql(f"INSERT INTO delta.`{location}` (id, n) VALUES (1, 10)")
+    catalog.register_table(f"{ns}.uses_n", location=location)
+    version = DeltaTable(location).version()
+    code, doc, err = run_json(cli, "alter", f"{ns}.uses_n", "--widen", "n=BIGINT", "--rewrite")
+    assert code == 3 and "twice = n * 2" in doc["error"]["message"], doc
+    assert DeltaTable(location).version() == version

@@ -215,6 +215,96 @@ def test_deletion_vectors_are_refused_with_the_version_and_the_fix(catalog, spar
     assert _iceberg(catalog, name).scan().to_arrow().num_rows == 2
 
 
+def _mirror_reads_what_delta_reads(catalog, name: str, location: str) -> None:
+    """pyiceberg reads the mirror's current snapshot as delta-rs reads the Delta table at the version it mirrors."""
+    from lakecat.formats.delta.mirror_commit import checksums
+
+    tbl = _iceberg(catalog, name)
+    version = int(tbl.current_snapshot().summary.additional_properties["lakecat.delta-version"])
+    assert version == deltalake.DeltaTable(location).version()
+    rows = tbl.scan().to_arrow()
+    # delta-rs' DataFusion reader: its pyarrow one refuses a table with the deletion vectors feature
+    query = deltalake.QueryBuilder().register("t", deltalake.DeltaTable(location))
+    delta_rows = pa.table(query.execute("SELECT * FROM t").read_all())
+    assert sorted(rows.column("id").to_pylist()) == sorted(delta_rows.column("id").to_pylist())
+    assert checksums(rows) == checksums(delta_rows)
+
+
+def test_a_mirror_stuck_behind_deletion_vectors_catches_up_after_the_fix_it_names(catalog, spark, ns, lakecat):
+    """The refusal names `--purge-deletes`; running it (with --as, or with --sync) purges and the mirror skips the
+    versions it cannot express up to the purge, then follows version by version again."""
+    name = f"{ns}.dvs"
+    t = catalog.create_table(name, schema="id BIGINT, v STRING", format="delta",
+                             properties={"delta.enableDeletionVectors": "true"})  # fmt: skip
+    spark.sql(f"INSERT INTO delta.`{t.location}` VALUES (1, 'a'), (2, 'b'), (3, 'c'), (4, 'd')")
+    assert lakecat("mirror", name, "--as", "iceberg")[0] == 0
+    mirrored = t.history().to_dict()[0]["version"]
+    spark.sql(f"DELETE FROM delta.`{t.location}` WHERE id = 2")  # a deletion vector: the mirror cannot follow
+    spark.sql(f"INSERT INTO delta.`{t.location}` VALUES (5, 'e')")
+    first_dv = mirrored + 1
+    code, _, err = lakecat("mirror", name, "--sync")
+    assert code == 3 and f"before Delta version {first_dv}" in err and "--purge-deletes" in err, err
+    assert max(_snapshots_by_version(_iceberg(catalog, name))) == mirrored  # behind, never wrong
+
+    code, out, err = lakecat("mirror", name, "--as", "iceberg", "--purge-deletes", "--json")  # the fix, as named
+    assert code == 0, err
+    doc = json.loads(out)
+    purged = t.history().to_dict()[0]["version"]
+    assert doc["source_version"] == purged and doc["behind"] == 0, doc
+    assert any(f"{first_dv}-{purged - 1}" in n and "deletion vectors" in n for n in doc["notes"]), doc
+    _mirror_reads_what_delta_reads(catalog, name, t.location)
+    assert sorted(_snapshots_by_version(_iceberg(catalog, name))) == [mirrored, purged]  # what it skipped, no more
+
+    # then version by version again; new deletion vectors stop it again, and --sync --purge-deletes purges, then syncs
+    spark.sql(f"INSERT INTO delta.`{t.location}` VALUES (6, 'f')")
+    spark.sql(f"DELETE FROM delta.`{t.location}` WHERE id = 3")
+    assert lakecat("mirror", name, "--sync")[0] == 3
+    assert lakecat("mirror", name, "--verify", "--purge-deletes")[0] == 2  # no purge where nothing follows it
+    code, out, err = lakecat("mirror", name, "--sync", "--purge-deletes", "--json")
+    assert code == 0, err
+    assert json.loads(out)["source_version"] == t.history().to_dict()[0]["version"]
+    _mirror_reads_what_delta_reads(catalog, name, t.location)
+    assert sorted(_iceberg(catalog, name).scan().to_arrow().column("id").to_pylist()) == [1, 4, 5, 6]
+    assert all(v.equal for v in t.verify_mirrors())
+
+
+def test_a_mirror_that_no_longer_reads_what_delta_removes_is_rebuilt_by_sync(catalog, delta_rs_table, lakecat):
+    """Someone changed the mirror itself (it lost a file); Delta then removes that file: --sync rebuilds the mirror
+    from the current version rather than stopping for good."""
+    name, location = delta_rs_table
+    table = catalog.load_table(name)
+    table.mirror(as_format="iceberg")
+    tbl = _iceberg(catalog, name)
+    lost = next(iter(tbl.scan().plan_files())).file
+    with (
+        tbl.transaction() as tx,
+        tx.update_snapshot(snapshot_properties={"lakecat.delta-version": "1"}).overwrite() as op,
+    ):
+        op.delete_data_file(lost)
+    deltalake.write_deltalake(location, _rows(3, start=900), mode="overwrite")  # removes every file, the lost one too
+    code, out, err = lakecat("mirror", name, "--sync", "--json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["rebuilt"] and any("rebuilt from version 2" in n for n in doc["notes"]), doc
+    _mirror_reads_what_delta_reads(catalog, name, location)
+
+
+def test_a_partition_change_stops_the_mirror_and_its_named_fix_works(catalog, spark, delta_rs_table, lakecat):
+    name, location = delta_rs_table
+    table = catalog.load_table(name)
+    table.mirror(as_format="iceberg")
+    code, _, err = lakecat("alter", name, "--partition-by", "region", "--rewrite")
+    assert code == 0, err
+    code, _, err = lakecat("mirror", name, "--sync")
+    assert code == 3 and "partition columns changed" in err and f"lakecat mirror {name} --drop" in err, err
+    assert lakecat("mirror", name, "--drop")[0] == 0  # the fix, as named
+    code, _, err = lakecat("mirror", name, "--as", "iceberg")
+    assert code == 0, err
+    assert [f.name for f in _iceberg(catalog, name).spec().fields] == ["region"]
+    _mirror_reads_what_delta_reads(catalog, name, location)
+    assert all(v.equal for v in table.verify_mirrors())
+
+
 # --- a mirror left behind stays readable; a mirror's failure never fails lakecat's own commit ----------------------
 def test_files_a_mirror_left_behind_reads_survive_expiry_and_clean_orphans(catalog, delta_rs_table):
     from lakecat import maintenance
@@ -245,8 +335,9 @@ def _checksums_of_mirror(catalog, name: str) -> dict[str, str]:
     return checksums(_iceberg(catalog, name).scan().to_arrow())
 
 
-def _commit_schema(location: str, version: int, retype: dict[str, str]) -> None:
-    """Another writer's metadata-only commit: the columns in ``retype`` get a new Delta type (a widening)."""
+def _commit_schema(location: str, version: int, retype: dict[str, str], changes: dict | None = None) -> None:
+    """Another writer's metadata-only commit: the columns in ``retype`` get a new Delta type (a widening), with the
+    ``delta.typeChanges`` field metadata Delta's type widening records where ``changes`` gives it."""
     from pathlib import Path
 
     log = Path(location) / "_delta_log"
@@ -255,6 +346,8 @@ def _commit_schema(location: str, version: int, retype: dict[str, str]) -> None:
     schema = json.loads(meta["schemaString"])
     for f in schema["fields"]:
         f["type"] = retype.get(f["name"], f["type"])
+        if f["name"] in (changes or {}):
+            f["metadata"] = {**f.get("metadata", {}), "delta.typeChanges": changes[f["name"]]}
     meta["schemaString"] = json.dumps(schema)
     features = ["timestampNtz", "typeWidening"]
     protocol = {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": features, "writerFeatures": features}
@@ -277,11 +370,18 @@ def test_a_widening_iceberg_cannot_do_is_refused_and_never_fails_lakecats_commit
     _commit_schema(location, 1, {"d": "timestamp_ntz"})  # Delta's type widening allows it; Iceberg does not
     code, _, err = lakecat("mirror", name, "--sync")
     assert code == 3 and "Delta version 1" in err and "timestamp" in err and "Traceback" not in err, err
+    assert f"`lakecat mirror {name} --drop` ends it" in err and "mirror the table again" not in err, err
     # any failure of the mirror after lakecat's own commit: one warning, the mirror stays behind
     t = catalog.load_table(name)
     monkeypatch.setattr(MirrorTarget, "sync", lambda self, **_: (_ for _ in ()).throw(OSError("log unreadable")))
     mirror.keep_in_step(t)
     assert "stays behind: log unreadable" in caplog.text
+
+    # the fix, as named; Delta's type widening records the change, and a new mirror of such a table is refused
+    assert lakecat("mirror", name, "--drop")[0] == 0 and "mirrors" not in catalog.entry(name).properties
+    _commit_schema(location, 2, {"d": "timestamp_ntz"}, {"d": [{"fromType": "date", "toType": "timestamp_ntz"}]})
+    code, _, err = lakecat("mirror", name, "--as", "iceberg")
+    assert code == 3 and "from date to timestamp_ntz" in err, err
 
 
 def test_purge_deletes_failing_in_spark_is_one_line(catalog, delta_rs_table, lakecat, monkeypatch):

@@ -731,8 +731,9 @@ class TableFormat(ABC):
         """Make the table readable as ``target`` too (its metadata over the same data files) and bring it up to date."""
         raise self.unsupported(f"mirror --as {target.name}")
 
-    def sync_mirror(self, table: TableHandle, target: TableFormat) -> MirrorResult:
-        """Bring the mirror as ``target`` up to the table's current version, one mirror commit per version."""
+    def sync_mirror(self, table: TableHandle, target: TableFormat, *, purge_deletes: bool = False) -> MirrorResult:
+        """Bring the mirror as ``target`` up to the table's current version, one mirror commit per version;
+        ``purge_deletes`` first rewrites away what the mirror cannot express (Delta's deletion vectors)."""
         raise self.unsupported(f"mirror --as {target.name}")
 
     def drop_mirror(self, ctx: CatalogContext, entry: TableEntry, target: TableFormat) -> None:

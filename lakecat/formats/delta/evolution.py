@@ -3,12 +3,15 @@ needs type widening), widening and partitioning by a rewrite, and tags kept in l
 
 from __future__ import annotations
 
+import json
+import re
 from datetime import timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ...engine import now, spark_errors, sql_string, with_retries
 from ...files import no_cyclic_gc
 from ...identifiers import quote
+from ...records import GENERATED_KEY
 from ...results import RefInfo
 from .maintenance import spark_path
 from .tags import TagStore
@@ -35,6 +38,11 @@ TYPE_WIDENING_NOTE = (
     "working"
 )
 _UPGRADES = {"rename": (COLUMN_MAPPING, "name"), "drop": (COLUMN_MAPPING, "name"), "widen": (TYPE_WIDENING, "true")}
+
+
+def _mentions(expression: str, column: str) -> bool:
+    """Whether a generation expression may use ``column`` (a word match: a false hit refuses, never a miss)."""
+    return re.search(rf"(?<![A-Za-z0-9_]){re.escape(column)}(?![A-Za-z0-9_])", expression, re.IGNORECASE) is not None
 
 
 class DeltaEvolution:
@@ -122,14 +130,22 @@ class DeltaEvolution:
 
     def widen_by_rewrite(self, table: TableHandle, types: dict[str, str], dry_run: bool) -> tuple[int, int]:
         """Every file rewritten with the wider types in one commit (an overwrite with ``overwriteSchema``): the
-        protocol stays as it is, so every reader keeps reading the table."""
-        if self.generated_columns(table):  # type: ignore[attr-defined]
+        protocol stays as it is, so every reader keeps reading the table. The schema is kept otherwise (comments,
+        generated columns, column ids; the properties stay), or the rewrite is refused."""
+        wider = {k.lower(): v for k, v in types.items()}
+        fields = self._log_fields(table)
+        generated = {f["name"]: str(f["metadata"][GENERATED_KEY]) for f in fields if GENERATED_KEY in f["metadata"]}
+        used = sorted(c for c, expr in generated.items()
+                      for name in wider if c.lower() == name or _mentions(expr, name))  # fmt: skip
+        if used:
             raise self.unsupported(  # type: ignore[attr-defined]
-                "alter --widen --rewrite on a table with generated columns",
-                "an overwrite cannot carry Delta generated columns in one commit; widen in place (type widening, see "
-                "--yes) or create a new table and copy the rows",
+                "alter --widen --rewrite of a column a generated column is or uses "
+                f"({', '.join(f'{c} = {generated[c]}' for c in used)})",
+                "the generation expression would no longer give the column's type; widen in place (type widening, "
+                "see --yes)",
             )
         self._refuse_not_null(table, "alter --widen --rewrite", "widen in place (type widening, see --yes)")
+        self._refuse_identity(table, fields, "alter --widen --rewrite")
         change_data = self.properties(table).get(self.change_data_property, "")  # type: ignore[attr-defined]
         if self.column_mapping(table) != "none" and str(change_data).lower() == "true":
             raise self.unsupported(  # type: ignore[attr-defined]
@@ -140,19 +156,44 @@ class DeltaEvolution:
         planned = self._rewrite_plan(table)
         if dry_run:
             return planned
+        partition_columns = list(self.load(table).metadata().partition_columns)  # type: ignore[attr-defined]
+        self._overwrite(table, "alter --widen --rewrite", fields, partition_columns, wider)
+        return planned
+
+    def _log_fields(self, table: TableHandle) -> list[dict[str, Any]]:
+        """The schema's top-level fields as the Delta log has them (Spark's read schema drops generation
+        expressions), each with its metadata."""
+        fields = json.loads(self.load(table).schema().to_json())["fields"]  # type: ignore[attr-defined]
+        return [{**f, "metadata": dict(f.get("metadata") or {})} for f in fields]
+
+    def _refuse_identity(self, table: TableHandle, fields: list[dict[str, Any]], what: str) -> None:
+        identity = [f["name"] for f in fields if any(k.startswith("delta.identity.") for k in f["metadata"])]
+        if identity:
+            raise self.unsupported(  # type: ignore[attr-defined]
+                f"{what} on a table with identity columns ({', '.join(identity)})",
+                "an overwrite cannot write the values Delta generates for them; create a new table and copy the rows",
+            )
+
+    def _overwrite(self, table: TableHandle, what: str, fields: list[dict[str, Any]], partition_columns: list[str],
+                   types: dict[str, str] | None = None) -> None:  # fmt: skip
+        """Rewrite every row in one commit under the table's own schema: each column carries its field metadata from
+        the log (comments, generation expressions), so Delta writes it back as it was; column mapping keeps its ids
+        and physical names and the table keeps its properties (an overwrite changes only schema and partitioning)."""
         from pyspark.sql import functions as F
 
-        wider = {k.lower(): v for k, v in types.items()}
-        partition_columns = list(self.load(table).metadata().partition_columns)  # type: ignore[attr-defined]
+        types = types or {}
         spark = table.catalog.session()
-        with spark_errors("alter --widen --rewrite", table.entry.ident):
+        with spark_errors(what, table.entry.ident):
             df = spark.read.format("delta").load(table.location)
-            # the field's metadata (its comment) goes along with the cast; Delta keeps the table's properties
-            columns = [F.col(quote(f.name)).cast(wider[f.name.lower()]).alias(f.name, metadata=f.metadata)
-                       if f.name.lower() in wider else F.col(quote(f.name)) for f in df.schema.fields]  # fmt: skip
+            columns = []
+            for f in fields:
+                meta = {k: v for k, v in f["metadata"].items() if not k.startswith("delta.columnMapping.")}
+                col = F.col(quote(f["name"]))
+                if f["name"].lower() in types:
+                    col = col.cast(types[f["name"].lower()])
+                columns.append(col.alias(f["name"], metadata=meta))
             (df.select(*columns).write.format("delta").mode("overwrite").option("overwriteSchema", "true")
              .partitionBy(*partition_columns).save(table.location))  # fmt: skip
-        return planned
 
     def set_column_comment(self, table: TableHandle, name: str, comment: str) -> None:
         self._alter(table, "alter --set-comment",
@@ -169,23 +210,20 @@ class DeltaEvolution:
                 "Delta cannot change a table's partitioning in place; --rewrite rewrites every file into the new "
                 "layout in one commit (see what it rewrites with --dry-run)",
             )
-        generated = self.generated_columns(table)  # type: ignore[attr-defined]
-        if generated or any(f.transform != "identity" for f in fields):
+        if any(f.transform != "identity" for f in fields):
             raise self.unsupported(  # type: ignore[attr-defined]
-                "alter --partition-by --rewrite with generated partition columns",
-                "an overwrite cannot carry Delta generated columns (days(ts), ...) in one commit; partition by plain "
-                "columns, or create a new table and copy the rows",
+                f"alter --partition-by {', '.join(map(str, fields))} --rewrite",
+                "partitioning a Delta table by a transform (days(ts), ...) needs a new generated column, which an "
+                "overwrite cannot add; partition by plain columns, or create a new table and copy the rows",
             )
-        self._refuse_not_null(table, "alter --partition-by --rewrite", "create a table partitioned the new way and "
-                              "copy the rows into it")  # fmt: skip
+        self._refuse_not_null(table, "alter --partition-by --rewrite", "create a table with the same schema "
+                              "partitioned the new way (lakecat create) and copy the rows into it")  # fmt: skip
+        log_fields = self._log_fields(table)
+        self._refuse_identity(table, log_fields, "alter --partition-by --rewrite")
         planned = self._rewrite_plan(table)
         if dry_run:
             return planned
-        spark = table.catalog.session()
-        with spark_errors("alter --partition-by --rewrite", table.entry.ident):
-            df = spark.read.format("delta").load(table.location)
-            (df.write.format("delta").mode("overwrite").option("overwriteSchema", "true")
-             .partitionBy(*[f.column for f in fields]).save(table.location))  # fmt: skip
+        self._overwrite(table, "alter --partition-by --rewrite", log_fields, [f.column for f in fields])
         return planned
 
     # --- tags -----------------------------------------------------------------------------------

@@ -64,6 +64,12 @@ def check_state(name: str, state: DeltaState, version: int | None = None) -> Non
     if unknown:
         raise _refuse(name, v, f"the table uses the Delta reader feature(s) {', '.join(unknown)}, which Iceberg readers "
                       "would not honour", "Mirror a table without them.")  # fmt: skip
+    for f in state.schema["fields"]:
+        for change in (f.get("metadata") or {}).get("delta.typeChanges") or []:
+            if not _iceberg_reads_as(str(change.get("fromType")), str(change.get("toType"))):
+                raise _refuse(name, v, f"Delta's type widening changed {f['name']} from {change.get('fromType')} to "
+                              f"{change.get('toType')}, and the files written before keep the old type, which Iceberg "
+                              "readers do not read as the new one", "The mirror cannot express this table.")  # fmt: skip
     kinds = {f["name"]: f["type"] for f in state.schema["fields"]}
     for col in state.partition_columns:
         if kinds.get(col) not in _PARTITION_TYPES:
@@ -71,10 +77,27 @@ def check_state(name: str, state: DeltaState, version: int | None = None) -> Non
                           "mirror does not translate", "Partition by a date, integer, string or boolean column.")  # fmt: skip
 
 
+def _iceberg_reads_as(old: str, new: str) -> bool:
+    """Whether Iceberg readers read a file column of Delta type ``old`` as ``new`` (Iceberg's type promotions)."""
+    ints = ["byte", "short", "integer", "long"]
+    if old in ints and new in ints:
+        return ints.index(old) <= ints.index(new)
+    if (old, new) == ("float", "double"):
+        return True
+    if old.startswith("decimal(") and new.startswith("decimal("):
+        (p, s), (p2, s2) = (map(int, t[len("decimal(") : -1].split(",")) for t in (old, new))
+        return s == s2 and p2 >= p
+    return old == new
+
+
 def _check_no_deletion_vectors(name: str, version: int, adds: list[dict[str, Any]] | Any) -> None:
     if any(a.get("deletionVector") for a in adds):
         raise _refuse(name, version, "it has deletion vectors (rows deleted without rewriting their files), which the "
                       "mirror does not express as Iceberg deletes", _PURGE_HINT.format(name=name))  # fmt: skip
+
+
+class _DivergedError(LakecatError):
+    """The mirror does not read what the Delta log says it read (someone changed the mirror itself)."""
 
 
 class MirrorTarget:
@@ -186,8 +209,8 @@ class MirrorTarget:
                 for path in change.removes:
                     key = facts_of_add(self.location, {"path": path, "size": 0}).path
                     if key not in known:
-                        raise LakecatError(f"mirror of {self.name}: Delta version {change.version} removes {key}, "
-                                           "which the mirror does not read; `lakecat mirror --sync` rebuilds it")  # fmt: skip
+                        raise _DivergedError(f"Delta version {change.version} removes {key}, which the mirror did "
+                                             "not read")  # fmt: skip
                     op.delete_data_file(known.pop(key))
                 for f in added:
                     op.append_data_file(f)
@@ -248,8 +271,9 @@ class MirrorTarget:
                     if f.field_id not in new_ids:
                         upd.delete_column(f.name)
         except ValidationError as e:  # a widening Delta allows and Iceberg does not (date -> timestamp_ntz, a scale)
-            raise _refuse(self.name, version, f"a schema change Iceberg cannot express ({first_line(str(e))})",
-                          f"Drop the mirror (`lakecat mirror {self.name} --drop`) and mirror the table again.") from e  # fmt: skip
+            raise _refuse(self.name, version, f"a schema change Iceberg cannot express ({first_line(str(e))}), and "
+                          "the files written before it keep the old type, which Iceberg readers do not read as the new "
+                          "one", f"The mirror cannot follow this table: `lakecat mirror {self.name} --drop` ends it.") from e  # fmt: skip
         evolved = tx.table_metadata.schema()
         if {(f.field_id, f.name) for f in evolved.fields} != {(f.field_id, f.name) for f in new.fields}:
             raise _refuse(self.name, version, "a column was added whose id Iceberg would number differently from "
@@ -293,30 +317,64 @@ class MirrorTarget:
                 result.notes.append("the log no longer holds every commit since the mirrored version: rebuilt from "
                                     f"version {state.version}")  # fmt: skip
             else:
-                result.commits = self._apply(tbl, changes, state)
+                try:
+                    result.commits = self._apply(tbl, changes, state, result)
+                except _DivergedError as e:  # someone changed the mirror itself: read the current version whole
+                    result.files = self.commit_full(self.load(), dt, state)
+                    result.commits, result.rebuilt = result.commits + 1, True
+                    result.notes.append(f"{e}: rebuilt from version {state.version}")
         tbl = self.load()
         result.source_version = self.mirrored_version(tbl)
         result.mirror_version = tbl.current_snapshot().snapshot_id if tbl.current_snapshot() else None
         result.behind = state.version - (result.source_version if result.source_version is not None else -1)
         return result
 
-    def _apply(self, tbl: Any, changes: list[VersionChange], current: DeltaState) -> int:
-        """One Iceberg commit per Delta version, each read with the Delta schema of its own version."""
+    def _apply(self, tbl: Any, changes: list[VersionChange], current: DeltaState, result: MirrorResult) -> int:
+        """One Iceberg commit per Delta version, each read with the Delta schema of its own version.
+
+        Versions that leave rows hidden by deletion vectors cannot be expressed: they are skipped up to the first
+        version that hides none any more (a purge, a compaction, an overwrite), which the mirror reads whole in one
+        commit; when no such version has come yet, the mirror stops before the first of them. Returns the commits."""
         known: dict[str, Any] | None = None
         state = current
         if any(c.metadata is not None for c in changes):  # a schema change on the way: start from the mirrored one
             state = delta_state(_delta_table(self.table.location, changes[0].version - 1))
+        hidden: set[str] = set()  # files a deletion vector hides rows of (none at the mirrored version: it is exact)
+        skipped: list[int] = []
+        commits = 0
         for change in changes:
             if change.metadata is not None:
                 state = current if change.version == current.version else delta_state(
                     _delta_table(self.table.location, change.version))  # fmt: skip
             else:
                 state = replace(state, version=change.version)
-            if change.removes and known is None:
-                known = self._current_files(tbl)
-            self.commit_version(tbl, change, state, known if known is not None else {})
+            hidden.difference_update(change.removes)
+            for add in change.adds:
+                (hidden.add if add.get("deletionVector") else hidden.discard)(add["path"])
+            if hidden or any(a.get("deletionVector") for a in change.adds):
+                skipped.append(change.version)
+                continue
+            if skipped:  # the first version past them: read whole, as a rebuild would
+                dt = _delta_table(self.table.location, change.version)
+                state = delta_state(dt)
+                result.files = self.commit_full(tbl, dt, state)
+                result.notes.append(f"Delta version{'s' if len(skipped) > 1 else ''} {_span(skipped)} hid rows with "
+                                    "deletion vectors, which the mirror does not express: skipped to version "
+                                    f"{change.version}, read whole")  # fmt: skip
+                skipped, known = [], None
+            else:
+                if change.removes and known is None:
+                    known = self._current_files(tbl)
+                self.commit_version(tbl, change, state, known if known is not None else {})
+            commits += 1
             tbl = self.load()
-        return len(changes)
+        if skipped:
+            _check_no_deletion_vectors(self.name, skipped[0], [{"deletionVector": True}])
+        return commits
+
+
+def _span(versions: list[int]) -> str:
+    return str(versions[0]) if len(versions) == 1 else f"{versions[0]}-{versions[-1]}"
 
 
 # --- the Delta adapter's side of the format contract ----------------------------------------------
@@ -332,9 +390,7 @@ class DeltaMirror:
     def mirror(self, table: TableHandle, target: TableFormat, *, purge_deletes: bool = False) -> MirrorResult:
         side = MirrorTarget(table, target)
         if purge_deletes:
-            spark = table.catalog.session()
-            with spark_errors("mirror --purge-deletes", table.entry.ident):
-                spark.sql(f"REORG TABLE {spark_path(table.location)} APPLY (PURGE)")
+            self._purge_deletes(table)
         dt = _delta_table(table.location)
         check_state(table.name, delta_state(dt))  # refused before anything is registered
         _check_no_deletion_vectors(table.name, int(dt.version()), MirrorTarget._dv_rows(dt))
@@ -345,8 +401,19 @@ class DeltaMirror:
             table.refresh()
         return side.sync(create=True)
 
-    def sync_mirror(self, table: TableHandle, target: TableFormat) -> MirrorResult:
-        return MirrorTarget(table, target).sync()
+    def sync_mirror(self, table: TableHandle, target: TableFormat, *, purge_deletes: bool = False) -> MirrorResult:
+        side = MirrorTarget(table, target)
+        if purge_deletes:
+            self._purge_deletes(table)
+        return side.sync()
+
+    @staticmethod
+    def _purge_deletes(table: TableHandle) -> None:
+        """Rewrite the files whose rows deletion vectors hide (one commit, Spark): the versions before it that the
+        mirror cannot express are then skipped up to it."""
+        spark = table.catalog.session()
+        with spark_errors("mirror --purge-deletes", table.entry.ident):
+            spark.sql(f"REORG TABLE {spark_path(table.location)} APPLY (PURGE)")
 
     def mirrored_files(self, table: TableHandle) -> set[str]:
         """The data files the mirrors' current snapshots read. A mirror left behind (at a version before one it
