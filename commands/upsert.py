@@ -47,10 +47,11 @@ def upsert(
                                                         branch=branch)  # fmt: skip
 
     def human(console, r):  # type: ignore[no-untyped-def]
+        done = "in one commit" if r.committed else "and no commit: nothing changed"
         console.print(
             f"{r.table} ({r.format}): {plural(r.rows_in, 'source row')} → {thousands(r.inserted)} inserted, "
-            f"{thousands(r.updated)} updated, {thousands(r.deleted)} deleted in one commit (version {r.version}), "
-            f"{human_duration(r.duration_s)}",
+            f"{thousands(r.updated)} updated, {thousands(r.unchanged)} unchanged, {thousands(r.deleted)} deleted "
+            f"{done} (version {r.version}), {human_duration(r.duration_s)}",
             markup=False,
             highlight=False,
         )

@@ -568,6 +568,10 @@ class UpsertResult(Result):
     inserted: int = 0
     updated: int = 0
     deleted: int = 0
+    #: Matched rows whose values are already the source's: not rewritten.
+    unchanged: int = 0
+    #: Whether the upsert made a commit (False when it would change nothing).
+    committed: bool = False
     version: int | None = None
     duration_s: float = 0.0
 
