@@ -36,7 +36,7 @@ def upsert(
     json_: JsonOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
-    """MERGE files into a table by key: matched rows are updated, new keys inserted, --delete-when rows deleted.
+    """MERGE files into a table by key: matched rows that differ are updated, new keys inserted, --delete-when rows deleted.
 
     Example: lakecat upsert crm.accounts --from /landing/fixes/ --key id --delete-when "op = 'D'"
     """

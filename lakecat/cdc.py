@@ -592,9 +592,10 @@ def upsert(table: TableLike, data: Any, *, key: str | list[str] | tuple[str, ...
            delete_when: str | None = None) -> UpsertResult:  # fmt: skip
     """MERGE ``data`` (a Spark DataFrame, or a path of json/csv/parquet files) into ``table`` by ``key``.
 
-    Matched rows are updated, new keys inserted; with ``delete_when`` (a SQL predicate over the
-    source's columns, e.g. ``"op = 'D'"``), matched rows for which it holds are deleted instead.
-    The source must have at most one row per key (else nothing is written). One commit.
+    Matched rows are updated where a column the source sets differs (null-safe), new keys inserted; with
+    ``delete_when`` (a SQL predicate over the source's columns, e.g. ``"op = 'D'"``), matched rows for which it
+    holds are deleted instead. The source must have at most one row per key (else nothing is written). One
+    commit, or none when nothing would change.
     """
     from pyspark.sql import DataFrame as SparkDataFrame
     from pyspark.sql import functions as F
