@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import typer
 
 from lakecat.errors import EXIT_INTERNAL, InvalidArgumentError, LakecatError
+from lakecat.results import with_version_strings
 
 from ._progress import _ignore, _ProgressLine
 
@@ -78,7 +79,7 @@ class Output:
         return self._console(stderr=True)
 
     def emit(self, result: Any, human: Callable[[Console, Any], None] | None = None) -> None:
-        data = result.to_dict() if hasattr(result, "to_dict") else result
+        data = with_version_strings(result.to_dict() if hasattr(result, "to_dict") else result)
         if self.json:
             sys.stdout.write(dumps(data) + "\n")
             sys.stdout.flush()

@@ -36,7 +36,7 @@ def upsert(
     json_: JsonOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
-    """MERGE files into a table by key: matched rows are updated, new keys inserted, --delete-when rows deleted.
+    """MERGE files into a table by key: matched rows that differ are updated, new keys inserted, --delete-when rows deleted.
 
     Example: lakecat upsert crm.accounts --from /landing/fixes/ --key id --delete-when "op = 'D'"
     """
@@ -47,10 +47,11 @@ def upsert(
                                                         branch=branch)  # fmt: skip
 
     def human(console, r):  # type: ignore[no-untyped-def]
+        done = "in one commit" if r.committed else "and no commit: nothing changed"
         console.print(
             f"{r.table} ({r.format}): {plural(r.rows_in, 'source row')} → {thousands(r.inserted)} inserted, "
-            f"{thousands(r.updated)} updated, {thousands(r.deleted)} deleted in one commit (version {r.version}), "
-            f"{human_duration(r.duration_s)}",
+            f"{thousands(r.updated)} updated, {thousands(r.unchanged)} unchanged, {thousands(r.deleted)} deleted "
+            f"{done} (version {r.version}), {human_duration(r.duration_s)}",
             markup=False,
             highlight=False,
         )

@@ -450,33 +450,64 @@ def last_per_key(df: DataFrame, keys: list[str]) -> DataFrame:
 
 
 # --- applying ----------------------------------------------------------------------------------
-def _merge_sql(target: str, view: str, keys: list[str], columns: list[str], *, with_deletes: bool) -> str:
+def _merge_sql(target: str, view: str, keys: list[str], columns: list[str], *, with_deletes: bool,
+               changed: str | None = None) -> str:  # fmt: skip
     on = " AND ".join(f"t.{quote(k)} = s.{quote(k)}" for k in keys)
     sets = ", ".join(f"t.{quote(c)} = s.{quote(c)}" for c in columns if c not in keys) or \
         ", ".join(f"t.{quote(c)} = s.{quote(c)}" for c in columns)  # fmt: skip
     cols = ", ".join(quote(c) for c in columns)
     vals = ", ".join(f"s.{quote(c)}" for c in columns)
     op = quote(OP)
+    update = f"WHEN MATCHED{f' AND ({changed})' if changed else ''} THEN UPDATE SET {sets}"
     parts = [f"MERGE INTO {target} t USING {quote(view)} s ON {on}"]
     if with_deletes:
         parts.append(f"WHEN MATCHED AND s.{op} = 'd' THEN DELETE")
-        parts.append(f"WHEN MATCHED THEN UPDATE SET {sets}")
+        if changed != "false":
+            parts.append(update)
         parts.append(f"WHEN NOT MATCHED AND s.{op} <> 'd' THEN INSERT ({cols}) VALUES ({vals})")
     else:
-        parts.append(f"WHEN MATCHED THEN UPDATE SET {sets}")
+        if changed != "false":
+            parts.append(update)
         parts.append(f"WHEN NOT MATCHED THEN INSERT ({cols}) VALUES ({vals})")
     return " ".join(parts)
 
 
+def _comparable(t: Any) -> bool:
+    """Whether Spark can compare values of type ``t`` for equality (maps cannot be compared, at any depth)."""
+    from pyspark.sql.types import ArrayType, MapType, StructType
+
+    if isinstance(t, MapType):
+        return False
+    if isinstance(t, ArrayType):
+        return _comparable(t.elementType)
+    if isinstance(t, StructType):
+        return all(_comparable(f.dataType) for f in t.fields)
+    return True
+
+
+def changed_sql(fields: list[StructField], keys: list[str], columns: list[str], *, left: str = "t",
+                right: str = "s") -> str:  # fmt: skip
+    """A SQL condition true when a matched target row (``left``) differs from its source row (``right``) in a column
+    the source sets: null-safe (``<=>``), so an update that would write the same values is skipped. ``"true"`` when
+    a column cannot be compared (a map), ``"false"`` when the source sets only the key."""
+    by_name = {f.name: f for f in fields}
+    compared = [c for c in columns if c not in keys]
+    if not compared:
+        return "false"
+    if not all(_comparable(by_name[c].dataType) for c in compared if c in by_name):
+        return "true"
+    return " OR ".join(f"NOT ({left}.{quote(c)} <=> {right}.{quote(c)})" for c in compared)
+
+
 def merge(table: TableLike, source: DataFrame, keys: list[str], columns: list[str], *, app_id: str | None = None,
-          batch_id: int | None = None, with_deletes: bool = True) -> None:  # fmt: skip
+          batch_id: int | None = None, with_deletes: bool = True, changed: str | None = None) -> None:  # fmt: skip
     """One MERGE of ``source`` (at most one row per key; ``OP`` = ``u``/``d``) into ``table``, as one commit.
 
     With ``app_id``/``batch_id`` the commit carries the idempotence marker of :mod:`lakecat.ingest`, in the
     format's own terms (``TableFormat.merge_marker_conf``: Delta's transaction, Iceberg's snapshot
     properties). The commit records the key where the format's own commit would not say it was a merge
     (``TableFormat.merge_key_conf``). The settings go into ``source``'s own session (a stream's batch runs in a
-    session of its own).
+    session of its own). With ``changed`` (:func:`changed_sql`) a matched row is updated only when it holds.
     """
     spark = source.sparkSession
     view = f"lakecat_cdc_{uuid.uuid4().hex[:12]}"
@@ -486,7 +517,8 @@ def merge(table: TableLike, source: DataFrame, keys: list[str], columns: list[st
 
     def run() -> None:
         with spark_conf(spark, confs), spark_errors("merge into", table.entry.ident):
-            spark.sql(_merge_sql(table.spark_name, view, keys, columns, with_deletes=with_deletes)).collect()
+            sql = _merge_sql(table.spark_name, view, keys, columns, with_deletes=with_deletes, changed=changed)
+            spark.sql(sql).collect()
 
     try:
         # A MERGE that lost a commit race wrote nothing: plan it again on top of the concurrent commit (an ingest's
@@ -560,9 +592,10 @@ def upsert(table: TableLike, data: Any, *, key: str | list[str] | tuple[str, ...
            delete_when: str | None = None) -> UpsertResult:  # fmt: skip
     """MERGE ``data`` (a Spark DataFrame, or a path of json/csv/parquet files) into ``table`` by ``key``.
 
-    Matched rows are updated, new keys inserted; with ``delete_when`` (a SQL predicate over the
-    source's columns, e.g. ``"op = 'D'"``), matched rows for which it holds are deleted instead.
-    The source must have at most one row per key (else nothing is written). One commit.
+    Matched rows are updated where a column the source sets differs (null-safe), new keys inserted; with
+    ``delete_when`` (a SQL predicate over the source's columns, e.g. ``"op = 'D'"``), matched rows for which it
+    holds are deleted instead. The source must have at most one row per key (else nothing is written). One
+    commit, or none when nothing would change.
     """
     from pyspark.sql import DataFrame as SparkDataFrame
     from pyspark.sql import functions as F
@@ -625,17 +658,36 @@ def upsert(table: TableLike, data: Any, *, key: str | list[str] | tuple[str, ...
             raise InvalidArgumentError(
                 f"upsert: {dup_keys} key(s) appear more than once in the source; nothing was written"
             )
-        if n:
-            merge(table, src, keys, columns, with_deletes=bool(delete_when))
-        report = UpsertResult(table=str(ident), format=table.format, source=what, rows_in=n,
-                              inserted=int(counts["ins"]), updated=int(counts["upd"]),
-                              deleted=int(counts["del"]) if delete_when else 0)  # fmt: skip
+        matched, changed = int(counts["upd"]), changed_sql(fields, keys, columns)
+        updated = matched if changed == "true" else _changed_count(table, src, keys, columns) if matched else 0
+        inserted, deleted = int(counts["ins"]), int(counts["del"]) if delete_when else 0
+        # a MERGE that would change nothing is not run: Delta would still commit an empty version
+        committed = inserted + updated + deleted > 0
+        if committed:
+            merge(table, src, keys, columns, with_deletes=bool(delete_when), changed=changed)
+        report = UpsertResult(table=str(ident), format=table.format, source=what, rows_in=n, inserted=inserted,
+                              updated=updated, deleted=deleted, unchanged=matched - updated,
+                              committed=committed)  # fmt: skip
     finally:
         src.unpersist()
     on = table.branch_name
     report.version = find_ref(table, on, "branch").version if on else table.adapter.current_version(table)
     report.duration_s = round(time.monotonic() - started, 3)
     return report
+
+
+def _changed_count(table: TableLike, src: DataFrame, keys: list[str], columns: list[str]) -> int:
+    """How many of ``src``'s upserts (``OP`` = ``u``) match a target row that differs in a column they set."""
+    from pyspark.sql import functions as F
+
+    compared = [c for c in columns if c not in keys]
+    if not compared:
+        return 0
+    theirs = {c: f"_lakecat_t{i}" for i, c in enumerate([*keys, *compared])}
+    target = table.to_spark().select(*[F.col(quote(c)).alias(a) for c, a in theirs.items()])
+    same_key = functools.reduce(operator.and_, [F.col(quote(k)) == F.col(theirs[k]) for k in keys])
+    differs = functools.reduce(operator.or_, [~F.col(quote(c)).eqNullSafe(F.col(theirs[c])) for c in compared])
+    return int(src.where(F.col(OP) == "u").join(target, same_key & differs, "left_semi").count())
 
 
 def _any_null(keys: list[str]) -> Column:

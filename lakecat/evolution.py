@@ -19,7 +19,7 @@ from .partitioning import parse_partition_spec, source_column
 from .results import AlterResult, TagResult, TagsResult
 from .schema import Column, SchemaChange, parse_column_def, parse_type, widening_allowed
 from .units import format_duration, parse_duration
-from .versions import find_ref, resolve_version
+from .versions import _check_int, find_ref, resolve_version
 
 if TYPE_CHECKING:
     from .protocols import TableLike
@@ -291,7 +291,7 @@ def branch(table: TableLike, name: str, *, version: int | None = None) -> TagRes
     table.refresh()
     if name == "main" or any(r.name == name for r in table.adapter.refs(table)):
         raise RefExistsError(f"{table.name} has a tag or branch {name!r} already")
-    table.adapter.create_branch(table, name, version)
+    table.adapter.create_branch(table, name, None if version is None else _check_int(version, "version"))
     table.refresh()
     found = find_ref(table, name, "branch")
     return TagResult(table.name, table.format, "branched", name, "branch", found.version, None,

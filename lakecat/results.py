@@ -13,6 +13,49 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+#: Keys whose values are versions (Delta versions, Iceberg snapshot ids), wherever they appear in a JSON document.
+VERSION_KEYS = frozenset({
+    "version", "current_version", "since_version", "until_version", "from_version", "to_version", "source_version",
+    "mirror_version", "first_version", "parent_version", "restored_version", "_commit_version", "expired_versions",
+    "retained_versions",
+})  # fmt: skip
+#: Data rows (``timetravel``, ``changes``): their columns are the table's; only lakecat's own change column is a version.
+_ROW_KEYS = ("rows",)
+_ROW_VERSION_KEYS = frozenset({"_commit_version"})
+
+
+def _as_str(value: Any) -> Any:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, list) and all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+        return [str(v) for v in value]
+    return value
+
+
+def with_version_strings(data: Any, _keys: frozenset[str] = VERSION_KEYS) -> Any:
+    """``data`` (a ``to_dict()`` document) with ``<key>_str`` beside every version key: the same version as a string.
+
+    An Iceberg snapshot id has 19 digits, more than a double holds: ``jq`` 1.6 and JavaScript read
+    ``2556433978692939843`` as ``2556433978692940000``. The number stays (tools may rely on it; Delta versions are
+    small), and ``<key>_str`` (``version_str``, ``until_version_str``, ``expired_versions_str``, ...) survives any
+    reader. Every command and API that takes a version accepts the string.
+    """
+    if hasattr(data, "to_dict") and not isinstance(data, dict):
+        data = data.to_dict()
+    if isinstance(data, list):
+        return [with_version_strings(v, _keys) for v in data]
+    if not isinstance(data, dict):
+        return data
+    out: dict[Any, Any] = {}
+    for k, v in data.items():
+        inner = _ROW_VERSION_KEYS if k in _ROW_KEYS and isinstance(v, list) else _keys
+        out[k] = with_version_strings(v, inner)
+        if k in _keys and f"{k}_str" not in data and (v is None or _as_str(v) is not v):
+            out[f"{k}_str"] = None if v is None else _as_str(v)
+    return out
+
 
 class Result:
     """Base of all results: ``to_dict()`` for JSON, ``_repr_html_`` for notebooks."""
@@ -568,6 +611,10 @@ class UpsertResult(Result):
     inserted: int = 0
     updated: int = 0
     deleted: int = 0
+    #: Matched rows whose values are already the source's: not rewritten.
+    unchanged: int = 0
+    #: Whether the upsert made a commit (False when it would change nothing).
+    committed: bool = False
     version: int | None = None
     duration_s: float = 0.0
 

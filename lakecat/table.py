@@ -208,9 +208,10 @@ class Table:
                delete_when: str | None = None, branch: str | None = None) -> UpsertResult:  # fmt: skip
         """MERGE a Spark DataFrame or a path of json/csv/parquet files into this table by ``key``.
 
-        Matched rows are updated, new keys inserted; rows for which ``delete_when`` (a SQL predicate over
-        the source's columns) holds delete their match instead. One commit (on ``branch``, when given: an Iceberg
-        branch made with ``Table.branch``, published with ``Table.publish``); returns an ``UpsertResult``.
+        Matched rows whose values differ are updated (the others count as ``unchanged``), new keys inserted; rows for
+        which ``delete_when`` (a SQL predicate over the source's columns) holds delete their match instead. One commit
+        (on ``branch``, when given: an Iceberg branch made with ``Table.branch``, published with ``Table.publish``),
+        none when nothing would change (``committed`` is False); returns an ``UpsertResult``.
 
         Example:
             >>> t.upsert("/landing/fixes/", key=["id"], delete_when="op = 'D'").updated

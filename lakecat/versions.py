@@ -66,6 +66,14 @@ def _engine_errors(what: str, table: TableLike, version: int | None = None) -> I
 
 
 def _check_int(value: Any, what: str) -> int:
+    """``value`` as an int: an int, or its decimal string (``"2556433978692939843"``, as ``version_str`` gives it)."""
+    if isinstance(value, float):
+        if value.is_integer() and abs(value) <= 2**53:
+            return int(value)
+        raise InvalidArgumentError(
+            f"invalid {what} {value!r}: a number read as floating point has lost digits; pass the version as a "
+            "string (the `..._str` keys of lakecat's JSON)"
+        )
     if isinstance(value, bool) or not isinstance(value, int):
         try:
             return int(str(value).strip())

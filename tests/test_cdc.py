@@ -350,6 +350,56 @@ def test_upsert_python_dataframe(catalog, spark, ns, table_format):
     assert got == {0: "a0", 1: "a1", 2: "a2", 3: "b", 4: "b", 5: "b", 6: "b", 7: "b"}
 
 
+def test_upsert_updates_only_rows_that_differ_and_commits_nothing_when_none_do(
+    cli, catalog, spark, ns, table_format, tmp_path
+):
+    """Null-safe comparison of the columns the source sets: the same upsert twice commits once; one changed row of
+    three is one update (one pre/post pair in the change feed), the others are left as they are."""
+    name = f"{ns}.upsnoop"
+    t = _create(catalog, name, table_format)
+    rows = [(1, "a", "eu"), (2, None, "us"), (3, "c", None)]
+    df = spark.createDataFrame(rows, "id long, name string, region string")
+    first = t.upsert(df, key="id")
+    assert (first.inserted, first.updated, first.unchanged, first.committed) == (3, 0, 0, True)
+    versions = committed_versions(catalog, name)
+
+    code, out, err = cli("upsert", name, "--from", _json_lines(tmp_path, df), "--key", "id", "--json")
+    assert code == 0, err
+    again = json.loads(out)
+    assert {k: again[k] for k in ("inserted", "updated", "unchanged", "deleted", "committed", "version")} == {
+        "inserted": 0, "updated": 0, "unchanged": 3, "deleted": 0, "committed": False, "version": first.version}  # fmt: skip
+    assert committed_versions(catalog, name) == versions  # no new version, by the format's own reader
+    assert t.changes(since=first.version).count() == 0
+
+    one = t.upsert(spark.createDataFrame([(1, "a", "eu"), (2, None, "ap"), (3, "c", None)], df.schema), key="id")
+    assert (one.inserted, one.updated, one.unchanged, one.committed) == (0, 1, 2, True)
+    assert committed_versions(catalog, name) == versions + 1
+    got = sorted(
+        (r["_change_type"], r["id"], r["region"]) for r in t.changes(since=first.version).to_arrow().to_pylist()
+    )
+    assert got == [("update_postimage", 2, "ap"), ("update_preimage", 2, "us")]
+    if table_format == "delta":  # the change data feed Delta itself wrote: one pre/post pair
+        import pyarrow as pa
+        from deltalake import DeltaTable
+
+        cdf = DeltaTable(catalog.entry(name).location).load_cdf(starting_version=one.version)
+        feed = pa.RecordBatchReader.from_stream(cdf).read_all().to_pylist()
+        assert sorted((r["_change_type"], r["id"]) for r in feed) == [("update_postimage", 2), ("update_preimage", 2)]
+    assert {(r["id"], r["name"], r["region"]) for r in read_rows(catalog, name)} == {
+        (1, "a", "eu"), (2, None, "ap"), (3, "c", None)}  # fmt: skip
+
+
+def _json_lines(tmp_path, df) -> str:
+    """``df`` written as JSON lines (nulls kept) to a fresh directory; its path."""
+    import tempfile
+
+    path = tempfile.mkdtemp(prefix="lakecat-ups-")
+    lines = [json.dumps(r.asDict()) for r in df.collect()]
+    with open(f"{path}/part-0.json", "w") as fh:
+        fh.write("\n".join(lines) + "\n")
+    return path
+
+
 def test_merge_commit_carries_the_batch_marker(catalog, spark, ns, table_format):
     """The idempotence marker is part of the MERGE's own commit (so a crash cannot separate them)."""
     from pyspark.sql import functions as F

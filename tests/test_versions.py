@@ -336,3 +336,57 @@ def test_commands_have_help_and_docs_entries(cli):
         code, out, _ = cli(command, "--help")
         assert code == 0 and "--json" in out
         assert f"## `lakecat {command}`" in page and f"lakecat {command} TABLE" in page
+
+
+def as_double_reader(out: str):
+    """``out`` parsed the way jq 1.6 and JavaScript read JSON: every number a double."""
+    return json.loads(out, parse_int=float)
+
+
+def test_versions_survive_a_double_only_json_reader(cli, catalog, spark, ns, table_format):
+    """The docs' resume recipe with jq 1.6 semantics: each version read from lakecat's JSON by a double-only reader
+    (the ``_str`` keys) is fed back into the next command, on Iceberg snapshot ids above 2**53 and Delta versions."""
+    name = f"{ns}.dbl"
+    t = catalog.create_table(name, schema=SCHEMA, format=table_format)
+    spark.sql(f"INSERT INTO {t.spark_name} VALUES (1, 'a')")
+    while table_format == "iceberg" and t.history().current_version <= 2**53:  # random ids: almost always above
+        spark.sql(f"INSERT INTO {t.spark_name} VALUES (1, 'a')")
+    first_rows = independent_count(catalog, t)
+
+    code, out, err = cli("history", name, "--json")
+    assert code == 0, err
+    newest = as_double_reader(out)[0]
+    first = newest["version_str"]
+    assert first == str(t.history().current_version)
+    if table_format == "iceberg":  # the bug the _str keys fix: the number itself does not survive
+        assert int(newest["version"]) != int(first)
+
+    spark.sql(f"INSERT INTO {t.spark_name} VALUES (2, 'b'), (3, 'c')")
+    code, out, err = cli("changes", name, "--since", first, "--json")
+    assert code == 0, err
+    doc = as_double_reader(out)
+    assert sorted(r["id"] for r in doc["rows"]) == [2.0, 3.0]
+    assert {r["_commit_version_str"] for r in doc["rows"]} == {doc["until_version_str"]}
+    code, out, err = cli("changes", name, "--since", doc["until_version_str"], "--count", "--json")  # resume
+    assert code == 0, err
+    assert as_double_reader(out)["count"] == 0
+
+    code, out, err = cli("describe", name, "--json")
+    assert as_double_reader(out)["current_version_str"] == doc["until_version_str"]
+    code, out, err = cli("timetravel", name, "--version", first, "--count", "--json")
+    assert code == 0, err
+    assert as_double_reader(out)["count"] == first_rows
+    code, out, err = cli("tag", name, "before", "--version", first, "--json")
+    assert code == 0, err
+    assert as_double_reader(out)["version_str"] == first
+    code, out, err = cli("rollback", name, "--version", first, "--yes", "--json")
+    assert code == 0, err
+    assert as_double_reader(out)["to_version_str"] == first
+    assert independent_count(catalog, t) == first_rows
+
+    # Python takes the string too; a version that went through a double is refused, not rounded to another one
+    assert t.as_of(version=first).count() == first_rows
+    assert t.changes(since=first, until=doc["until_version_str"]).count() == 2
+    if table_format == "iceberg":
+        with pytest.raises(InvalidArgumentError, match="lost digits"):
+            t.as_of(version=float(first))
