@@ -69,6 +69,8 @@ def test_the_wheel_and_sdist_hold_every_package_the_jars_and_py_typed(dist):
     assert {"lakecat/py.typed", "lakecat/java/lakecat-spark.jar", "lakecat/java/lakecat-rest.jar",
             "lakecat/catalog_conf/local.toml", "lakecat/log4j2.properties"} <= names  # fmt: skip
     assert not any(n.startswith(("tests/", "benchmarks/", "commands/")) for n in names)
+    lab = [n for n in names if any(word in n.lower() for word in ("bench", "soak", "baseline", "experiment"))]
+    assert not lab, f"the lab in the wheel: {lab}"
     for jar in ("lakecat-spark.jar", "lakecat-rest.jar"):
         with zipfile.ZipFile(wheel.open(f"lakecat/java/{jar}")) as inner:
             assert any(n.endswith(".class") for n in inner.namelist())
