@@ -56,6 +56,11 @@ class TableNotFoundError(LakecatError):
     """The named table is not in the catalog."""
 
 
+class NoTableMatchesError(TableNotFoundError):
+    """A pattern (``health``, ``maintain``, the maintenance service) selects no table: a typo would otherwise turn a
+    CI gate or a maintenance job off without a word (exit code 1; ``allow_empty=True`` / ``--allow-empty`` accepts it)."""
+
+
 class TableAlreadyExistsError(LakecatError):
     """A table of that name exists already."""
 
