@@ -120,3 +120,10 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str:
     """``"; did you mean 'sales.orders'?"`` for the closest of ``choices`` to a misspelt ``word``, else ``""``."""
     close = get_close_matches(word, list(choices), n=2, cutoff=0.6)
     return f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+
+
+def columns_note(names: Iterable[str], *, limit: int = 40) -> str:
+    """``" (columns: id, ts, region)"``: what a refused column name could have been (the first ``limit`` of them)."""
+    names = list(names)
+    shown = ", ".join(names[:limit]) + (f", ... ({len(names) - limit} more)" if len(names) > limit else "")
+    return f" (columns: {shown or 'none'})"

@@ -31,6 +31,7 @@ from .errors import (
     LakecatError,
     NoTableMatchesError,
     UnsupportedOperationError,
+    columns_note,
     did_you_mean,
 )
 from .files import DataFile, exists, file_sizes, no_cyclic_gc, norm_path
@@ -301,10 +302,12 @@ def _check_strategy(table: TableLike, strategy: str, by: list[str] | tuple[str, 
             + (f"; use --strategy {' or '.join(others)} --by COLS" if others else "")
         )
     if cols:  # every argument is checked against the table before deciding there is nothing to do
-        known = {c.name for c in table.describe().schema}
+        known = [c.name for c in table.describe().schema]
         unknown = [c for c in cols if c not in known]
         if unknown:
-            raise InvalidArgumentError(f"--by: table {table.name} has no column {', '.join(unknown)}")
+            raise InvalidArgumentError(
+                f"--by: table {table.name} has no column {', '.join(unknown)}{columns_note(known)}"
+            )
     return strategy, cols
 
 
