@@ -59,3 +59,72 @@ def test_a_pattern_that_matches_no_table_fails_the_gate_and_maintenance(cli, cat
     assert catalog.health(typo, allow_empty=True).tables == []
     assert catalog.maintain(typo, dry_run=True, allow_empty=True).tables == []
     assert serve(catalog, typo, every="1s", stop=stop, allow_empty=True).passes == 0
+
+
+# --- Ctrl-C during a Spark command -----------------------------------------------------------------------------------
+# The command runs in process (its own JVM); the whole process group gets the SIGINT, as a terminal sends it.
+# "start": while that JVM starts (as soon as it is a child process). "job": while one of the command's Spark jobs
+# runs (a thread of the process watches Spark's status tracker and sends the signal to its own group then).
+_DURING_A_JOB = """
+import os, signal, sys, threading, time
+import lakecat.spark
+from lakecat.commands.main import run_cli
+
+def watch():
+    while True:
+        session = lakecat.spark.active_session()
+        if session is not None and session.sparkContext.statusTracker().getActiveJobsIds():
+            os.killpg(os.getpgid(0), signal.SIGINT)
+            return
+        time.sleep(0.05)
+
+threading.Thread(target=watch, daemon=True).start()
+sys.exit(run_cli(sys.argv[1:]))
+"""
+
+
+def _java_child(pid: int) -> bool:
+    import subprocess
+
+    out = subprocess.run(["ps", "-o", "comm=", "--ppid", str(pid)], capture_output=True, text=True).stdout
+    return any("java" in line for line in out.split())
+
+
+@pytest.mark.parametrize(("index", "when"), [(0, "start"), (1, "job")], ids=["iceberg-start", "delta-job"])
+def test_ctrl_c_during_a_spark_command_is_exit_130_and_one_line(catalog, ns, tmp_path, index, when):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from helpers import read_rows
+
+    name = light_tables(catalog, ns, 2, commits=1)[index]
+    before = sorted((r["id"], r["region"]) for r in read_rows(catalog, name))
+    source = tmp_path / "changes.json"
+    source.write_text("".join(json.dumps({"id": i, "region": "zz"}) + "\n" for i in range(5, 15)))
+    argv = ["upsert", name, "--from", str(source), "--key", "id"]
+    env = {**os.environ, "LAKECAT_ENGINE": "in-process"}
+    if when == "start":
+        cmd = [sys.executable, "-m", "lakecat.commands.main", *argv]
+    else:
+        cmd = [sys.executable, "-c", _DURING_A_JOB, *argv]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)  # fmt: skip
+    try:
+        if when == "start":
+            while proc.poll() is None and not _java_child(proc.pid):
+                time.sleep(0.1)
+            assert proc.poll() is None, proc.communicate()
+            os.killpg(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    assert err.strip().splitlines()[-1].startswith("interrupted"), err
+    assert len(err.strip().splitlines()) <= 2 and "Traceback" not in err and "py4j" not in err, err
+    after = sorted((r["id"], r["region"]) for r in read_rows(catalog, name))
+    merged = sorted({**dict(before), **{i: "zz" for i in range(5, 15)}}.items())
+    assert after in (before, merged)
