@@ -14,10 +14,12 @@ from __future__ import annotations
 import contextlib
 import logging
 import signal
+import sys
 import threading
 import time
 from collections.abc import Iterator
 from types import FrameType
+from typing import Any
 
 log = logging.getLogger(__name__)
 
@@ -62,23 +64,29 @@ def _in_jvm_call(frame: FrameType | None) -> bool:
     return False
 
 
-def _on_sigint(signum: int, frame: FrameType | None) -> None:  # noqa: ARG001 - the signal handler's signature
-    from .engine import is_connect
-    from .spark import active_session
+def _spark_context() -> Any:
+    """The process's own SparkContext (None before the JVM starts, and for a Spark Connect session)."""
+    if "pyspark" not in sys.modules:
+        return None
+    from pyspark import SparkContext
 
+    return SparkContext._active_spark_context
+
+
+def _on_sigint(signum: int, frame: FrameType | None) -> None:  # noqa: ARG001 - the signal handler's signature
     again = _requested.is_set()
     _requested.set()
-    session = active_session()
-    if again or session is None or is_connect(session) or not _in_jvm_call(frame):
+    context = _spark_context()
+    if again or context is None or not _in_jvm_call(frame):
         raise KeyboardInterrupt
-    threading.Thread(target=_cancel_jobs, args=(session,), name="lakecat-interrupt", daemon=True).start()
+    threading.Thread(target=_cancel_jobs, args=(context,), name="lakecat-interrupt", daemon=True).start()
 
 
-def _cancel_jobs(session: object) -> None:
+def _cancel_jobs(context: Any) -> None:
     """Cancel the running jobs now, and any job started later, until the process ends."""
     while True:
         try:
-            session.sparkContext.cancelAllJobs()  # type: ignore[attr-defined]
+            context.cancelAllJobs()
         except Exception as e:  # noqa: BLE001 - the session may be stopping; the command ends anyway
             log.debug("cancelling Spark jobs: %s", e)
             return
