@@ -36,6 +36,13 @@ def health(
             help="Also write the health gauges in Prometheus' text format (node-exporter textfile collector).",
         ),
     ] = None,
+    allow_empty: Annotated[
+        bool,
+        typer.Option(
+            "--allow-empty",
+            help="With --fail-on: pass when PATTERN matches no table (without it, a gate that checks nothing exits 1).",
+        ),
+    ] = False,
     catalog: CatalogOpt = None,
     json_: JsonOpt = False,
     verbose: VerboseOpt = False,
@@ -61,7 +68,8 @@ def health(
             def progress(name: str, done: int, total: int) -> None:
                 update(completed=done, total=total, description=f"health {name}" if name else "health")
 
-            result = cat.health(pattern, progress=progress)
+            # a gate that judges no table must not pass; a plain listing may come back empty
+            result = cat.health(pattern, progress=progress, allow_empty=allow_empty or fail_on is None)
         if html is not None:
             from lakecat.health_html import write_html
             from lakecat.maintenance_log import RunLog

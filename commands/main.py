@@ -169,11 +169,16 @@ def run_cli(argv: list[str]) -> int:
     error document with --json): the command's usage is one ``-h`` away, and a CI log wants the reason only."""
     configure_logging("--verbose" in argv or "-v" in argv)
     if argv and argv[0] in _MODULE_OF:  # a command (not help): at a terminal, its Spark path uses the warm engine
+        from lakecat import interrupt
         from lakecat.engine_local import terminal_command
 
         terminal_command()
+        interrupt.install()  # Ctrl-C cancels the Spark jobs and ends the command as "interrupted" (exit 130)
     try:
         code = _app_for(argv)(args=argv, prog_name="lakecat", standalone_mode=False)
+    except KeyboardInterrupt:  # Ctrl-C outside a command's own handling (say, while the command loads)
+        sys.stderr.write("interrupted\n")
+        return 130
     except _EXIT as e:
         return int(getattr(e, "exit_code", 0))
     except _ABORT:

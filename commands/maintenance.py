@@ -220,12 +220,20 @@ def maintain(
         int | None,
         typer.Option("--metrics-port", help="With --every: serve Prometheus /metrics on this port (metrics extra)."),
     ] = None,
+    allow_empty: Annotated[
+        bool,
+        typer.Option(
+            "--allow-empty",
+            help="Succeed when PATTERN matches no table (without it: exit 1, so a typo does not turn maintenance off).",
+        ),
+    ] = False,
     dry_run: DryRunOpt = False,
     catalog: CatalogOpt = None,
     json_: JsonOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
-    """Run every matching table's maintenance policy; exit 1 if any table failed (the others still run).
+    """Run every matching table's maintenance policy; exit 1 if any table failed (the others still run) or if
+    PATTERN matches no table (unless --allow-empty).
 
     With --auto --every, run as a service until stopped: see the docs' maintenance service page.
 
@@ -234,7 +242,8 @@ def maintain(
     out = Output(json_, verbose)
     if every is not None or any(v is not None for v in (max_minutes, parallel, metrics_port)):
         _serve(out, catalog, pattern, plan=plan, auto=auto, every=every, max_minutes=max_minutes,
-               parallel=parallel, metrics_port=metrics_port, dry_run=dry_run, prometheus=prometheus)  # fmt: skip
+               parallel=parallel, metrics_port=metrics_port, dry_run=dry_run, prometheus=prometheus,
+               allow_empty=allow_empty)  # fmt: skip
         return
 
     def api():  # type: ignore[no-untyped-def]
@@ -248,11 +257,12 @@ def maintain(
             def progress(name: str, done: int, total: int) -> None:
                 update(completed=done, total=total, description=f"maintain {name}" if name else "maintain")
 
-            report = cat.maintain(pattern, plan=plan, dry_run=dry_run, auto=auto, progress=progress)
+            report = cat.maintain(pattern, plan=plan, dry_run=dry_run, auto=auto, progress=progress,
+                                  allow_empty=allow_empty)  # fmt: skip
         if prometheus is not None:  # the state the maintenance left behind, read on the light path
             from lakecat.metrics import write_health_textfile
 
-            write_health_textfile(cat.health(pattern), prometheus)
+            write_health_textfile(cat.health(pattern, allow_empty=True), prometheus)
         return report
 
     def human(console, r):  # type: ignore[no-untyped-def]
@@ -278,7 +288,7 @@ def maintain(
 
 def _serve(out: Output, catalog: str | None, pattern: str | None, *, plan: Path | None, auto: bool, every: str | None,
            max_minutes: float | None, parallel: int | None, metrics_port: int | None, dry_run: bool,
-           prometheus: Path | None) -> None:  # fmt: skip
+           prometheus: Path | None, allow_empty: bool) -> None:  # fmt: skip
     """``maintain --auto --every``: the service, until SIGTERM or SIGINT (a second one abandons the step under way)."""
     stop = threading.Event()
     stopped_by: list[str] = []
@@ -291,6 +301,7 @@ def _serve(out: Output, catalog: str | None, pattern: str | None, *, plan: Path 
         if dry_run or prometheus is not None:
             raise InvalidArgumentError(f"--every runs until stopped: {'--dry-run' if dry_run else '--prometheus'} "
                                        "goes with one pass (maintain --auto), the service serves --metrics-port")  # fmt: skip
+        from lakecat.maintenance import matching_entries
         from lakecat.service import ServiceOptions, abandon_current_step, serve
 
         ServiceOptions(every=parse_duration(every), max_minutes=max_minutes, parallel=parallel or 1).check()
@@ -299,6 +310,7 @@ def _serve(out: Output, catalog: str | None, pattern: str | None, *, plan: Path 
 
             require_client()
         cat = connect(catalog)
+        matching_entries(cat, pattern, allow_empty=allow_empty)  # before the service announces itself
 
         def on_signal(signum: int, _frame: object) -> None:
             name = signal.Signals(signum).name
@@ -321,7 +333,7 @@ def _serve(out: Output, catalog: str | None, pattern: str | None, *, plan: Path 
             out.err.print(f"maintenance service on {cat.name}: {pattern or 'every table'}, a pass every {every}"
                           + (f", /metrics on port {metrics_port}" if metrics_port is not None else ""), markup=False)  # fmt: skip
             result = serve(cat, pattern, every=every, max_minutes=max_minutes, parallel=parallel or 1, plan=plan,
-                           metrics_port=metrics_port, stop=stop, on_pass=on_pass)  # fmt: skip
+                           metrics_port=metrics_port, stop=stop, on_pass=on_pass, allow_empty=allow_empty)  # fmt: skip
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)

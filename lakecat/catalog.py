@@ -414,28 +414,40 @@ class Catalog:
 
     # --- maintenance (lakecat/maintenance.py) ---------------------------------------------------
     def maintain(self, pattern: str | None = None, *, plan: str | Path | dict[str, Any] | None = None,
-                 dry_run: bool = False, auto: bool = False,
-                 progress: Callable[[str, int, int], None] | None = None) -> MaintainResult:  # fmt: skip
+                 dry_run: bool = False, auto: bool = False, progress: Callable[[str, int, int], None] | None = None,
+                 allow_empty: bool = False) -> MaintainResult:  # fmt: skip
         """Run each matching table's maintenance policy (compact, expire, clean orphans, metadata upkeep).
 
         With ``auto``, each table runs only what its health calls for (see ``health``). Carries on past a
-        failing table; ``report.failed`` counts failures.
+        failing table; ``report.failed`` counts failures. A ``pattern`` that matches no table raises
+        ``NoTableMatchesError`` (a typo would otherwise maintain nothing and succeed) unless ``allow_empty``.
 
         Example:
             >>> cat.maintain("sales.*", dry_run=True).to_dict()
         """
         if auto:
-            return health.maintain_auto(self, pattern, plan=plan, dry_run=dry_run, progress=progress)
+            return health.maintain_auto(
+                self, pattern, plan=plan, dry_run=dry_run, progress=progress, allow_empty=allow_empty
+            )
 
-        return maintenance.maintain(self, pattern, plan=plan, dry_run=dry_run, progress=progress)
+        return maintenance.maintain(
+            self, pattern, plan=plan, dry_run=dry_run, progress=progress, allow_empty=allow_empty
+        )
 
     def health(
-        self, pattern: str | None = None, *, progress: Callable[[str, int, int], None] | None = None
+        self,
+        pattern: str | None = None,
+        *,
+        progress: Callable[[str, int, int], None] | None = None,
+        allow_empty: bool = False,
     ) -> HealthResult:
         """Each matching table's health from metadata alone (no JVM): files, deletes, versions, a verdict.
+
+        A ``pattern`` that matches no table raises ``NoTableMatchesError`` unless ``allow_empty`` (then the result
+        has no tables).
 
         Example:
             >>> [(t.name, t.verdict) for t in cat.health("sales.*").tables]
         """
 
-        return health.health(self, pattern, progress=progress)
+        return health.health(self, pattern, progress=progress, allow_empty=allow_empty)

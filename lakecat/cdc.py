@@ -33,11 +33,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .engine import first_line, spark_conf, spark_errors, with_retries
-from .errors import InvalidArgumentError
+from .errors import InvalidArgumentError, columns_note
 from .identifiers import parse_columns, quote
 from .jvm import available, from_json
+from .predicate import check_columns
 from .records import CDC_KEY_PROPERTY, CORRUPT, DETAIL, ERROR, META, RAW
 from .results import UpsertResult
+from .source_files import source_schema
 from .sources.files import FILE_FORMATS
 from .versions import find_ref
 
@@ -73,7 +75,7 @@ def check_key_names(
     keys = parse_columns(key)
     unknown = [k for k in keys if k not in names]
     if unknown:
-        raise InvalidArgumentError(f"{what}: table {table} has no column {', '.join(unknown)}")
+        raise InvalidArgumentError(f"{what}: table {table} has no column {', '.join(unknown)}{columns_note(names)}")
     return keys
 
 
@@ -571,6 +573,39 @@ def _source_files(path: str, file_format: str | None) -> tuple[str, str]:
     return (str(local.resolve().as_uri()) if local is not None else path), fmt
 
 
+#: A table's column types as the predicate check compares them (a kind each; others are left to Spark)
+_ARROW_OF = {"BIGINT": "int64", "INT": "int64", "INTEGER": "int64", "SMALLINT": "int64", "TINYINT": "int64",
+             "LONG": "int64", "FLOAT": "float64", "DOUBLE": "float64", "DECIMAL": "float64", "STRING": "string",
+             "BOOLEAN": "bool", "DATE": "date32"}  # fmt: skip
+
+
+def _check_source(table: TableLike, uri: str, fmt: str, *, keys: list[str], delete_when: str | None) -> None:
+    """What local source files tell before a JVM starts: a malformed record (file and line), a key column the files
+    lack, a ``delete_when`` predicate naming a column they lack (it is evaluated over the source's columns)."""
+    import pyarrow as pa
+
+    shape = source_schema(uri, fmt)
+    if shape is None:  # remote files, or ones only Spark reads exactly: Spark checks them
+        return
+    have = ", ".join(shape.names) or "none"
+    missing = [k for k in keys if k not in shape.names]
+    if missing:
+        raise InvalidArgumentError(f"upsert: the source has no key column {', '.join(missing)} (its columns: {have})")
+    if delete_when:
+        declared = {c.name: c.type.upper() for c in table.describe().schema}
+
+        def kind(field: pa.Field) -> pa.DataType:
+            sql = declared.get(field.name)
+            if sql is None:
+                return field.type
+            alias = _ARROW_OF.get(sql.split("(")[0].strip())
+            if alias is None:
+                return pa.timestamp("us") if sql.startswith("TIMESTAMP") else pa.null()
+            return pa.type_for_alias(alias)
+
+        check_columns(delete_when, pa.schema([pa.field(f.name, kind(f)) for f in shape]), what="--delete-when")
+
+
 def _read_path(spark: SparkSession, uri: str, fmt: str, fields: list[StructField]) -> tuple[DataFrame, str]:
     from pyspark.sql import functions as F
 
@@ -579,7 +614,9 @@ def _read_path(spark: SparkSession, uri: str, fmt: str, fields: list[StructField
     with spark_errors("read", None):
         reader = spark.read.format(fmt)
         if fmt == "csv":
-            reader = reader.option("header", "true")
+            # FAILFAST: a record with more or fewer fields than the header fails the upsert (PERMISSIVE would cut
+            # it or fill it with nulls, and write them over the matched rows)
+            reader = reader.option("header", "true").option("mode", "FAILFAST")
         elif fmt == "json":
             reader = reader.option("mode", "FAILFAST")
         df = reader.load(uri)
@@ -606,6 +643,8 @@ def upsert(table: TableLike, data: Any, *, key: str | list[str] | tuple[str, ...
     # what the table's metadata and the file system can check, before a JVM starts
     check_key_names(key, input_column_names(table), str(ident))
     files = _source_files(str(data), file_format) if isinstance(data, (str, Path)) else None
+    if files is not None:
+        _check_source(table, *files, keys=parse_columns(key), delete_when=delete_when)
     spark = table.catalog.session()
     fields = table.writable_fields()
     keys = check_key(key, fields, str(ident))

@@ -56,6 +56,11 @@ class TableNotFoundError(LakecatError):
     """The named table is not in the catalog."""
 
 
+class NoTableMatchesError(TableNotFoundError):
+    """A pattern (``health``, ``maintain``, the maintenance service) selects no table: a typo would otherwise turn a
+    CI gate or a maintenance job off without a word (exit code 1; ``allow_empty=True`` / ``--allow-empty`` accepts it)."""
+
+
 class TableAlreadyExistsError(LakecatError):
     """A table of that name exists already."""
 
@@ -119,3 +124,10 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str:
     """``"; did you mean 'sales.orders'?"`` for the closest of ``choices`` to a misspelt ``word``, else ``""``."""
     close = get_close_matches(word, list(choices), n=2, cutoff=0.6)
     return f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+
+
+def columns_note(names: Iterable[str], *, limit: int = 40) -> str:
+    """``" (columns: id, ts, region)"``: what a refused column name could have been (the first ``limit`` of them)."""
+    names = list(names)
+    shown = ", ".join(names[:limit]) + (f", ... ({len(names) - limit} more)" if len(names) > limit else "")
+    return f" (columns: {shown or 'none'})"

@@ -15,7 +15,6 @@ ranges overlap deeply: a selective read opens many files), ``expire`` (versions 
 from __future__ import annotations
 
 import bisect
-import fnmatch
 import statistics
 import time
 from collections.abc import Callable
@@ -25,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import InvalidArgumentError, LakecatError
 from .files import no_cyclic_gc
-from .maintenance import DEFAULT_EXPIRE_WINDOW, DEFAULT_TARGET_FILE_SIZE, maintain, resolve_policy
+from .maintenance import DEFAULT_EXPIRE_WINDOW, DEFAULT_TARGET_FILE_SIZE, maintain, matching_entries, resolve_policy
 from .metastore import MaintenanceLog
 from .results import HealthResult, MaintainResult, SizeBucket, TableHealth, VersionPoint
 from .units import format_duration, from_millis, human_size, iso, parse_duration, parse_size, plural
@@ -278,11 +277,16 @@ def table_health(table: TableLike, *, policy: dict[str, str] | None = None,
     return h
 
 
-def health(catalog: CatalogLike, pattern: str | None = None, *,
-           progress: Callable[[str, int, int], None] | None = None) -> HealthResult:  # fmt: skip
-    """The health of every table matching ``pattern`` (fnmatch, e.g. ``sales.*``), from metadata alone."""
+def health(catalog: CatalogLike, pattern: str | None = None, *, progress: Callable[[str, int, int], None] | None = None,
+           allow_empty: bool = False) -> HealthResult:  # fmt: skip
+    """The health of every table matching ``pattern`` (fnmatch, e.g. ``sales.*``), from metadata alone.
+
+    Raises:
+        NoTableMatchesError: ``pattern`` matches no table (a gate that judges nothing must not pass), unless
+            ``allow_empty``.
+    """
     started = time.monotonic()
-    entries = [e for e in catalog.entries() if pattern is None or fnmatch.fnmatchcase(str(e.ident), pattern)]
+    entries = matching_entries(catalog, pattern, allow_empty=allow_empty)
     runs = MaintenanceLog(catalog.metastore).last_runs()
     tables: list[TableHealth] = []
     for i, entry in enumerate(entries):
@@ -324,6 +328,7 @@ def maintain_auto(
     plan: str | Path | dict[str, Any] | None = None,
     dry_run: bool = False,
     progress: Callable[[str, int, int], None] | None = None,
+    allow_empty: bool = False,
 ) -> MaintainResult:
     """Run, per table, only what its health calls for (``maintain --auto``); carry on past failures.
 
@@ -341,4 +346,6 @@ def maintain_auto(
             actions = [a for a in actions if a not in ("compact", "purge")]
         return actions, {"verdict": h.verdict, "reason": h.reason, "needs": h.needs}
 
-    return maintain(catalog, pattern, plan=plan, dry_run=dry_run, progress=progress, decide=decide)
+    return maintain(
+        catalog, pattern, plan=plan, dry_run=dry_run, progress=progress, decide=decide, allow_empty=allow_empty
+    )

@@ -25,7 +25,15 @@ from typing import TYPE_CHECKING, Any
 
 from . import mirror
 from .engine import RETRY_ATTEMPTS, java_message, now, parse_expression, validate_properties, with_retries
-from .errors import CommitConflictError, InvalidArgumentError, LakecatError, UnsupportedOperationError
+from .errors import (
+    CommitConflictError,
+    InvalidArgumentError,
+    LakecatError,
+    NoTableMatchesError,
+    UnsupportedOperationError,
+    columns_note,
+    did_you_mean,
+)
 from .files import DataFile, exists, file_sizes, no_cyclic_gc, norm_path
 from .identifiers import parse_columns
 from .maintenance_log import log_action
@@ -294,10 +302,12 @@ def _check_strategy(table: TableLike, strategy: str, by: list[str] | tuple[str, 
             + (f"; use --strategy {' or '.join(others)} --by COLS" if others else "")
         )
     if cols:  # every argument is checked against the table before deciding there is nothing to do
-        known = {c.name for c in table.describe().schema}
+        known = [c.name for c in table.describe().schema]
         unknown = [c for c in cols if c not in known]
         if unknown:
-            raise InvalidArgumentError(f"--by: table {table.name} has no column {', '.join(unknown)}")
+            raise InvalidArgumentError(
+                f"--by: table {table.name} has no column {', '.join(unknown)}{columns_note(known)}"
+            )
     return strategy, cols
 
 
@@ -420,6 +430,27 @@ def set_properties(
 
 
 # --- maintain ----------------------------------------------------------------------------------
+def matching_entries(catalog: CatalogLike, pattern: str | None, *, allow_empty: bool) -> list[Any]:
+    """The catalog's entries whose ``namespace.table`` matches ``pattern`` (fnmatch; None: every table).
+
+    Raises:
+        NoTableMatchesError: nothing matches and not ``allow_empty``.
+    """
+    every = catalog.entries()
+    entries = [e for e in every if pattern is None or fnmatch.fnmatchcase(str(e.ident), pattern)]
+    if not entries and not allow_empty:
+        if pattern is None:
+            raise NoTableMatchesError(f"catalog {catalog.name!r} has no table (allow_empty=True accepts that)"
+                                      ).with_cli_terms(_ALLOW_EMPTY)  # fmt: skip
+        hint = did_you_mean(pattern, (str(e.ident) for e in every))
+        raise NoTableMatchesError(f"no table matches {pattern!r} (allow_empty=True accepts that){hint}"
+                                  ).with_cli_terms(_ALLOW_EMPTY)  # fmt: skip
+    return entries
+
+
+_ALLOW_EMPTY = {"allow_empty=True": "--allow-empty"}
+
+
 def maintain(
     catalog: CatalogLike,
     pattern: str | None = None,
@@ -428,16 +459,18 @@ def maintain(
     dry_run: bool = False,
     progress: Callable[[str, int, int], None] | None = None,
     decide: Decide | None = None,
+    allow_empty: bool = False,
 ) -> MaintainResult:
     """Run the maintenance each matching table's policy asks for; carry on past failures.
 
     ``decide(table, policy)`` (``maintain --auto``: the table's health) narrows each table's actions to the
     ones it returns, with a note kept in the report; without it every action whose policy calls for it runs.
     Every action that ran (or was due and could not run) is kept in the catalog's maintenance log.
+    A ``pattern`` that matches no table raises ``NoTableMatchesError`` unless ``allow_empty``.
     """
     started = time.monotonic()
     loaded = load_plan(plan)
-    entries = [e for e in catalog.entries() if pattern is None or fnmatch.fnmatchcase(str(e.ident), pattern)]
+    entries = matching_entries(catalog, pattern, allow_empty=allow_empty)
     scoped = ScopedPolicies(catalog.metastore).all()
     reports: list[TableMaintenance] = []
     for i, entry in enumerate(entries):

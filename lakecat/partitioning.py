@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import InvalidArgumentError
+from .errors import InvalidArgumentError, columns_note
 from .identifiers import validate_part
 from .schema import Column
 
@@ -85,6 +85,7 @@ def parse_partition_spec(spec: str | list[str] | tuple[str, ...] | None, columns
         if col is None:
             raise InvalidArgumentError(
                 f"invalid partition transform {item.strip()!r}: no column {field.column!r} in the schema"
+                + columns_note(c.name for c in columns)
             )
         field = PartitionField(field.transform, col.name, field.param)
         if field.transform in ("years", "months", "days", "hours") and col.type not in _TIME_TYPES:
@@ -152,7 +153,8 @@ def parse_cluster_by(text: str | list[str] | tuple[str, ...], columns: list[Colu
                                        "zorder(a, b) is the only function allowed, around all of them")  # fmt: skip
         col = by_name.get(validate_part(item, what="clustering column").lower())
         if col is None:
-            raise InvalidArgumentError(f"invalid --cluster-by {joined!r}: no column {item!r} in the schema")
+            raise InvalidArgumentError(f"invalid --cluster-by {joined!r}: no column {item!r} in the schema"
+                                       f"{columns_note(c.name for c in columns)}")  # fmt: skip
         if col.name in keys:
             raise InvalidArgumentError(f"invalid --cluster-by {joined!r}: {col.name} appears twice")
         keys.append(col.name)

@@ -41,6 +41,10 @@ _TOKEN = re.compile(
     re.VERBOSE,
 )
 _KEYWORDS = {"AND", "OR", "NOT", "IN", "LIKE", "IS", "NULL", "TRUE", "FALSE", "BETWEEN", "DATE", "TIMESTAMP"}
+#: Words Spark reads in a predicate that the light parser would take for column names (niladic functions, CASE,
+#: typed literals): a predicate with one of them is left to Spark's own check.
+SPARK_WORDS = frozenset({"CASE", "INTERVAL", "CURRENT_DATE", "CURRENT_TIMESTAMP", "CURRENT_TIME", "CURRENT_USER",
+                          "USER", "SESSION_USER", "TIMESTAMP_NTZ", "TIMESTAMP_LTZ", "X"})  # fmt: skip
 _COMPARISONS = {"=": "=", "==": "=", "<>": "<>", "!=": "<>", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
 # name -> (argument kinds, result kind); "same" means: the arguments' common kind
 _FUNCTIONS = {
@@ -109,7 +113,8 @@ def sql_literal(value: str) -> str:
 
 
 class _Parser:
-    def __init__(self, text: str, schema: pa.Schema) -> None:
+    def __init__(self, text: str, schema: pa.Schema, what: str = "--where") -> None:
+        self.what = what
         self.toks = _tokens(text)
         self.i = 0
         self.columns = {f.name.lower(): f for f in schema}
@@ -245,7 +250,7 @@ class _Parser:
             field = self.columns.get(name.lower())
             if field is None:
                 raise InvalidArgumentError(
-                    f"invalid --where predicate: no column {name!r}; the columns are {', '.join(self.columns_list())}"
+                    f"invalid {self.what} predicate: no column {name!r}; the columns are {', '.join(self.columns_list())}"
                 )
             col_kind = _kind_of(field.type)
             if col_kind is None:
@@ -329,11 +334,27 @@ class _Parser:
         raise NotExactError(f"the light path does not read {tok.text or 'the end'!r} in the predicate")
 
 
-def to_duckdb(predicate: str, schema: pa.Schema) -> str:
-    """The predicate as a DuckDB expression over ``schema``'s columns.
+def to_duckdb(predicate: str, schema: pa.Schema, *, what: str = "--where") -> str:
+    """The predicate as a DuckDB expression over ``schema``'s columns (``what``: the option errors name).
 
     Raises:
         NotExactError: the predicate uses something outside the allow-list (the read goes to Spark).
         InvalidArgumentError: it names a column the table does not have.
     """
-    return _Parser(predicate, schema).parse()
+    return _Parser(predicate, schema, what).parse()
+
+
+def check_columns(predicate: str, schema: pa.Schema, *, what: str = "--where") -> None:
+    """Refuse a predicate that names a column ``schema`` lacks, where the light parser reads the predicate (anything
+    else is left to Spark, which checks it on its own).
+
+    Raises:
+        InvalidArgumentError: the predicate names a column ``schema`` does not have.
+    """
+    try:
+        words = {t.text.upper() for t in _tokens(predicate) if t.kind == "id"}
+        if words & SPARK_WORDS:
+            return
+        to_duckdb(predicate, schema, what=what)
+    except NotExactError:
+        return

@@ -12,7 +12,6 @@ service; nothing is ever half-committed, since every commit is atomic.
 
 from __future__ import annotations
 
-import fnmatch
 import logging
 import math
 import threading
@@ -27,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from .engine import is_connect
 from .errors import InvalidArgumentError, LakecatError
 from .health import table_health
-from .maintenance import AUTO_MIN_INPUT_FILES, maintain_table
+from .maintenance import AUTO_MIN_INPUT_FILES, maintain_table, matching_entries
 from .maintenance_log import RETENTION, RunLog
 from .metastore import MaintenanceLog, ScopedPolicies
 from .metrics import ServiceExporter
@@ -225,7 +224,7 @@ class Service:
     def _queue(self, p: PassResult) -> list[QueueItem]:
         """Every matching table's health (light path), the due ones ordered by urgency, most urgent first."""
         pattern = self.options.pattern
-        entries = [e for e in self.catalog.entries() if pattern is None or fnmatch.fnmatchcase(str(e.ident), pattern)]
+        entries = matching_entries(self.catalog, pattern, allow_empty=True)
         scoped = ScopedPolicies(self.catalog.metastore).all()
         runs = MaintenanceLog(self.catalog.metastore).last_runs()
         last_major = self._majors()
@@ -371,8 +370,13 @@ def serve(
     metrics_port: int | None = None,
     stop: threading.Event | None = None,
     on_pass: Callable[[PassResult], None] | None = None,
+    allow_empty: bool = False,
 ) -> ServiceResult:
     """Run the maintenance service until ``stop`` is set (``lakecat maintain --auto --every``); see the module.
+
+    A ``pattern`` that matches no table when the service starts raises ``NoTableMatchesError`` (a typo would
+    otherwise serve nothing for ever) unless ``allow_empty`` (tables created later are picked up by the next pass,
+    and a pass that finds none goes on).
 
     Example:
         >>> stop = threading.Event()
@@ -381,6 +385,7 @@ def serve(
         {'ok': 12, 'failed': 0, 'skipped': 1}
     """
     options = ServiceOptions(pattern, parse_duration(every), max_minutes, int(parallel), plan).check()
+    matching_entries(catalog, pattern, allow_empty=allow_empty)
     exporter = None
     if metrics_port is not None:
         exporter = ServiceExporter(metrics_port)

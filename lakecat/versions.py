@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from .engine import first_line, spark_errors
 from .errors import InvalidArgumentError, LakecatError, NotExactError, VersionNotFoundError
 from .extras import require
-from .predicate import _kind_of, _tokens, quote_ident, to_duckdb
+from .predicate import SPARK_WORDS, _kind_of, _tokens, quote_ident, to_duckdb
 from .records import spark_lookup
 from .results import HistoryEntry, HistoryResult, ReadResult, RefInfo, Result, RollbackResult
 from .units import from_millis, iso, parse_timestamp
@@ -275,12 +275,6 @@ def _light_select(source: Any, *, where: str | None, limit: int | None, count: b
         con.close()
 
 
-# Words Spark reads in a predicate that the light parser would take for column names (niladic functions, CASE, typed
-# literals): a predicate with one of them is left to Spark's own check.
-_SPARK_WORDS = frozenset({"CASE", "INTERVAL", "CURRENT_DATE", "CURRENT_TIMESTAMP", "CURRENT_TIME", "CURRENT_USER",
-                          "USER", "SESSION_USER", "TIMESTAMP_NTZ", "TIMESTAMP_LTZ", "X"})  # fmt: skip
-
-
 def check_predicate_columns(table: TableLike, where: str | None, version: int | None, *,
                             columns: list[str] | None = None) -> None:  # fmt: skip
     """Refuse a ``--where`` predicate that names a column ``version`` of the table lacks (of ``columns`` only, when
@@ -295,7 +289,7 @@ def check_predicate_columns(table: TableLike, where: str | None, version: int | 
         schema = table.adapter.scan_version_light(table, version).schema
     except Exception:  # noqa: BLE001 - text the light path does not read, or a version it cannot open: Spark checks
         return
-    if words & _SPARK_WORDS:
+    if words & SPARK_WORDS:
         return
     if columns is not None:
         import pyarrow as pa

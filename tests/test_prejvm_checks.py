@@ -1,5 +1,6 @@
 """Every argument the table's metadata can check is checked before a JVM starts: a bad column, key, version, size,
-duration or predicate column is exit 2 (an unknown version exit 1) in about a second, on both formats.
+duration or predicate column is exit 2 (an unknown version exit 1) in about a second, on both formats; so is what an
+upsert's local source files tell (a malformed record by file and line, a key or --delete-when column they lack).
 
 Each format's bad command lines run in one fresh ``python`` process that has no Spark session yet, with the Spark path
 pointed at an endpoint that does not answer: a command that reached for Spark would fail with "does not accept
@@ -38,11 +39,24 @@ print(json.dumps({"session": lakecat.spark.active_session() is not None, "jvm": 
 def _cases(name: str, fmt: str, landing: str, version: int) -> list[tuple[list[str], int, str]]:
     """(command line, exit code, what the one error line names)."""
     other = {"iceberg": "delta", "delta": "iceberg"}[fmt]
+    files = landing + "/../files"  # json and csv sources, good and malformed (see the test)
     return [
-        (["upsert", name, "--from", landing, "--key", "idd"], 2, "no column idd"),
+        (["upsert", name, "--from", landing, "--key", "idd"], 2, "no column idd (columns: id, region)"),
+        (["upsert", name, "--from", f"{files}/ops.json", "--key", "id", "--delete-when", "nosuch = 'D'"], 2,
+         "invalid --delete-when predicate: no column 'nosuch'; the columns are id, region, op"),
+        (["upsert", name, "--from", f"{files}/ops.json", "--key", "id", "--delete-when", "op = 'D' OR nosuch > 1"], 2,
+         "no column 'nosuch'"),
+        (["upsert", name, "--from", f"{files}/ops.csv", "--key", "id", "--delete-when", "opp = 'D'"], 2,
+         "no column 'opp'"),
+        (["upsert", name, "--from", f"{files}/nokey.json", "--key", "id"], 2,
+         "the source has no key column id (its columns: idd, region)"),
+        (["upsert", name, "--from", f"{files}/bad.json", "--key", "id"], 2, "bad.json:2: not valid JSON"),
+        (["upsert", name, "--from", f"{files}/bad.csv", "--key", "id"], 2,
+         "bad.csv:3: 3 field(s) where the header has 2 (id, region)"),
         (["upsert", name, "--from", landing + "/missing.json", "--key", "id"], 2, "does not exist"),
         (["upsert", name, "--from", landing, "--key", "id", "--file-format", "xml"], 2, "invalid file format"),
-        (["ingest", name, "--files", landing, "--dedupe-key", "nosuch", "--watermark", "1h"], 2, "no column nosuch"),
+        (["ingest", name, "--files", landing, "--dedupe-key", "nosuch", "--watermark", "1h"], 2,
+         "no column nosuch (columns: id, region)"),
         (["ingest", name, "--files", landing, "--dedupe-key", "id", "--watermark", "1h", "--event-time", "nosuch"], 2,
          "no column nosuch"),
         (["ingest", name, "--files", landing, "--dedupe-key", "id", "--watermark", "1h", "--event-time", "region"], 2,
@@ -57,7 +71,7 @@ def _cases(name: str, fmt: str, landing: str, version: int) -> list[tuple[list[s
         (["tag", name, "t2", "--retain", "3xx"], 2, "invalid duration"),
         (["compact", name, "--where", "nosuch = 1"], 2, "no column 'nosuch'"),
         (["compact", name, "--where", "id = 1; drop table x"], 2, "not allowed in a predicate"),
-        (["compact", name, "--strategy", "zorder", "--by", "nosuch"], 2, "no column nosuch"),
+        (["compact", name, "--strategy", "zorder", "--by", "nosuch"], 2, "no column nosuch (columns: id, region)"),
         (["compact", name, "--target-file-size", "12qq"], 2, "invalid size"),
         (["expire", name, "--older-than", "3xx"], 2, "invalid duration"),
         (["expire", name, "--retain-last", "0"], 2, "--retain-last"),
@@ -65,6 +79,7 @@ def _cases(name: str, fmt: str, landing: str, version: int) -> list[tuple[list[s
         (["alter", name, "--drop-column", "nosuch"], 2, "no column 'nosuch'"),
         (["alter", name, "--rename-column", "nosuch=b"], 2, "no column 'nosuch'"),
         (["alter", name, "--partition-by", "nosuch"], 2, "no column 'nosuch'"),
+        (["alter", name, "--cluster-by", "nosuch", "--yes"], 2, "no column 'nosuch' in the schema (columns: id, region)"),
         (["create", f"{name}_new", "--format", other, "--schema", "id BIGINTT"], 2, "unknown type"),
         (["create", f"{name}_new", "--format", other, "--schema", "id BIGINT", "--partition-by", "nosuch"], 2,
          "no column 'nosuch'"),
@@ -81,6 +96,13 @@ def test_bad_arguments_are_refused_before_any_jvm(catalog, ns, tmp_path, index):
     landing = tmp_path / "landing"
     landing.mkdir()
     (landing / "a.json").write_text('{"id": 1, "region": "eu"}\n')
+    files = tmp_path / "files"
+    files.mkdir()
+    (files / "ops.json").write_text('{"id": 1, "region": "eu", "op": "D"}\n\n{"id": 2, "op": "U"}\n')
+    (files / "ops.csv").write_text("id,region,op\n1,eu,D\n")
+    (files / "nokey.json").write_text('{"idd": 1, "region": "eu"}\n')
+    (files / "bad.json").write_text('{"id": 1, "region": "eu"}\n{"id": 2, "region": "eu"\n{"id": 3}\n')
+    (files / "bad.csv").write_text("id,region\n1,eu\n2,eu,extra\n")
     cases = _cases(name, FORMAT_OF[index], str(landing), version)
     env = {**os.environ, "LAKECAT_ENGINE": f"sc://127.0.0.1:{free_port()}"}  # nothing answers there
     proc = subprocess.run([sys.executable, "-c", _RUNNER, json.dumps([c[0] for c in cases])], env=env,

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..cdc import check_key, check_key_names, ensure_key
-from ..errors import InvalidArgumentError
+from ..errors import InvalidArgumentError, columns_note
 from ..identifiers import TableIdent
 from ..metrics import IngestExporter
 from ..records import input_fields, type_ddl
@@ -109,9 +109,11 @@ def _check_columns(table: TableLike, source: Source, options: IngestOptions) -> 
     if options.dedupe_columns:
         unknown = [k for k in options.dedupe_columns if k not in names]
         if unknown:
-            raise InvalidArgumentError(f"--dedupe-key: table {ident} has no column {', '.join(unknown)}")
+            raise InvalidArgumentError(f"--dedupe-key: table {ident} has no column {', '.join(unknown)}"
+                                       f"{columns_note(names)}")  # fmt: skip
         if options.event_time is not None and options.event_time not in names:
-            raise InvalidArgumentError(f"--event-time: table {ident} has no column {options.event_time}")
+            raise InvalidArgumentError(f"--event-time: table {ident} has no column {options.event_time}"
+                                       f"{columns_note(names)}")  # fmt: skip
         if options.event_time is not None and not types[options.event_time].upper().startswith("TIMESTAMP"):
             raise InvalidArgumentError(f"--event-time: column {options.event_time} of table {ident} is "
                                        f"{types[options.event_time]}, not a timestamp")  # fmt: skip
@@ -128,14 +130,16 @@ def _event_time(fields: list[StructField], options: IngestOptions, ident: TableI
         return None
     unknown = [k for k in keys if k not in {f.name for f in fields}]
     if unknown:
-        raise InvalidArgumentError(f"--dedupe-key: table {ident} has no column {', '.join(unknown)}")
+        raise InvalidArgumentError(f"--dedupe-key: table {ident} has no column {', '.join(unknown)}"
+                                   f"{columns_note(f.name for f in fields)}")  # fmt: skip
     ts = [f.name for f in fields if isinstance(f.dataType, (T.TimestampType, T.TimestampNTZType))]
     if options.event_time is None:
         return ts[0] if ts else "_lakecat_ts"
     if options.event_time not in ts:
         found = next((f for f in fields if f.name == options.event_time), None)
         if found is None:
-            raise InvalidArgumentError(f"--event-time: table {ident} has no column {options.event_time}")
+            raise InvalidArgumentError(f"--event-time: table {ident} has no column {options.event_time}"
+                                       f"{columns_note(f.name for f in fields)}")  # fmt: skip
         raise InvalidArgumentError(f"--event-time: column {options.event_time} of table {ident} is "
                                    f"{type_ddl(found.dataType)}, not a timestamp")  # fmt: skip
     return options.event_time
