@@ -386,11 +386,11 @@ def _start(config: CatalogConfig, before_local_start: Callable[[], object] | Non
     for k, v in engine_spark_conf(config, sizing=sizing).items():
         builder = builder.config(k, v)
     try:
-<<<<<<< HEAD
-        with _jvm_output_to(log_path), _jvm_environment(loopback=loopback_only(config, sizing.master)):
-=======
-        with _jvm_output_to(log_path), _jvm_environment(), interrupt.jvm_starting():
->>>>>>> h3
+        with (
+            _jvm_output_to(log_path),
+            _jvm_environment(loopback=loopback_only(config, sizing.master)),
+            interrupt.jvm_starting(),
+        ):
             spark = builder.getOrCreate()
     except Exception as e:  # the JVM died before talking to us: say why in one line
         raise _start_failure(e, log_path) from e
