@@ -3,7 +3,9 @@ real, spec-valid table of its format, without lakecat's own code paths or Spark.
 
 from __future__ import annotations
 
+import ipaddress
 import uuid
+from pathlib import Path
 from typing import Any
 
 
@@ -133,3 +135,20 @@ def service_until_first_pass(cmd: list[str], env: dict[str, str]) -> tuple[int, 
     finally:
         proc.kill()
     return proc.returncode, out, err
+
+
+def listening_on(port: int) -> set[ipaddress.IPv4Address | ipaddress.IPv6Address]:
+    """The local addresses of the sockets in state LISTEN (0A) on ``port``, from the kernel's own tables (a JVM's
+    IPv6 socket bound to 127.0.0.1 shows as ::ffff:127.0.0.1 in tcp6: given here as 127.0.0.1)."""
+    found: set[ipaddress.IPv4Address | ipaddress.IPv6Address] = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        for line in Path(table).read_text().splitlines()[1:]:
+            local, _, state = line.split()[1:4]
+            address, _, hex_port = local.partition(":")
+            if state != "0A" or int(hex_port, 16) != port:
+                continue
+            raw = bytes.fromhex(address)  # 32-bit words in the host's byte order
+            packed = b"".join(raw[i : i + 4][::-1] for i in range(0, len(raw), 4))
+            ip = ipaddress.ip_address(packed)
+            found.add(ip.ipv4_mapped if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped else ip)
+    return found

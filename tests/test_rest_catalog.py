@@ -16,7 +16,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from helpers import read_rows
+from helpers import listening_on, read_rows
 
 pytestmark = pytest.mark.slow
 
@@ -323,23 +323,6 @@ def test_local_rest_commands(cli, served, rest_server, rest_home, tmp_path):
     assert code == 0 and json.loads(out)["stopped"] is False
 
 
-def _listening_on(port: int) -> set[ipaddress.IPv4Address | ipaddress.IPv6Address]:
-    """The local addresses of the sockets in state LISTEN (0A) on ``port``, from the kernel's own tables (a JVM's
-    IPv6 socket bound to 127.0.0.1 shows as ::ffff:127.0.0.1 in tcp6: given here as 127.0.0.1)."""
-    found: set[ipaddress.IPv4Address | ipaddress.IPv6Address] = set()
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        for line in Path(table).read_text().splitlines()[1:]:
-            local, _, state = line.split()[1:4]
-            address, _, hex_port = local.partition(":")
-            if state != "0A" or int(hex_port, 16) != port:
-                continue
-            raw = bytes.fromhex(address)  # 32-bit words in the host's byte order
-            packed = b"".join(raw[i : i + 4][::-1] for i in range(0, len(raw), 4))
-            ip = ipaddress.ip_address(packed)
-            found.add(ip.ipv4_mapped if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped else ip)
-    return found
-
-
 def _doctor_line(home: Path, data_dir: Path, monkeypatch) -> str:
     """``lakecat doctor``'s line about the local REST server whose state is in ``data_dir``."""
     from lakecat.doctor import _services
@@ -357,7 +340,7 @@ def test_local_rest_listens_on_loopback_only(cli, rest_server, rest_home, tmp_pa
 
     port = urlparse(rest_server).port
     assert urlparse(rest_server).hostname == "127.0.0.1"
-    assert _listening_on(port) == {ipaddress.ip_address("127.0.0.1")}
+    assert listening_on(port) == {ipaddress.ip_address("127.0.0.1")}
     assert isinstance(RestCatalog("loopback", uri=rest_server).list_namespaces(), list)  # and it serves
     code, out, err = cli("local", "rest", "status", "--data-dir", rest_home / "server", "--json")
     assert code == 0 and json.loads(out)["host"] == "127.0.0.1", err
@@ -388,7 +371,7 @@ def test_local_rest_host_opts_in_to_every_interface_with_a_warning(cli, served, 
         started = json.loads(out)
         assert started["uri"] == f"http://0.0.0.0:{port}" and started["host"] == "0.0.0.0"
         assert "no authentication" in _one_line(err) and "0.0.0.0" in err
-        assert _listening_on(port) and all(a.is_unspecified for a in _listening_on(port))
+        assert listening_on(port) and all(a.is_unspecified for a in listening_on(port))
         remote, ns = RestCatalog("everywhere", uri=f"http://127.0.0.1:{port}"), f"everywhere_{launcher}".lower()
         remote.create_namespace(ns)
         assert (ns,) in remote.list_namespaces()

@@ -22,6 +22,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from helpers import listening_on
 
 from lakecat.jars import java_executable
 from lakecat.processes import free_port
@@ -162,19 +163,6 @@ def test_spark_on_both_formats_from_the_wheel_with_the_extension_and_no_javac(in
     assert not calls.exists(), calls.read_text()  # nothing called javac
 
 
-def _listening(port: int) -> set[ipaddress.IPv4Address | ipaddress.IPv6Address]:
-    found: set[ipaddress.IPv4Address | ipaddress.IPv6Address] = set()
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        for line in Path(table).read_text().splitlines()[1:]:
-            local, _, state = line.split()[1:4]
-            address, _, hex_port = local.partition(":")
-            if state == "0A" and int(hex_port, 16) == port:
-                raw = bytes.fromhex(address)
-                ip = ipaddress.ip_address(b"".join(raw[i : i + 4][::-1] for i in range(0, len(raw), 4)))
-                found.add(ip.ipv4_mapped if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped else ip)
-    return found
-
-
 def test_local_rest_server_from_the_wheel_listens_on_loopback(installed):
     port, data_dir = free_port(), installed["base"] / "rest"
     started = _user(
@@ -182,7 +170,7 @@ def test_local_rest_server_from_the_wheel_listens_on_loopback(installed):
     )
     try:
         assert json.loads(started.stdout)["host"] == "127.0.0.1"
-        assert _listening(port) == {ipaddress.ip_address("127.0.0.1")}
+        assert listening_on(port) == {ipaddress.ip_address("127.0.0.1")}
     finally:
         _user(installed, "lakecat", "local", "rest", "stop", "--data-dir", data_dir)
     assert not installed["calls"].exists()
