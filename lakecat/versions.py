@@ -347,6 +347,9 @@ class TableAsOf(Result):
     table: TableLike = field(repr=False, compare=False)
 
     engine: str | None = None
+    #: The view of a branch's head (``Table.on_branch(...).current()``): Spark reads the branch itself, as Iceberg
+    #: does not time-travel a branch's table name.
+    branch: str | None = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:  # type: ignore[override]
         return {"name": self.name, "format": self.format, "version": self.version,
@@ -384,7 +387,7 @@ class TableAsOf(Result):
         check_predicate_columns(self.table, where, self.version)
         names = self._columns(columns)
         with _engine_errors("timetravel", self.table, self.version):
-            if self.version is None:
+            if self.version is None or self.branch:
                 df = self.table.adapter.read_current(self.table)
             else:
                 df = self.table.adapter.read_version(self.table, self.version)
@@ -486,7 +489,7 @@ def current(table: TableLike, *, engine: str | None = None) -> TableAsOf:
         return TableAsOf(table.name, table.format, None, None, None, table, engine)
     r = resolve_version(table, version=version)
     return TableAsOf(table.name, table.format, r.version, iso(from_millis(r.timestamp_ms)) if r.timestamp_ms else None,
-                     None, table, engine)  # fmt: skip
+                     None, table, engine, branch)  # fmt: skip
 
 
 def _select(df: DataFrame, columns: list[str] | None) -> DataFrame:

@@ -11,7 +11,7 @@ import subprocess
 import sys
 
 import pytest
-from helpers import light_tables, read_arrow
+from helpers import light_tables, read_arrow, read_branch_ids
 
 from lakecat.errors import InvalidArgumentError
 
@@ -106,3 +106,15 @@ def test_an_empty_table_reads_as_no_rows_with_its_columns(catalog, ns, table_for
     assert (doc["rows"], doc["columns"], doc["engine"]) == ([], ["id", "v"], "light")
     code, doc, err = _fresh(lakecat_home, "read", name, "--count")
     assert code == 0 and doc["count"] == 0, err
+
+
+@pytest.mark.iceberg
+def test_read_on_a_branch_reads_its_head(catalog, spark, ns):
+    t = catalog.create_table(f"{ns}.br", schema="id BIGINT NOT NULL, v STRING", format="iceberg")
+    spark.sql(f"INSERT INTO {t.spark_name} VALUES (1, 'main')")
+    t.branch("audit")
+    spark.sql(f"INSERT INTO {t.on_branch('audit').spark_name} VALUES (2, 'audit')")
+    assert read_branch_ids(catalog, t.name, "audit") == [1, 2]
+    assert sorted(t.on_branch("audit").read().column("id").to_pylist()) == [1, 2]
+    assert sorted(t.on_branch("audit").read(engine="spark").column("id").to_pylist()) == [1, 2]
+    assert t.read().column("id").to_pylist() == [1]
