@@ -24,7 +24,7 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "catalogs": ("catalogs",),
     "tables": ("create", "list", "describe", "drop"),
     "adopt": ("register", "convert"),
-    "versions": ("history", "timetravel", "changes", "rollback"),
+    "versions": ("history", "timetravel", "read", "changes", "rollback"),
     "tags": ("tag", "tags", "untag", "branch", "publish"),
     "ingest": ("ingest",),
     "upsert": ("upsert",),

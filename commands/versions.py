@@ -1,4 +1,4 @@
-"""`lakecat history / timetravel / changes / rollback`: a table's versions, on both formats."""
+"""`lakecat history / timetravel / read / changes / rollback`: a table's versions, on both formats."""
 
 from __future__ import annotations
 
@@ -116,6 +116,34 @@ def timetravel(
     run(out, api, _render_read)
 
 
+def read(
+    name: NameArg,
+    where: Annotated[
+        str | None, typer.Option("--where", "-w", help="A Spark SQL predicate, e.g. \"region = 'eu'\".")
+    ] = None,
+    columns: Annotated[str | None, typer.Option("--columns", help="Only these columns, in this order: a,b,c.")] = None,
+    limit: LimitOpt = None,
+    count: CountOpt = False,
+    engine: EngineOpt = None,
+    catalog: CatalogOpt = None,
+    json_: JsonOpt = False,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Read the table as it is now (its current version; a table nothing was committed to yet: no rows).
+
+    Example: lakecat read sales.orders --where "region = 'eu'" --columns id,amount --limit 20
+    """
+    out = Output(json_, verbose)
+
+    def api():  # type: ignore[no-untyped-def]
+        view = connect(catalog).load_table(name).current(engine=engine)
+        with out.status(f"reading {name}"):
+            return _said(out, view.read(where=where, columns=columns, limit=100 if limit is None else limit,
+                                        count=count))  # fmt: skip
+
+    run(out, api, _render_read)
+
+
 def changes(
     name: NameArg,
     since: Annotated[
@@ -223,6 +251,8 @@ def _render_read(console, r) -> None:  # type: ignore[no-untyped-def]
     else:
         as_of = f", as of {human_time(r.as_of)}" if r.as_of else ""
         where = f"{r.name} at version {r.version} (committed {human_time(r.version_timestamp)} UTC{as_of})"
+        if r.version is None:
+            where = f"{r.name} (nothing committed yet)"
     if r.rows is None:
         console.print(f"{where}: {plural(r.count, 'row')}", markup=False)
         return
@@ -247,5 +277,6 @@ def _render_read(console, r) -> None:  # type: ignore[no-untyped-def]
 def register(app: typer.Typer) -> None:
     app.command("history")(history)
     app.command("timetravel")(timetravel)
+    app.command("read")(read)
     app.command("changes")(changes)
     app.command("rollback")(rollback)

@@ -14,6 +14,8 @@ if TYPE_CHECKING:
     from datetime import datetime
     from pathlib import Path
 
+    import pandas as pd
+    import pyarrow as pa
     from pyspark.sql import DataFrame
     from pyspark.sql.types import StructField, StructType
 
@@ -104,6 +106,34 @@ class Table:
         """The table's current contents as a Spark DataFrame."""
         with spark_errors("read", self.entry.ident):
             return self.adapter.read_current(self)
+
+    def current(self, *, engine: str | None = None) -> TableAsOf:
+        """A read-only view pinned to the version the table reads now (what ``read`` reads); ``engine`` as for
+        ``as_of``. Its ``read()`` gives rows or a count with the version and the engine that answered.
+
+        Example:
+            >>> t.current().read(where="region = 'eu'", count=True).count
+        """
+        return versions.current(self, engine=engine)
+
+    def read(self, *, where: str | None = None, columns: list[str] | None = None, limit: int | None = None,
+             engine: str | None = None) -> pa.Table:  # fmt: skip
+        """The table's current rows as a ``pyarrow.Table``: those matching the Spark SQL predicate ``where``, of
+        ``columns`` only (in that order), at most ``limit`` (None or 0: all).
+
+        ``engine``: ``"light"`` (no JVM: pyiceberg / delta-rs + DuckDB; ``NotExactError`` where it cannot give
+        Spark's exact answer), ``"spark"``, or None: the light path where it answers exactly, else Spark. A table
+        nothing has been committed to reads as no rows with the table's columns.
+
+        Example:
+            >>> t.read(where="region = 'eu'", columns=["id", "amount"], limit=10)
+        """
+        return self.current(engine=engine).to_arrow(where=where, columns=columns, limit=limit)
+
+    def to_pandas(self, *, where: str | None = None, columns: list[str] | None = None, limit: int | None = None,
+                  engine: str | None = None) -> pd.DataFrame:  # fmt: skip
+        """``read`` as a pandas DataFrame."""
+        return self.read(where=where, columns=columns, limit=limit, engine=engine).to_pandas()
 
     def spark_schema(self) -> StructType:
         """The table's current Spark schema (fresh metadata)."""

@@ -228,8 +228,9 @@ def _check_types(schema: pa.Schema) -> None:
 
 
 def _light_select(source: Any, *, where: str | None, limit: int | None, count: bool,
-                  order: pa.Table | None = None) -> Any:  # fmt: skip
-    """Run one query over ``source`` (a pyarrow Dataset / RecordBatchReader): a count, or rows as an Arrow table.
+                  order: pa.Table | None = None, columns: list[str] | None = None) -> Any:  # fmt: skip
+    """Run one query over ``source`` (a pyarrow Dataset / RecordBatchReader): a count, or rows as an Arrow table
+    (of ``columns`` only, in that order, when given: names as the schema spells them).
 
     DuckDB streams the source: a count keeps no rows, a limit stops the scan early; only the predicate's
     DuckDB rendering (``lakecat.predicate``) and quoted column names reach the SQL.
@@ -237,7 +238,9 @@ def _light_select(source: Any, *, where: str | None, limit: int | None, count: b
     schema = source.schema
     predicate = to_duckdb(where, schema) if where is not None and str(where).strip() else None
     if not count:
-        _check_types(schema)
+        import pyarrow as pa
+
+        _check_types(schema if columns is None else pa.schema([schema.field(c) for c in columns]))
     if count and predicate is None and type(source).__module__.startswith("pyarrow"):
         # a plain count needs no SQL engine: a Dataset counts from the files' footers, a reader streams its batches
         if hasattr(source, "count_rows"):
@@ -256,7 +259,7 @@ def _light_select(source: Any, *, where: str | None, limit: int | None, count: b
         clause = f" WHERE {predicate}" if predicate else ""
         if count:
             return int(con.execute(f"SELECT count(*) FROM lakecat_source{clause}").fetchone()[0])  # type: ignore[index]
-        cols = [f"d.{quote_ident(n)}" for n in schema.names]
+        cols = [f"d.{quote_ident(n)}" for n in (schema.names if columns is None else columns)]
         if order is None:
             sql = f"SELECT {', '.join(cols)} FROM lakecat_source AS d{clause}"
         else:
@@ -319,9 +322,19 @@ def _rows(tbl: pa.Table, limit: int | None) -> tuple[list[dict[str, Any]], bool]
 
 
 # --- time travel --------------------------------------------------------------------------------
+def _column_list(columns: str | list[str] | tuple[str, ...] | None) -> list[str] | None:
+    if columns is None:
+        return None
+    names = [str(c).strip() for c in (columns.split(",") if isinstance(columns, str) else columns)]
+    if not names or not all(names):
+        raise InvalidArgumentError(f"invalid --columns {columns!r}: give column names separated by commas")
+    return names
+
+
 @dataclass
 class TableAsOf(Result):
-    """A read-only view of a table pinned to one version.
+    """A read-only view of a table pinned to one version (``version`` None: a table nothing was committed to yet,
+    which reads as no rows with the table's columns).
 
     Example:
         >>> v = cat.table("sales.orders").as_of(timestamp="2026-01-31T12:00:00")
@@ -330,27 +343,60 @@ class TableAsOf(Result):
 
     name: str
     format: str
-    version: int
+    version: int | None
     version_timestamp: str | None
     as_of: str | None
     table: TableLike = field(repr=False, compare=False)
 
     engine: str | None = None
+    #: The view of a branch's head (``Table.on_branch(...).current()``): Spark reads the branch itself, as Iceberg
+    #: does not time-travel a branch's table name.
+    branch: str | None = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:  # type: ignore[override]
         return {"name": self.name, "format": self.format, "version": self.version,
                 "version_timestamp": self.version_timestamp, "as_of": self.as_of}  # fmt: skip
 
-    def to_spark(self, *, where: str | None = None) -> DataFrame:
-        """The rows of this version as a Spark DataFrame (optionally filtered by a SQL predicate)."""
+    def _source(self) -> Any:
+        """The version's rows as a streaming Arrow source, read without a JVM (NotExactError: only Spark reads it)."""
+        if self.version is None:
+            return self.table.adapter.scan_empty_light(self.table)
+        return self.table.adapter.scan_version_light(self.table, self.version)
+
+    def _columns(self, columns: str | list[str] | tuple[str, ...] | None) -> list[str] | None:
+        """``columns`` as the table spells them (Spark matches names case-insensitively), checked from the metadata:
+        a column the version lacks is an InvalidArgumentError before any JVM starts. None: all columns."""
+        names = _column_list(columns)
+        if names is None:
+            return None
+        try:
+            schema = self._source().schema
+        except Exception:  # noqa: BLE001 - a version the light path cannot open: Spark checks the names
+            return names
+        spelled = {n.lower(): n for n in reversed(schema.names)}
+        missing = [n for n in names if n.lower() not in spelled]
+        if missing:
+            raise InvalidArgumentError(f"{self.name} has no column {', '.join(map(repr, missing))}; "
+                                       f"its columns: {', '.join(schema.names)}")  # fmt: skip
+        resolved = [spelled[n.lower()] for n in names]
+        twice = sorted({n for n in resolved if resolved.count(n) > 1})
+        if twice:
+            raise InvalidArgumentError(f"--columns names {', '.join(map(repr, twice))} more than once")
+        return resolved
+
+    def to_spark(self, *, where: str | None = None, columns: str | list[str] | None = None) -> DataFrame:
+        """The rows of this version as a Spark DataFrame (optionally filtered by a SQL predicate, of ``columns``)."""
         check_predicate_columns(self.table, where, self.version)
+        names = self._columns(columns)
         with _engine_errors("timetravel", self.table, self.version):
-            df = self.table.adapter.read_version(self.table, self.version)
-        return _where(df, where)
+            if self.version is None or self.branch:
+                df = self.table.adapter.read_current(self.table)
+            else:
+                df = self.table.adapter.read_version(self.table, self.version)
+        return _select(_where(df, where), names)
 
     def _light(self, answer: _Answer, **query: Any) -> Any:
-        return answer.light(self.table, "timetravel", lambda: _light_select(
-            self.table.adapter.scan_version_light(self.table, self.version), **query))  # fmt: skip
+        return answer.light(self.table, "timetravel", lambda: _light_select(self._source(), **query))
 
     def _count(self, where: str | None, answer: _Answer) -> int:
         n = self._light(answer, where=where, limit=None, count=True)
@@ -365,35 +411,44 @@ class TableAsOf(Result):
         """The number of rows (matching ``where``): on the light path when it answers exactly, else on Spark."""
         return self._count(where, _Answer(self.engine))
 
-    def _arrow(self, where: str | None, limit: int | None, answer: _Answer) -> pa.Table:
-        tbl = self._light(answer, where=where, limit=limit, count=False)
+    def _arrow(
+        self, where: str | None, limit: int | None, answer: _Answer, columns: list[str] | None = None
+    ) -> pa.Table:
+        tbl = self._light(answer, where=where, limit=limit, count=False, columns=columns)
         if tbl is not None:
             return tbl
         answer.spark()
-        df = self.to_spark(where=where)
+        df = self.to_spark(where=where, columns=columns)
         with _engine_errors("timetravel", self.table, self.version):
             return (df.limit(limit) if limit else df).toArrow()
 
-    def to_arrow(self, *, where: str | None = None, limit: int | None = None) -> pa.Table:
-        """The rows (matching ``where``, at most ``limit``) as Arrow: light path when exact, else Spark."""
-        return self._arrow(where, _check_limit(limit), _Answer(self.engine))
+    def to_arrow(self, *, where: str | None = None, columns: str | list[str] | None = None,
+                 limit: int | None = None) -> pa.Table:  # fmt: skip
+        """The rows (matching ``where``, of ``columns``, at most ``limit``) as Arrow: light path when exact, else Spark."""
+        return self._arrow(where, _check_limit(limit), _Answer(self.engine), self._columns(columns))
 
-    def to_pandas(self, *, where: str | None = None, limit: int | None = None) -> pd.DataFrame:
-        return self.to_arrow(where=where, limit=limit).to_pandas()
+    def to_pandas(self, *, where: str | None = None, columns: str | list[str] | None = None,
+                  limit: int | None = None) -> pd.DataFrame:  # fmt: skip
+        return self.to_arrow(where=where, columns=columns, limit=limit).to_pandas()
 
     def planned_files(self, *, where: str | None = None) -> tuple[int, int] | None:
         """(files a read filtered by ``where`` opens, files of the version): the files the partition values and column
         statistics cannot rule out, as both engines plan the read; None when the metadata cannot say."""
+        if self.version is None:
+            return 0, 0
         try:
             return self.table.adapter.planned_files(self.table, self.version, where)
         except Exception:  # noqa: BLE001 - a figure about the read, never a reason for it to fail
             return None
 
     def read(
-        self, *, where: str | None = None, limit: int | None = DEFAULT_ROW_LIMIT, count: bool = False
-    ) -> ReadResult:
-        """Rows (at most ``limit``; 0 or None: all) or, with ``count=True``, the number of rows."""
+        self, *, where: str | None = None, limit: int | None = DEFAULT_ROW_LIMIT, count: bool = False,
+        columns: str | list[str] | None = None,
+    ) -> ReadResult:  # fmt: skip
+        """Rows (at most ``limit``; 0 or None: all; of ``columns``, default all) or, with ``count=True``, the number
+        of rows."""
         answer = _Answer(self.engine)
+        names = self._columns(columns)  # a misspelt column is refused even with count=True, before any JVM
         scanned, total = self.planned_files(where=where) or (None, None)
         base = dict(name=self.name, format=self.format, version=self.version, version_timestamp=self.version_timestamp,
                     as_of=self.as_of, files_scanned=scanned, files_total=total)  # fmt: skip
@@ -401,7 +456,7 @@ class TableAsOf(Result):
             n = self._count(where, answer)
             return ReadResult(count=n, **base, **answer.fields())  # type: ignore[arg-type]
         limit = _check_limit(limit)
-        tbl = self._arrow(where, limit + 1 if limit else None, answer)
+        tbl = self._arrow(where, limit + 1 if limit else None, answer, names)
         rows, truncated = _rows(tbl, limit)
         return ReadResult(count=len(rows), rows=rows, columns=tbl.column_names, limit=limit, truncated=truncated,
                           **base, **answer.fields())  # type: ignore[arg-type]  # fmt: skip
@@ -420,6 +475,38 @@ def as_of(table: TableLike, *, version: int | None = None, timestamp: str | date
     r = resolve_version(table, version=version, timestamp=timestamp)
     return TableAsOf(table.name, table.format, r.version, iso(from_millis(r.timestamp_ms)) if r.timestamp_ms else None,
                      r.as_of, table, engine)  # fmt: skip
+
+
+def current(table: TableLike, *, engine: str | None = None) -> TableAsOf:
+    """The table pinned to the version it reads now (a table on a branch: the branch's head), from fresh metadata.
+
+    Reads of it go the way time travel does (``engine`` as for ``as_of``); a table nothing has been committed to
+    yet reads as no rows with the table's columns (``version`` None).
+    """
+    engine = _check_engine(engine)
+    table.refresh()
+    branch = getattr(table, "branch_name", None)
+    version = find_ref(table, branch, "branch").version if branch else table.adapter.versions(table).current_version()
+    if version is None:
+        return TableAsOf(table.name, table.format, None, None, None, table, engine)
+    r = resolve_version(table, version=version)
+    return TableAsOf(table.name, table.format, r.version, iso(from_millis(r.timestamp_ms)) if r.timestamp_ms else None,
+                     None, table, engine, branch)  # fmt: skip
+
+
+def _select(df: DataFrame, columns: list[str] | None) -> DataFrame:
+    if columns is None:
+        return df
+    from pyspark.sql import functions as F
+
+    from .identifiers import quote
+
+    try:
+        out = df.select(*[F.col(quote(c)) for c in columns])
+        out.schema  # noqa: B018 - analysed now, so a missing column is a usage error (Spark Connect analyses lazily)
+        return out
+    except Exception as e:  # noqa: BLE001 - a name Spark cannot resolve is the caller's mistake
+        raise InvalidArgumentError(f"invalid --columns {','.join(columns)!r}: {first_line(str(e))}") from None
 
 
 def _where(df: DataFrame, where: str | None) -> DataFrame:

@@ -155,7 +155,7 @@ def _scenario_commands() -> list[tuple[str, ...]]:
     """The commands `test_every_command_with_json` runs (it asserts it ran exactly these)."""
     commands = [
         ("catalogs",), ("create",), ("ingest",), ("list",), ("describe",), ("history",), ("timetravel",),
-        ("changes",), ("alter",), ("compact",), ("expire",), ("clean-orphans",), ("maintain",), ("rollback",),
+        ("read",), ("changes",), ("alter",), ("compact",), ("expire",), ("clean-orphans",), ("maintain",), ("rollback",),
         ("drop",), ("local", "kafka", "status"), ("local", "kafka", "stop"), ("jars", "fetch"), ("jars", "list"), ("doctor",),
         ("tag",), ("tags",), ("untag",), ("branch",), ("publish",),
     ]  # fmt: skip
@@ -218,6 +218,11 @@ def test_every_command_with_json(lakecat, catalog, spark, ns, table_format, tmp_
     assert rows["version"] == ingested and sorted(r["id"] for r in rows["rows"]) == [0, 1, 2, 3]
     counted = ok("timetravel", name, "--version", ingested, "--count")
     assert "rows" not in counted and counted["count"] == 4 and counted["version"] == ingested
+
+    now = ok("read", name, "--columns", "id", "--limit", "0")  # the current version, as timetravel shapes it
+    assert now["version"] == d["current_version"] and now["columns"] == ["id"]
+    assert sorted(r["id"] for r in now["rows"]) == [0, 1, 2, 3, 10, 11]
+    assert ok("read", name, "--count")["count"] == 6
 
     changes = ok("changes", name, "--since", ingested)
     assert {"rows", "since_version", "until_version"} <= set(changes) and "count" not in changes

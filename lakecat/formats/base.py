@@ -545,6 +545,11 @@ class TableFormat(ABC):
         """
         raise NotExactError(f"time travel without a JVM is not implemented for {self.name} tables")
 
+    def scan_empty_light(self, table: TableHandle) -> Any:
+        """A table nothing has been committed to (``current_version`` None): no rows, its columns, as a streaming
+        Arrow source read without a JVM. ``NotExactError`` sends the read to Spark."""
+        raise NotExactError(f"reading an empty {self.name} table without a JVM is not implemented")
+
     def changes_light(self, table: TableHandle, since: int, until: int, commits: dict[int, Commit]) -> Any:
         """The change rows of the range ``since`` (exclusive) .. ``until`` as a streaming Arrow source: the data
         columns, ``_change_type`` (unified words) and ``_commit_version`` (int64); the caller adds

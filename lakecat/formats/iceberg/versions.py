@@ -274,6 +274,10 @@ class IcebergVersions:
         scan = tbl.scan(snapshot_id=int(version))
         return _stream(tbl, scan.projection(), scan.plan_files())
 
+    def scan_empty_light(self, table: TableHandle) -> Any:
+        tbl = self.load(table)  # type: ignore[attr-defined]
+        return _stream(tbl, tbl.schema(), [])
+
     def planned_files(self, table: TableHandle, version: int, where: str | None) -> tuple[int, int] | None:
         # Iceberg's own planning (partition values, then the manifests' column bounds), as Spark's scan plans it
         tbl = self.load(table)  # type: ignore[attr-defined]
