@@ -218,7 +218,7 @@ def _metastore(config: CatalogConfig) -> Check:
             for fmt in all_formats():
                 try:  # one format's failure is its own line, not "not reachable"
                     status = fmt.metastore_status(config, tables, columns)
-                except Exception as e:  # noqa: BLE001
+                except Exception as e:  # noqa: BLE001 - any error is this format's failed line: the check fails
                     failed.append(
                         f"{fmt.name}: could not read what it keeps there: {first_line(str(e) or type(e).__name__)[:200]}"
                     )
@@ -226,7 +226,7 @@ def _metastore(config: CatalogConfig) -> Check:
                     if status is not None:
                         found.append(status)
         engine.dispose()
-    except Exception as e:  # noqa: BLE001
+    except Exception as e:  # noqa: BLE001 - whatever the driver raises, the check fails with its first line
         return Check("metastore", False, f"{_redact(ms.url)} not reachable: {first_line(str(e) or type(e).__name__)[:200]}",
                      "check the metastore URL in the catalog config, the server and the credentials in the environment")  # fmt: skip
     detail = "; ".join([f"{_redact(ms.url)} reachable", *found, *failed])

@@ -8,6 +8,7 @@
   (``catalog.py``, ``table.py``) imports the operations, never the other way round;
 - an import inside a function only defers a heavy library (or a lakecat module that loads one when imported);
 - the ingest pipeline holds only the source interface (no dispatch on a source's class);
+- every catch-all ``except`` in the library and its CLI says why any error is safe there (or is narrowed);
 - a third format that implements only create/describe/history gets exit 3 with a sentence from every
   other command, never Iceberg's or Delta's code.
 """
@@ -270,6 +271,47 @@ def test_nothing_in_lakecat_imports_the_benchmarks():
 def test_the_package_holds_no_benchmark_soak_or_experiment():
     """The lab stays beside the package (tests/test_wheel.py checks the built wheel the same way)."""
     assert not [p for p in PACKAGE.rglob("*") if p.name in ("bench", "soak", "benchmarks", "baseline.py")]
+
+
+def _catches_everything(handler: ast.ExceptHandler) -> bool:
+    kinds = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+    return any(k is None or (isinstance(k, ast.Name) and k.id in ("Exception", "BaseException")) for k in kinds)
+
+
+def _reason(comment: str) -> str:
+    """A comment's text less the linter's code: what is left says why."""
+    text = comment.lstrip("#").strip()
+    for code in ("noqa: BLE001", "noqa:BLE001"):
+        text = text.replace(code, "")
+    return text.strip(" -:;,")
+
+
+def test_every_catch_all_says_why_any_error_is_safe_there():
+    """An ``except Exception`` / ``except BaseException`` / bare ``except`` in the library or the CLI carries a comment
+    on its line or the line above saying why swallowing (or translating) any error is safe there: on a path that
+    decides what to delete or what to report as success, an unexpected error must fail the command, so a catch-all
+    there is either narrowed or explained."""
+    import io
+    import tokenize
+
+    found = []
+    for path in [*_modules(), *(ROOT / "commands").rglob("*.py")]:
+        source = path.read_text()
+        comments: dict[int, str] = {}
+        for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+            if tok.type == tokenize.COMMENT:
+                comments[tok.start[0]] = tok.string
+        lines = source.splitlines()
+        for node in ast.walk(ast.parse(source)):
+            if not isinstance(node, ast.ExceptHandler) or not _catches_everything(node):
+                continue
+            above = node.lineno - 1
+            said = _reason(comments.get(node.lineno, ""))
+            if not said and above in comments and lines[above - 1].lstrip().startswith("#"):
+                said = _reason(comments[above])
+            if not said:
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno}: {lines[node.lineno - 1].strip()}")
+    assert not found, "catch-alls without a reason (narrow them, or say why any error is safe):\n" + "\n".join(found)
 
 
 # --- a third format -------------------------------------------------------------------------

@@ -224,3 +224,33 @@ def test_delta_expiry_never_cuts_the_log_from_under_a_reader(catalog, ns, tmp_pa
     assert not (log_dir / f"{0:020d}.json").exists()
     assert len(DeltaTable(str(location)).to_pyarrow_table()) == current + 1
     shutil.rmtree(location)
+
+
+@pytest.mark.parametrize("failure", [OSError("the object store did not answer"), RuntimeError("a bug in lakecat")])
+def test_delta_a_checkpoint_that_fails_leaves_the_log_whole_and_a_bug_fails_the_expiry(cli, catalog, ns, tmp_path,
+                                                                                       monkeypatch, failure):  # fmt: skip
+    """The checkpoint before the log is truncated: a storage failure keeps every version (nothing of the log goes,
+    the result says so), an error no storage raises fails the command rather than being reported as done."""
+    import pyarrow as pa
+    from deltalake import DeltaTable, write_deltalake
+
+    location = tmp_path / "checkpoint_fails"
+    for i in range(3):
+        write_deltalake(str(location), pa.table({"id": pa.array([i], pa.int64())}), mode="append")
+    age((location / "_delta_log").iterdir())
+    catalog.register_table(f"{ns}.checkpoint_fails", location=str(location))
+    t = catalog.load_table(f"{ns}.checkpoint_fails")
+    log_before = sorted(p.name for p in (location / "_delta_log").iterdir())
+
+    def create_checkpoint(self):
+        raise failure
+
+    monkeypatch.setattr(DeltaTable, "create_checkpoint", create_checkpoint)
+    if isinstance(failure, OSError):
+        res = t.expire(older_than="0s", retain_last=1, force=True)
+        assert res.expired_versions == [0, 1] and res.log_truncated_before is None
+    else:
+        code, out, err = cli("expire", t.name, "--older-than", "0s", "--retain-last", "1", "--force")
+        assert code == 4 and "a bug in lakecat" in err and len(err.strip().splitlines()) == 1, (code, out, err)
+    assert sorted(p.name for p in (location / "_delta_log").iterdir()) == log_before
+    assert sorted(DeltaTable(str(location)).to_pyarrow_table().column("id").to_pylist()) == [0, 1, 2]

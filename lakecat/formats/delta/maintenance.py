@@ -254,6 +254,8 @@ class DeltaMaintenance:
         (a checkpoint older than it, the files before it); lakecat does it for the window asked, and keeps what a
         reader that listed the log within the floor may still be reading.
         """
+        from deltalake.exceptions import DeltaError
+
         entries = log_entries(table.location, table.name)
         has_checkpoint = any(e.version == oldest_kept and ".checkpoint" in e.name for e in entries)
         try:
@@ -262,7 +264,7 @@ class DeltaMaintenance:
             last = last_checkpoint(table.location)
             if last is not None and last < oldest_kept:
                 self.load(table, version=oldest_kept).create_checkpoint()  # type: ignore[attr-defined]
-        except Exception as e:  # noqa: BLE001 - keep every version rather than risk an unreadable log
+        except (DeltaError, OSError, LakecatError) as e:  # keep every version rather than risk an unreadable log
             log.warning("table %s: no checkpoint at version %d (%s); the log is left whole", table.name, oldest_kept, e)
             return None
         floor_ms = int((now() - LOG_READER_FLOOR).timestamp() * 1000)

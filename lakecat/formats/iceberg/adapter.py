@@ -383,7 +383,7 @@ class IcebergFormat(IcebergVersions, IcebergMaintenance, IcebergHealth, IcebergE
                 try:
                     spark.sql(f"CALL {quote(ctx.name)}.system.add_files(table => {sql_string(ident.quoted)}, "
                               f"source_table => {sql_string(staging)})").collect()  # fmt: skip
-                except Exception:
+                except Exception:  # noqa: BLE001 - re-raised: only the half-made table's catalog entry goes first
                     self.sql_catalog(ctx).drop_table((ident.namespace, ident.name))  # nothing half-made stays behind
                     raise
             finally:
