@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from .engine import first_line, spark_errors
 from .errors import InvalidArgumentError, LakecatError, NotExactError, VersionNotFoundError
 from .extras import require
+from .identifiers import quote
 from .predicate import SPARK_WORDS, _kind_of, _tokens, quote_ident, to_duckdb
 from .records import spark_lookup
 from .results import HistoryEntry, HistoryResult, ReadResult, RefInfo, Result, RollbackResult
@@ -498,8 +499,6 @@ def _select(df: DataFrame, columns: list[str] | None) -> DataFrame:
     if columns is None:
         return df
     from pyspark.sql import functions as F
-
-    from .identifiers import quote
 
     try:
         out = df.select(*[F.col(quote(c)) for c in columns])
