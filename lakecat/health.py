@@ -167,15 +167,22 @@ def _judge_clustering(h: TableHealth, facts: HealthFacts) -> None:
     h.clustering_depth = round(1 + scale * sum(counts) / len(sample), 2)
 
 
-def _judge_versions(h: TableHealth, facts: HealthFacts, commits: list[Commit], th: dict[str, Any], now_ms: int) -> None:
-    """How many versions, how old, how many expiry may remove, and the newest ones as a timeline."""
+def _judge_versions(h: TableHealth, facts: HealthFacts, commits: list[Commit], th: dict[str, Any], now_ms: int,
+                    last_expire: int | None) -> None:  # fmt: skip
+    """How many versions, how old, how many expiry may remove, and the newest ones as a timeline.
+
+    A version that was past the window when lakecat's maintenance last expired the table (``last_expire``, epoch ms)
+    was expired then: it may stay listed a while (a Delta log is cut only an hour behind its readers), and is not
+    expirable again."""
     h.versions = len(commits)
     if commits:
         h.oldest_version_at = _iso_ms(commits[0].timestamp_ms)
         h.oldest_version_age_s = round(max(0, now_ms - commits[0].timestamp_ms) / 1000, 3)
     kept = {c.version for c in commits[-th["retain_last"] :]} | {facts.current_version}
     cutoff_ms = now_ms - th["expire_older_than_s"] * 1000
-    h.expirable_versions = sum(c.version not in kept and c.timestamp_ms < cutoff_ms for c in commits)
+    expired_ms = last_expire - th["expire_older_than_s"] * 1000 if last_expire is not None else None
+    h.expirable_versions = sum(c.version not in kept and c.timestamp_ms < cutoff_ms
+                               and (expired_ms is None or c.timestamp_ms >= expired_ms) for c in commits)  # fmt: skip
     h.old_version_files, h.old_version_bytes = facts.old_version_files, facts.old_version_bytes
     h.timeline = [
         VersionPoint(c.version, _iso_ms(c.timestamp_ms) or "", c.operation) for c in commits[-TIMELINE_LIMIT:]
@@ -242,7 +249,7 @@ def judge(table: TableLike, facts: HealthFacts, policy: dict[str, str], runs: di
     _judge_files(h, facts)
     _judge_clustering(h, facts)
     commits = sorted(facts.commits, key=lambda c: c.timestamp_ms)
-    _judge_versions(h, facts, commits, th, now_ms)
+    _judge_versions(h, facts, commits, th, now_ms, runs.get((table.name, "expire")))
     last_expire, last_clean = _judge_maintenance(h, table, facts, commits, runs)
     reasons = _reasons(h, facts, commits, th, now_ms, last_expire, last_clean)
     h.needs = [v for v in VERDICTS if v in reasons]

@@ -113,7 +113,10 @@ def test_health_judges_compact_and_expire_then_maintain_auto_makes_it_healthy(cl
     assert code == 0, err
     h = doc["tables"][0]
     assert h["verdict"] == "healthy" and h["needs"] == [], h
-    assert h["data_files"] == 2 and h["rows"] == 2 * COMMITS and h["versions"] == 1
+    # Delta's log keeps the expired versions' entries an hour for its readers: listed, not expirable again
+    versions_left = 1 if table_format == "iceberg" else h["versions"]
+    assert h["data_files"] == 2 and h["rows"] == 2 * COMMITS and h["versions"] == versions_left
+    assert h["expirable_versions"] == 0
     assert h["old_version_bytes"] == 0 and h["last_compaction"] and h["last_expiry"]
     assert "nothing calls for maintenance" in h["reason"]
 
@@ -124,7 +127,7 @@ def test_health_judges_compact_and_expire_then_maintain_auto_makes_it_healthy(cl
     samples = _samples(prom.read_text())
     labels = (("format", table_format), ("table", t.name))
     assert samples[("lakecat_table_data_files", labels)] == 2
-    assert samples[("lakecat_table_versions", labels)] == 1
+    assert samples[("lakecat_table_versions", labels)] == versions_left
     assert samples[("lakecat_table_health_verdict", (*labels, ("verdict", "healthy")))] == 1
     assert samples[("lakecat_table_health_verdict", (*labels, ("verdict", "compact")))] == 0
     assert samples[("lakecat_table_file_size_bytes_count", labels)] == 2

@@ -62,7 +62,8 @@ def test_history_timetravel_and_python_api(cli, catalog, spark, ns, table_format
     code, doc, err = run_json(cli, "history", name)
     assert code == 0, err
     assert [e["version"] for e in doc][:4] == versions[::-1]  # newest first
-    assert set(doc[0]) == {"version", "timestamp", "operation", "summary"}
+    assert set(doc[0]) == {"version", "version_str", "timestamp", "operation", "summary"}
+    assert doc[0]["version_str"] == str(doc[0]["version"])
     assert doc[0]["operation"] == "delete" and doc[0]["summary"]["rows_removed"] == 1
     assert doc[0]["summary"]["engine_operation"] in ("DELETE", "delete", "overwrite")
     assert all(e["summary"]["rows_added"] == 2 for e in doc[1:4])
