@@ -24,6 +24,7 @@ AsOfOpt = Annotated[
 TagOpt = Annotated[str | None, typer.Option("--tag", help="The version a tag names (see `lakecat tags`).")]
 LimitOpt = Annotated[int | None, typer.Option("--limit", "-n", help="At most N rows (0: all). Default 100.")]
 CountOpt = Annotated[bool, typer.Option("--count", help="Print the number of rows instead of the rows.")]
+WhereOpt = Annotated[str | None, typer.Option("--where", "-w", help="A Spark SQL predicate, e.g. \"region = 'eu'\".")]
 EngineOpt = Annotated[
     str | None,
     typer.Option("--engine", help="light (no JVM: pyiceberg / delta-rs + DuckDB) or spark; default: light where it "
@@ -92,9 +93,7 @@ def timetravel(
     version: VersionOpt = None,
     as_of: AsOfOpt = None,
     tag: TagOpt = None,
-    where: Annotated[
-        str | None, typer.Option("--where", "-w", help="A Spark SQL predicate, e.g. \"region = 'eu'\".")
-    ] = None,
+    where: WhereOpt = None,
     limit: LimitOpt = None,
     count: CountOpt = False,
     engine: EngineOpt = None,
@@ -118,9 +117,7 @@ def timetravel(
 
 def read(
     name: NameArg,
-    where: Annotated[
-        str | None, typer.Option("--where", "-w", help="A Spark SQL predicate, e.g. \"region = 'eu'\".")
-    ] = None,
+    where: WhereOpt = None,
     columns: Annotated[str | None, typer.Option("--columns", help="Only these columns, in this order: a,b,c.")] = None,
     limit: LimitOpt = None,
     count: CountOpt = False,
