@@ -33,6 +33,7 @@ POLICY_KEYS = {
     "lakecat.expire.retain-last": "int",
     "lakecat.orphans.older-than": "duration",
     "lakecat.maintain.enabled": "bool",
+    "lakecat.maintain.light-max-bytes": "size",
     "lakecat.health.small-files": "int",
     "lakecat.health.deleted-rows-percent": "int",
     "lakecat.health.clustering-depth": "int",

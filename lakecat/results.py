@@ -354,6 +354,8 @@ class CompactResult(Result):
     engine_s: float = 0.0  # of duration_s, the engine's own procedure (rewrite_data_files / OPTIMIZE)
     full: bool = False  # a clustered table reclustered whole (``--full``)
     since: str | None = None  # the minor tier: only the partitions written after this time
+    engine: str = ""  # "light" (pyiceberg / delta-rs, no JVM) or "spark": the engine that did the work
+    engine_reason: str = ""  # why that engine (lakecat.engine_choice)
 
 
 @dataclass
@@ -375,6 +377,8 @@ class ExpireResult(Result):
     log_truncated_before: int | None = None
     retries: int = 0
     duration_s: float = 0.0
+    engine: str = ""  # "light" (pyiceberg / delta-rs, no JVM) or "spark": the engine that did the work
+    engine_reason: str = ""  # why that engine (lakecat.engine_choice)
 
 
 @dataclass
@@ -392,6 +396,8 @@ class OrphanResult(Result):
     dry_run: bool
     retries: int = 0
     duration_s: float = 0.0
+    engine: str = ""  # "light" (pyiceberg / delta-rs, no JVM) or "spark": the engine that did the work
+    engine_reason: str = ""  # why that engine (lakecat.engine_choice)
 
 
 @dataclass
@@ -408,6 +414,8 @@ class MetadataResult(Result):
     dry_run: bool
     retries: int = 0
     duration_s: float = 0.0
+    engine: str = ""  # "light" (pyiceberg / delta-rs, no JVM) or "spark": the engine that did the work
+    engine_reason: str = ""  # why that engine (lakecat.engine_choice)
 
 
 @dataclass

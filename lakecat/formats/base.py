@@ -697,6 +697,12 @@ class TableFormat(ABC):
         each with a Spark SQL predicate that selects it for a rewrite (None: it cannot be narrowed to)."""
         raise self.unsupported("compact since")
 
+    def light_blockers(self, table: TableHandle, action: str) -> list[str]:
+        """Why the light engine (pyiceberg / delta-rs, no JVM) cannot run maintenance ``action`` ("compact",
+        "expire", "clean-orphans", "rewrite-metadata") on this table exactly: one line each, empty when it can.
+        ``lakecat.engine_choice.choose_engine`` sends a blocked step to Spark (or refuses a forced light run)."""
+        return [f"lakecat has no light engine for {action} of {self.name} tables"]
+
     def compact(self, table: TableHandle, strategy: str, by: list[str], target: int, where: str | None,
                 apply_deletes: bool = False, *, full: bool = False) -> tuple[int, int]:  # fmt: skip
         """Rewrite small files (with ``apply_deletes`` also files that deletes hide rows of, whatever their size);
