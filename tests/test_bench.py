@@ -21,6 +21,14 @@ ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = {
     "suite": "benchmarks",
     "quick": False,
+    "spark": {
+        "master": "local[2]",
+        "cores": 2,
+        "driver_memory": "11g",
+        "driver_memory_bytes": 11 * 1024**3,
+        "shuffle_partitions": 2,
+        "sources": {"driver_memory": "machine"},
+    },
     "machine": {
         "cpu_count": 2,
         "cpu_model": "Test CPU @ 2.0GHz",
@@ -170,7 +178,8 @@ def test_markdown_has_every_table_and_the_machine() -> None:
     assert "| `lakecat describe` (Iceberg) | 0.70 s | 140 MB | 0.05× |" in md
     assert "bare Spark session start" in md and "15.2 s" in md
     assert "| ingest lakecat iceberg | 290 | 1,400 | 1,690 |" in md
-    assert "driver peak, 1,800 MiB, is within the 2 GiB" in md
+    assert "driver peak, 1,800 MiB (Python + JVM), is 16% of the 11,264 MiB heap lakecat chose" in md
+    assert "master `local[2]`, driver memory 11g (machine), 2 shuffle partitions" in md
     for line in md.splitlines():  # every table row has as many cells as its header
         assert not line.startswith("|") or line.count("|") >= 3
 
