@@ -60,6 +60,10 @@ def test_usage_errors_exit_2(cli, ns):
     assert code == 2
     code, _, err = cli("ingest", f"{ns}.t", "--files", "/nonexistent/dir")
     assert code == 2 and "not a directory" in err
+    code, _, err = cli("ingest", f"{ns}.t", "--files", "/tmp", "--dead-letter-every", "0s")
+    assert (
+        code == 2 and "--dead-letter-every '0s': use a positive duration" in err and len(err.strip().splitlines()) == 1
+    )
 
 
 def test_event_time_must_be_a_timestamp_column(cli, catalog, ns, table_format, tmp_path):
