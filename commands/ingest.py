@@ -88,6 +88,14 @@ MetricsLingerOpt = Annotated[
         "figures, at most this long (default 30s; 0: exit at once).",
     ),
 ]
+DeadLetterEveryOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--dead-letter-every",
+        help="How long at most dead letters stay staged before they are committed to the dead-letter table while the "
+        "stream runs (default 60s; shorter: seen sooner, more small commits).",
+    ),
+]
 CdcOpt = Annotated[
     str | None, typer.Option("--cdc", help="Events are change events: debezium (applied with MERGE by --key).")
 ]
@@ -129,6 +137,7 @@ def ingest(
     metrics_file: MetricsFileOpt = None,
     metrics_port: MetricsPortOpt = None,
     metrics_linger: MetricsLingerOpt = None,
+    dead_letter_every: DeadLetterEveryOpt = None,
     cdc: CdcOpt = None,
     key: KeyOpt = None,
     branch: BranchOpt = None,
@@ -158,7 +167,7 @@ def ingest(
             dedupe_key=dedupe_key, watermark=watermark, event_time=event_time,
             max_records_per_batch=max_records_per_batch, max_files_per_batch=max_files_per_batch,
             metrics_file=metrics_file, metrics_port=metrics_port, metrics_linger=metrics_linger,
-            count_unknown_fields=unknown_fields, cdc=cdc, key=key, branch=branch,
+            count_unknown_fields=unknown_fields, cdc=cdc, key=key, branch=branch, dead_letter_every=dead_letter_every,
         )  # fmt: skip
         cat = connect(catalog)
         display = _Display(out)

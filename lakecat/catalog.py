@@ -17,6 +17,7 @@ from .config import (
     load_config_file,
     pyarrow_filesystem,
     resolve_config,
+    use_store,
 )
 from .engine_local import engine_url
 from .errors import (
@@ -45,7 +46,7 @@ from .results import (
     TableInfo,
 )
 from .schema import parse_schema
-from .spark import get_spark
+from .spark import get_spark, reach_buckets
 from .table import Table
 
 if TYPE_CHECKING:
@@ -103,8 +104,18 @@ class Catalog:
         self.config = config
         for adapter in all_formats():  # a bad section of the config is exit 2 before anything connects
             adapter.check_config(config)
-        config.export_storage_env()  # delta-rs reads its object-store settings from AWS_* variables
         self._metastore: Metastore | None = None
+        # Its own object store for its warehouse in every engine it opens: never through the process environment,
+        # so catalogs on different stores live side by side in one process.
+        self._s3 = config.s3()
+        if self._s3 is not None:
+            use_store(config.warehouse_uri, self._s3)
+
+    def _reach(self, location: str | None) -> None:
+        """Reach ``location`` (a table of this catalog outside its warehouse, a checkpoint, a source directory)
+        through this catalog's object store, unless a catalog of this process claimed it already."""
+        if self._s3 is not None and location and use_store(str(location), self._s3, unless_known=True):
+            reach_buckets()
 
     def __repr__(self) -> str:
         return f"Catalog({self.config.name!r}, warehouse={self.config.warehouse_uri!r})"
@@ -154,6 +165,8 @@ class Catalog:
         self.metastore  # noqa: B018 - the formats' metastore tables exist
         found = [e for adapter in all_formats() if (e := adapter.get_entry(self, ident)) is not None]
         found = mirror.one_per_name(found) if len(found) > 1 else found
+        if found:
+            self._reach(found[0].location)
         return found[0] if found else None
 
     def entries(self, namespace: str | None = None, *, format: str | None = None) -> list[TableEntry]:
@@ -161,6 +174,8 @@ class Catalog:
         self.metastore  # noqa: B018 - the formats' metastore tables exist
         adapters = [get_format(format)] if format is not None else all_formats()
         out = mirror.one_per_name(e for adapter in all_formats() for e in adapter.list_entries(self, namespace))
+        for e in out:
+            self._reach(e.location)
         if format is not None:
             out = [e for e in out if e.format in {a.name for a in adapters}]
         return sorted(out, key=lambda e: (e.ident.namespace, e.ident.name))
@@ -280,6 +295,7 @@ class Catalog:
             >>> cat.register_table("sales.orders", location="/lake/orders").metadata_location
         """
 
+        self._reach(adopt.absolute_location(location))
         return adopt.register_table(self, name, location=location, format=format)
 
     def convert_table(self, name: str | TableIdent, *, source: str, format: str,
@@ -297,6 +313,7 @@ class Catalog:
             >>> cat.convert_table("raw.events", source="/landing/events", format="delta", dry_run=True).rows
         """
 
+        self._reach(adopt.absolute_location(source))
         return adopt.convert_directory(
             self, name, source=source, format=format, partition_by=partition_by, dry_run=dry_run
         )
@@ -390,6 +407,8 @@ class Catalog:
             >>> cat.ingest("sales.orders", lakecat.KafkaSource("localhost:9092", "orders")).rows_written
         """
         opts = IngestOptions.of(options, **kwargs)
+        for location in (opts.checkpoint, getattr(source, "path", None)):  # in this catalog's store unless claimed
+            self._reach(location)
         if background:
             if opts.metrics_port is not None:
                 raise InvalidArgumentError(

@@ -10,8 +10,10 @@ environment, never in the file.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
+import threading
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -117,65 +119,198 @@ class Metastore:
 
 
 OBJECT_STORAGE_SCHEMES = ("s3", "s3a")
-# What [storage] may say. Credentials are not among them: they come from the environment
-# (AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN) or the machine's role, never from a file.
-STORAGE_KEYS = ("endpoint", "region", "path-style-access")
+#: What [storage] may say. The credentials only as ``${VAR}`` references (never the values in the file); without
+#: them every engine reads the environment (``AWS_ACCESS_KEY_ID`` / ``AWS_SECRET_ACCESS_KEY`` / ``AWS_SESSION_TOKEN``)
+#: or the machine's role.
+STORAGE_CREDENTIAL_KEYS = ("access-key-id", "secret-access-key", "session-token")
+STORAGE_KEYS = ("endpoint", "region", "path-style-access", *STORAGE_CREDENTIAL_KEYS)
+_ENV_REF = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}")
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
 class S3Settings:
-    """Where an S3-compatible warehouse lives, resolved from ``[storage]`` and the ``AWS_*`` environment."""
+    """Where an S3-compatible store is and how to sign in: a catalog's ``[storage]``, or the ``AWS_*`` environment.
+
+    Each catalog hands its own to every engine it opens (``pyiceberg_properties``, ``delta_options``,
+    ``filesystem``, Spark's per-bucket S3A settings); nothing is written to the process environment.
+    Credentials left None are the engines' to find (the environment, the machine's role).
+    """
 
     endpoint: str | None
     region: str
     path_style: bool
+    access_key_id: str | None = field(default=None, repr=False)
+    secret_access_key: str | None = field(default=None, repr=False)
+    session_token: str | None = field(default=None, repr=False)
+
+    @classmethod
+    def from_environment(cls) -> S3Settings:
+        """The store of the ``AWS_*`` environment (what boto3, the AWS CLI and delta-rs read by themselves)."""
+        endpoint = os.environ.get("AWS_ENDPOINT_URL") or None
+        region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
+        virtual = os.environ.get("AWS_VIRTUAL_HOSTED_STYLE_REQUEST", "").strip().lower() == "true"
+        return cls(endpoint=endpoint, region=region, path_style=not virtual)
 
     @property
     def allow_http(self) -> bool:
         return bool(self.endpoint) and self.endpoint.lower().startswith("http://")  # type: ignore[union-attr]
 
+    def pyiceberg_properties(self) -> dict[str, str]:
+        """pyiceberg FileIO properties (catalog or table properties)."""
+        props = {"s3.region": self.region}
+        if self.endpoint:
+            props["s3.endpoint"] = self.endpoint
+        if not self.path_style:
+            props["s3.force-virtual-addressing"] = "true"
+        for key, value in (("s3.access-key-id", self.access_key_id), ("s3.secret-access-key", self.secret_access_key),
+                           ("s3.session-token", self.session_token)):  # fmt: skip
+            if value:
+                props[key] = value
+        return props
+
+    def delta_options(self) -> dict[str, str]:
+        """delta-rs ``storage_options``."""
+        opts = {"AWS_REGION": self.region, "AWS_VIRTUAL_HOSTED_STYLE_REQUEST": str(not self.path_style).lower()}
+        if self.endpoint:
+            opts["AWS_ENDPOINT_URL"] = self.endpoint
+        if self.allow_http:
+            opts["AWS_ALLOW_HTTP"] = "true"
+        for key, value in (("AWS_ACCESS_KEY_ID", self.access_key_id), ("AWS_SECRET_ACCESS_KEY", self.secret_access_key),
+                           ("AWS_SESSION_TOKEN", self.session_token)):  # fmt: skip
+            if value:
+                opts[key] = value
+        return opts
+
+    def filesystem(self) -> Any:
+        """A pyarrow S3 filesystem for this store."""
+        from pyarrow import fs
+
+        try:
+            s3_filesystem = fs.S3FileSystem
+        except ImportError as e:  # a pyarrow built without S3 (some conda and source builds; PyPI's wheels have it)
+            raise MissingDependencyError(
+                f"object storage needs pyarrow with S3 support ({e}): {install_hint('pyarrow', extra=None)} from PyPI"
+            ) from None
+        credentials: dict[str, Any] = {}
+        if self.access_key_id and self.secret_access_key:
+            credentials = {"access_key": self.access_key_id, "secret_key": self.secret_access_key,
+                           "session_token": self.session_token}  # fmt: skip
+        return s3_filesystem(region=self.region, endpoint_override=self.endpoint,
+                             force_virtual_addressing=not self.path_style, **credentials)  # fmt: skip
+
+    def hadoop_bucket_conf(self, bucket: str, *, credentials: bool = True) -> dict[str, str]:
+        """Hadoop S3A's settings for one bucket (``fs.s3a.bucket.<bucket>.*``, without ``spark.hadoop.``): each
+        bucket of a Spark session reaches its own store."""
+        prefix = f"fs.s3a.bucket.{bucket}."
+        conf = {f"{prefix}endpoint.region": self.region, f"{prefix}path.style.access": str(self.path_style).lower()}
+        if self.endpoint:
+            conf[f"{prefix}endpoint"] = self.endpoint
+            conf[f"{prefix}connection.ssl.enabled"] = str(not self.allow_http).lower()
+        if credentials and self.access_key_id and self.secret_access_key:
+            conf[f"{prefix}access.key"] = self.access_key_id
+            conf[f"{prefix}secret.key"] = self.secret_access_key
+            if self.session_token:
+                conf[f"{prefix}session.token"] = self.session_token
+                conf[f"{prefix}aws.credentials.provider"] = "org.apache.hadoop.fs.s3a.TemporaryAWSCredentialsProvider"
+        return conf
+
+
+def is_object_storage(location: str | None) -> bool:
+    return bool(location) and urlparse(str(location)).scheme.lower() in OBJECT_STORAGE_SCHEMES
+
+
+def _bucket_and_path(location: str) -> tuple[str, str]:
+    u = urlparse(location)
+    return u.netloc, unquote(u.path).strip("/")
+
+
+#: The store of each location a catalog of this process reached: (bucket, path prefix) -> settings. Filled by each
+#: ``Catalog`` with its warehouse and its tables' locations (``use_store``); read by every light-path engine a location
+#: is opened with (``store_for``).
+_stores: dict[tuple[str, str], S3Settings] = {}
+_stores_lock = threading.Lock()
+
+
+def use_store(location: str, s3: S3Settings, *, unless_known: bool = False) -> bool:
+    """Reach object storage at and under ``location`` through ``s3`` in this process (a catalog's own warehouse, a
+    table of it elsewhere). With ``unless_known``, only when no other prefix of this bucket knows the location yet.
+    True when this changed what the location reaches."""
+    if not is_object_storage(location):
+        return False
+    key = _bucket_and_path(location)
+    with _stores_lock:
+        if unless_known and _registered(location) is not None:
+            return False
+        old = _stores.get(key)
+        _stores[key] = s3
+    if old is not None and old != s3:
+        log.warning("s3://%s/%s was reached through another object store in this process until now", *key)
+    return old != s3
+
+
+def _registered(location: str) -> S3Settings | None:
+    bucket, path = _bucket_and_path(location)
+    best: tuple[int, S3Settings] | None = None
+    for (b, prefix), s3 in _stores.items():
+        if b == bucket and (not prefix or path == prefix or path.startswith(prefix + "/")):
+            if best is None or len(prefix) >= best[0]:
+                best = (len(prefix), s3)
+    return None if best is None else best[1]
+
+
+def store_for(location: str) -> S3Settings:
+    """The object store ``location`` lives in: the settings of the catalog that claimed its longest prefix, else the
+    one store every catalog of this process uses, else the ``AWS_*`` environment."""
+    with _stores_lock:
+        found = _registered(location)
+        distinct = set(_stores.values())
+    if found is not None:
+        return found
+    if len(distinct) == 1:
+        return next(iter(distinct))
+    return S3Settings.from_environment()
+
+
+def store_buckets() -> dict[str, S3Settings]:
+    """Each bucket a catalog of this process claimed, and its store (the bucket's broadest claim)."""
+    with _stores_lock:
+        out: dict[str, tuple[int, S3Settings]] = {}
+        for (bucket, prefix), s3 in _stores.items():
+            if bucket not in out or len(prefix) < out[bucket][0]:
+                out[bucket] = (len(prefix), s3)
+    return {b: s3 for b, (_, s3) in out.items()}
+
 
 def pyiceberg_io_properties(location: str | None) -> dict[str, str]:
-    """pyiceberg FileIO properties for a table in object storage, from the ``AWS_*`` environment.
-
-    pyarrow's S3 filesystem reads credentials from the environment but no endpoint, so a table opened
-    without a catalog (``StaticTable``) needs the endpoint spelled out. ``Catalog`` exports its
-    ``[storage]`` settings to the environment first (``export_storage_env``), so this agrees with it.
-    """
-    if not location or urlparse(location).scheme.lower() not in OBJECT_STORAGE_SCHEMES:
+    """pyiceberg FileIO properties for a table opened without a catalog (``StaticTable``), from its location's store
+    (``store_for``); none for a table on a filesystem."""
+    if not location or not is_object_storage(location):
         return {}
-    props = {"s3.region": os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"}
-    if os.environ.get("AWS_ENDPOINT_URL"):
-        props["s3.endpoint"] = os.environ["AWS_ENDPOINT_URL"]
-    if os.environ.get("AWS_VIRTUAL_HOSTED_STYLE_REQUEST", "").lower() == "true":
-        props["s3.force-virtual-addressing"] = "true"
-    return props
+    return store_for(location).pyiceberg_properties()
+
+
+def delta_storage_options(location: str | None) -> dict[str, str]:
+    """delta-rs ``storage_options`` for a table at ``location``, from its store (``store_for``); none for a table on a
+    filesystem. Every ``DeltaTable(...)`` of lakecat takes them."""
+    if not location or not is_object_storage(location):
+        return {}
+    return store_for(location).delta_options()
 
 
 def pyarrow_filesystem(uri: str) -> tuple[Any, str]:
     """A pyarrow filesystem and the path inside it for a non-local URI.
 
-    ``s3://`` and ``s3a://`` (which pyarrow does not know by name) get an S3 filesystem with the endpoint
-    and region of the ``AWS_*`` environment (pyarrow reads credentials from it, but no endpoint).
+    ``s3://`` and ``s3a://`` (which pyarrow does not know by name) get an S3 filesystem for the location's store
+    (``store_for``).
     """
     from pyarrow import fs
 
     u = urlparse(uri)
     if u.scheme.lower() not in OBJECT_STORAGE_SCHEMES:
         return fs.FileSystem.from_uri(uri)
-    try:
-        s3_filesystem = fs.S3FileSystem
-    except ImportError as e:  # a pyarrow built without S3 (some conda and source builds; PyPI's wheels have it)
-        raise MissingDependencyError(
-            f"object storage needs pyarrow with S3 support ({e}): {install_hint('pyarrow', extra=None)} from PyPI"
-        ) from None
-    props = pyiceberg_io_properties(uri)
-    s3 = s3_filesystem(
-        region=props["s3.region"],
-        endpoint_override=props.get("s3.endpoint"),
-        force_virtual_addressing=props.get("s3.force-virtual-addressing") == "true",
-    )
-    return s3, f"{u.netloc}{u.path}".rstrip("/")
+    return store_for(uri).filesystem(), f"{u.netloc}{u.path}".rstrip("/")
 
 
 @dataclass
@@ -239,56 +374,41 @@ class CatalogConfig:
     def s3(self) -> S3Settings | None:
         """The warehouse's S3 settings, or None for a warehouse on a filesystem.
 
-        The endpoint is ``AWS_ENDPOINT_URL`` (the variable boto3, the AWS CLI and delta-rs read), else
-        ``[storage] endpoint``, else AWS itself; the region ``AWS_REGION`` / ``AWS_DEFAULT_REGION``, else
-        ``[storage] region``, else ``us-east-1``. Addressing is path style (``bucket`` in the path, what
+        Each setting is the catalog's own first, the environment's only where ``[storage]`` leaves it unset: the
+        endpoint ``[storage] endpoint``, else ``AWS_ENDPOINT_URL``, else AWS itself; the region ``[storage] region``,
+        else ``AWS_REGION`` / ``AWS_DEFAULT_REGION``, else ``us-east-1``; the credentials ``[storage]
+        access-key-id`` / ``secret-access-key`` / ``session-token`` (``${VAR}`` references), else whatever each engine
+        finds (the ``AWS_*`` variables, the machine's role). Addressing is path style (``bucket`` in the path, what
         MinIO, Ceph and most S3-compatible servers want) whenever an endpoint is set, unless
         ``[storage] path-style-access = false``.
         """
         if not self.object_storage:
             return None
-        endpoint = os.environ.get("AWS_ENDPOINT_URL") or self.storage.get("endpoint") or None
+        endpoint = self.storage.get("endpoint") or os.environ.get("AWS_ENDPOINT_URL") or None
         env_region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
-        region = env_region or self.storage.get("region") or "us-east-1"
+        region = self.storage.get("region") or env_region or "us-east-1"
         path_style = self.storage.get("path-style-access", "true" if endpoint else "false").strip().lower()
         if path_style not in ("true", "false"):
             raise ConfigError(
                 f"catalog config {self.source}: [storage] path-style-access must be true or false, not {path_style!r}"
             )
-        return S3Settings(endpoint=endpoint, region=region, path_style=path_style == "true")
+        key, secret, token = (self.storage.get(k) or None for k in STORAGE_CREDENTIAL_KEYS)
+        if bool(key) != bool(secret):
+            raise ConfigError(
+                f"catalog config {self.source}: [storage] access-key-id and secret-access-key go together"
+            )
+        return S3Settings(endpoint=endpoint, region=region, path_style=path_style == "true", access_key_id=key,
+                          secret_access_key=secret, session_token=token)  # fmt: skip
 
     def pyiceberg_properties(self) -> dict[str, str]:
-        """FileIO properties for pyiceberg (light path); credentials stay with the environment."""
+        """FileIO properties for pyiceberg's catalogs (light path): the warehouse's store."""
         s3 = self.s3()
-        if s3 is None:
-            return {}
-        props = {"s3.region": s3.region}
-        if s3.endpoint:
-            props["s3.endpoint"] = s3.endpoint
-        if not s3.path_style:
-            props["s3.force-virtual-addressing"] = "true"
-        return props
+        return {} if s3 is None else s3.pyiceberg_properties()
 
     def delta_storage_options(self) -> dict[str, str]:
-        """delta-rs storage options (light path) for the same store; credentials stay with the environment."""
+        """delta-rs storage options (light path) for the warehouse's store."""
         s3 = self.s3()
-        if s3 is None:
-            return {}
-        opts = {"AWS_REGION": s3.region, "AWS_VIRTUAL_HOSTED_STYLE_REQUEST": str(not s3.path_style).lower()}
-        if s3.endpoint:
-            opts["AWS_ENDPOINT_URL"] = s3.endpoint
-        if s3.allow_http:
-            opts["AWS_ALLOW_HTTP"] = "true"
-        return opts
-
-    def export_storage_env(self) -> None:
-        """Fill in the ``AWS_*`` variables delta-rs reads, where the environment leaves them unset.
-
-        Every ``DeltaTable(location)`` of the light path then reaches the same store as Spark and
-        pyiceberg, without passing options around; a variable the user set is never overwritten.
-        """
-        for k, v in self.delta_storage_options().items():
-            os.environ.setdefault(k, v)
+        return {} if s3 is None else s3.delta_options()
 
     def sizing(self) -> SparkSizing:
         """The Spark driver lakecat starts for this catalog on this machine, now (``lakecat.sizing``)."""
@@ -340,9 +460,14 @@ def load_config_file(path: Path) -> CatalogConfig:
     unknown = sorted(set(storage) - set(STORAGE_KEYS))
     if unknown:
         raise ConfigError(
-            f"catalog config {path}: unknown [storage] key(s) {', '.join(unknown)}; allowed: {', '.join(STORAGE_KEYS)} "
-            "(credentials come from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY in the environment, never from the file)"
+            f"catalog config {path}: unknown [storage] key(s) {', '.join(unknown)}; allowed: {', '.join(STORAGE_KEYS)}"
         )
+    raw_storage = raw.get("storage", {}) if isinstance(raw.get("storage"), dict) else {}
+    for key in STORAGE_CREDENTIAL_KEYS:
+        if key in raw_storage and not _ENV_REF.fullmatch(str(raw_storage[key]).strip()):
+            variable = "AWS_" + key.upper().replace("-", "_")
+            raise ConfigError(f"catalog config {path}: [storage] {key} must be an environment reference like "
+                              f"${{{variable}}}: credentials never live in the file")  # fmt: skip
     return CatalogConfig(
         name=name,
         warehouse=warehouse,

@@ -242,7 +242,9 @@ def _warehouse(config: CatalogConfig) -> Check:
     path = config.warehouse_path
     if path is None:
         return Check(
-            "warehouse", True, f"{config.warehouse_uri} is object storage: not probed (credentials from AWS_*)"
+            "warehouse",
+            True,
+            f"{config.warehouse_uri} is object storage: not probed (credentials from [storage] or AWS_*)",
         )
     base = _nearest_existing(path)
     if base is None or not base.is_dir():

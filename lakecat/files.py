@@ -56,7 +56,7 @@ def fs_for(uri: str) -> tuple[Any, str]:
         return fs.LocalFileSystem(), uri
     if uri.startswith("file:"):
         return fs.LocalFileSystem(), norm_path(uri)
-    return pyarrow_filesystem(uri)  # s3:// and s3a:// with the AWS_* environment's endpoint
+    return pyarrow_filesystem(uri)  # s3:// and s3a:// in the store of the catalog that reaches the location
 
 
 def file_sizes(paths: list[str]) -> dict[str, int]:

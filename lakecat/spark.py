@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from . import interrupt
-from .config import CatalogConfig, lakecat_home
+from .config import CatalogConfig, S3Settings, lakecat_home, store_buckets
 from .engine import first_line, is_connect
 from .errors import ConfigError, EnvironmentProblemError
 from .extras import CONNECT_CLIENT, require
@@ -43,6 +43,8 @@ _lock = threading.RLock()
 _session: SparkSession | None = None
 _catalogs: dict[str, dict[str, str]] = {}
 _storage: dict[str, str] | None = None  # the session's S3A settings; None: started without the S3 jars
+_buckets: dict[str, S3Settings] = {}  # the buckets whose S3A settings the in-process session has (reach_buckets)
+log = logging.getLogger(__name__)
 
 
 def catalog_spark_conf(config: CatalogConfig) -> dict[str, str]:
@@ -66,9 +68,13 @@ def session_spark_conf(config: CatalogConfig) -> dict[str, str]:
 
 
 def storage_spark_conf(config: CatalogConfig) -> dict[str, str]:
-    """Hadoop S3A settings (Delta's and Spark's own file access) for an object-storage warehouse.
+    """Hadoop S3A settings (Delta's and Spark's own file access) a session for ``config`` starts with.
 
-    Credentials are not among them: S3A's default chain reads ``AWS_ACCESS_KEY_ID`` /
+    The warehouse's bucket gets its store's per-bucket settings (``fs.s3a.bucket.<bucket>.*``), so a second catalog's
+    bucket in the same session reaches its own store (``reach_buckets`` adds each bucket a catalog claims); the
+    catalog's store is also the session's default for a bucket no catalog claimed. Credentials are not among them
+    (Spark passes its settings on a command line and shows them in its UI): ``[storage]`` credentials are set on the
+    running session (``reach_buckets``), else S3A's default chain reads ``AWS_ACCESS_KEY_ID`` /
     ``AWS_SECRET_ACCESS_KEY`` from the environment (or the machine's role), like Iceberg's S3FileIO.
     """
     s3 = config.s3()
@@ -83,7 +89,41 @@ def storage_spark_conf(config: CatalogConfig) -> dict[str, str]:
     if s3.endpoint:
         conf["spark.hadoop.fs.s3a.endpoint"] = s3.endpoint
         conf["spark.hadoop.fs.s3a.connection.ssl.enabled"] = str(not s3.allow_http).lower()
+    bucket = urlsplit(config.warehouse_uri).netloc
+    conf.update({f"spark.hadoop.{k}": v for k, v in s3.hadoop_bucket_conf(bucket, credentials=False).items()})
     return conf
+
+
+def reach_buckets() -> None:
+    """Give the running in-process session the S3A settings (credentials included) of every bucket a catalog of this
+    process claimed (``lakecat.config.use_store``): each reaches its own store. A Spark Connect engine keeps the
+    settings it started with."""
+    with _lock:
+        spark = _session
+        if spark is None or _storage is None or is_connect(spark):
+            return
+        hadoop = None
+        for bucket, s3 in store_buckets().items():
+            if _buckets.get(bucket) == s3:
+                continue
+            if bucket in _buckets:  # S3A keeps a bucket's filesystem once opened: only new ones see the change
+                log.warning("bucket %s changes its object store in a running Spark session", bucket)
+            hadoop = hadoop or spark.sparkContext._jsc.hadoopConfiguration()  # type: ignore[union-attr]
+            for k, v in s3.hadoop_bucket_conf(bucket).items():
+                hadoop.set(k, v)
+            _buckets[bucket] = s3
+
+
+def catalog_credentials_conf(config: CatalogConfig) -> dict[str, str]:
+    """The ``[storage]`` credentials of ``config``'s Iceberg catalog in a session: set on the running session only,
+    never among the settings a JVM starts with."""
+    s3 = config.s3()
+    if s3 is None or not s3.access_key_id:
+        return {}
+    prefix = f"spark.sql.catalog.{config.name}"
+    props = s3.pyiceberg_properties()
+    return {f"{prefix}.{k}": props[k] for k in ("s3.access-key-id", "s3.secret-access-key", "s3.session-token")
+            if k in props}  # fmt: skip
 
 
 def _packages(config: CatalogConfig) -> list[str]:
@@ -145,7 +185,10 @@ def get_spark(config: CatalogConfig, before_local_start: Callable[[], object] | 
     with _lock:
         if _session is None:
             _session = _start(config, before_local_start, None if remote is None else remote(config))
+            for k, v in catalog_credentials_conf(config).items():
+                _session.conf.set(k, v)
         _register_catalog(_session, config)
+        reach_buckets()
         return _session
 
 
@@ -207,15 +250,16 @@ def _register_catalog(spark: SparkSession, config: CatalogConfig) -> None:
             "two catalogs in one process need different names"
         )
     storage = storage_spark_conf(config)
-    if storage and storage != _storage:
-        # Jars and Hadoop's S3A settings are fixed when the JVM starts.
+    if storage and (_storage is None or (storage != _storage and is_connect(spark))):
+        # Jars are fixed when the JVM starts, and a Spark Connect engine's S3A settings with them; an in-process
+        # session takes each catalog's buckets' settings (reach_buckets).
         raise ConfigError(
             f"catalog {config.name!r} keeps its data in object storage ({config.warehouse_uri}), but this process's Spark "
             "session was started "
-            + ("without the object-storage jars" if _storage is None else "for another object store")
+            + ("without the object-storage jars" if _storage is None else "in an engine for another object store")
             + ": use it from a new process"
         )
-    for k, v in conf.items():
+    for k, v in {**conf, **catalog_credentials_conf(config)}.items():
         spark.conf.set(k, v)
     _catalogs[config.name] = conf
 
@@ -533,4 +577,5 @@ def stop_spark() -> None:
             _session.stop()
             _session = None
             _catalogs.clear()
+            _buckets.clear()
             _storage = None

@@ -8,6 +8,8 @@
   (``catalog.py``, ``table.py``) imports the operations, never the other way round;
 - an import inside a function only defers a heavy library (or a lakecat module that loads one when imported);
 - the ingest pipeline holds only the source interface (no dispatch on a source's class);
+- nothing in the library writes object-store settings (or any ``AWS_*`` variable) into the process environment: each
+  catalog hands its own to the engines it opens;
 - every catch-all ``except`` in the library and its CLI says why any error is safe there (or is narrowed);
 - a third format that implements only create/describe/history gets exit 3 with a sentence from every
   other command, never Iceberg's or Delta's code.
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -284,6 +287,40 @@ def _reason(comment: str) -> str:
     for code in ("noqa: BLE001", "noqa:BLE001"):
         text = text.replace(code, "")
     return text.strip(" -:;,")
+
+
+#: The library's only writes to ``os.environ``, and why each is not about object storage.
+ENVIRON_WRITERS = {
+    "formats/delta/__init__.py",  # delta-rs's allocator settings, before deltalake is imported
+    "spark.py",  # the JVM's own variables while pyspark starts it (MALLOC_ARENA_MAX), removed afterwards
+}
+
+
+def test_nothing_writes_object_store_settings_into_the_environment():
+    """Two catalogs on two object stores in one process: a catalog that exported its endpoint or credentials to
+    ``os.environ`` would send the other one's reads there. Every write to the environment is listed, none names AWS."""
+    writers: dict[str, list[str]] = {}
+    for path in _modules():
+        tree = ast.parse(path.read_text())
+        lines = path.read_text().splitlines()
+        for node in ast.walk(tree):
+            target = None
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                owner = ast.unparse(node.func.value)
+                if owner == "os.environ" and node.func.attr in ("setdefault", "update", "pop", "__setitem__", "clear"):
+                    target = node
+                elif owner == "os" and node.func.attr in ("putenv", "unsetenv"):
+                    target = node
+            elif isinstance(node, (ast.Assign, ast.AugAssign, ast.Delete)):
+                targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else [node.target]
+                if any(isinstance(t, ast.Subscript) and ast.unparse(t.value) == "os.environ" for t in targets):
+                    target = node
+            if target is not None:
+                rel = path.relative_to(PACKAGE).as_posix()
+                writers.setdefault(rel, []).append(lines[target.lineno - 1].strip())
+    assert set(writers) <= set(ENVIRON_WRITERS), {k: v for k, v in writers.items() if k not in ENVIRON_WRITERS}
+    assert not [line for lines in writers.values() for line in lines if re.search(r"aws|s3|storage", line, re.I)]
+    assert writers  # the scan sees the writes it allows
 
 
 def test_every_catch_all_says_why_any_error_is_safe_there():

@@ -60,6 +60,10 @@ def test_usage_errors_exit_2(cli, ns):
     assert code == 2
     code, _, err = cli("ingest", f"{ns}.t", "--files", "/nonexistent/dir")
     assert code == 2 and "not a directory" in err
+    code, _, err = cli("ingest", f"{ns}.t", "--files", "/tmp", "--dead-letter-every", "0s")
+    assert (
+        code == 2 and "--dead-letter-every '0s': use a positive duration" in err and len(err.strip().splitlines()) == 1
+    )
 
 
 def test_event_time_must_be_a_timestamp_column(cli, catalog, ns, table_format, tmp_path):
@@ -295,6 +299,61 @@ def test_python_api_background_handle(catalog, ns, kafka_bootstrap):
     assert report.rows_written == 150 and report.rows_dead_lettered == 1 and report.stopped_by == "stopped"
     assert isinstance(report, lakecat.results.Result) and report.to_dict()["rows_written"] == 150
     assert len(read_rows(catalog, name)) == 150
+
+
+def test_dead_letter_every_sets_when_staged_dead_letters_are_committed(catalog, ns, kafka_bootstrap, table_format,
+                                                                       request, tmp_path):  # fmt: skip
+    """--dead-letter-every: a stream with a short delay commits its staged dead letters to the dead-letter table while
+    it runs (the commit follows the first batch after the delay); one with a long delay runs batch after batch with
+    them still staged, and commits them when it stops. The dead-letter tables are read by an independent reader."""
+    import lakecat
+    from lakecat.errors import InvalidArgumentError
+    from lakecat.kafka_local import produce
+
+    if request.config.getoption("--spark-connect"):
+        pytest.skip("in a Spark Connect engine each batch commits its own dead letters: nothing is staged")
+    for bad in ("0s", "-1", "soon", 0):
+        with pytest.raises(InvalidArgumentError, match="--dead-letter-every"):
+            lakecat.IngestOptions(dead_letter_every=bad)
+    with pytest.raises(InvalidArgumentError, match="--no-dlq"):
+        lakecat.IngestOptions(dlq=False, dead_letter_every="1s")
+
+    def run(name: str, every: str) -> tuple[list[dict], list[dict], Path]:
+        """Bad records, then a good record per second until the dead letters are in the table (short delay) or
+        five batches ran past the bad ones with them staged (long delay): the dead-letter rows seen while the stream
+        ran, those after it stopped, and the staging directory."""
+        topic = new_topic(kafka_bootstrap, partitions=1)
+        produce(kafka_bootstrap, topic, [good_event(0), BAD_KINDS["invalid_json"](1), BAD_KINDS["type_mismatch"](2)])
+        catalog.create_table(name, schema=SCHEMA, format=table_format)
+        checkpoint = tmp_path / name
+        handle = catalog.ingest(name, lakecat.KafkaSource(kafka_bootstrap, topic), trigger="every 1s",
+                                checkpoint=str(checkpoint), dead_letter_every=every, background=True)  # fmt: skip
+        seen: list[dict] = []
+        try:
+            deadline = time.monotonic() + 300
+            while handle.report().rows_dead_lettered < 2:
+                assert handle.is_active and time.monotonic() < deadline, "the bad records were not read"
+                time.sleep(0.3)
+            staged_at = handle.report().batches
+            i = 1
+            while not seen and handle.report().batches < staged_at + 5:
+                assert handle.is_active and time.monotonic() < deadline, "no batches after the bad records"
+                produce(kafka_bootstrap, topic, [good_event(i)])  # commits happen at the end of a batch
+                i += 1
+                time.sleep(1)
+                seen = read_rows(catalog, f"{name}_dlq")
+            assert handle.is_active
+        finally:
+            handle.stop()
+        return seen, read_rows(catalog, f"{name}_dlq"), checkpoint / "_lakecat_dead_letters"
+
+    seen, after, staged = run(f"{ns}.soon", "1s")
+    assert sorted(r["error"] for r in seen) == ["invalid_json", "type_mismatch"]  # in the table while it ran
+    assert len(after) == 2 and not list(staged.glob("batch-*.parquet"))
+    seen, after, staged = run(f"{ns}.late", "1h")
+    assert seen == []  # five batches later, still staged
+    assert sorted(r["error"] for r in after) == ["invalid_json", "type_mismatch"]  # committed when it stopped
+    assert not list(staged.glob("batch-*.parquet"))
 
 
 # --- schema evolution, unknown fields, metadata columns, dedupe --------------------------------

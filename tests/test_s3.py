@@ -182,6 +182,140 @@ def test_iceberg_and_delta_on_s3(s3_env, tmp_path):
     assert not (home / "warehouse").exists()  # nothing fell back to a local directory
 
 
+TWO_STORES_DRIVER = textwrap.dedent(
+    """
+    import json, os, sys, lakecat
+    from lakecat.formats import all_formats
+    all_formats()  # the formats load first: Delta's sets delta-rs's allocator (lakecat.formats.delta), not a store
+    before = dict(os.environ)
+    cats = {"a": lakecat.connect(sys.argv[1]), "b": lakecat.connect(sys.argv[2])}
+    landing = sys.argv[3]
+    out = {"connect_changed_env": sorted(set(os.environ.items()) ^ set(before.items()))}
+    for key, cat in cats.items():
+        for fmt in ("iceberg", "delta"):
+            t = cat.create_table(f"s.ev_{fmt}", schema="id BIGINT, who STRING", format=fmt)
+            report = cat.ingest(t.name, lakecat.FileSource(f"{landing}/{key}", format="json"), trigger="available-now")
+            out[f"{key}_{fmt}"] = {"location": t.location, "rows_written": report.rows_written,
+                                   "light": sorted(t.read(engine="light").column("id").to_pylist()),
+                                   "light_who": sorted(set(t.read(engine="light").column("who").to_pylist())),
+                                   "files": t.describe().files, "versions": len(t.history())}
+    # the other catalog's tables again, after both exist: each still through its own store; Spark reads all four in
+    # the one session (each bucket with its own S3A settings)
+    for key, cat in cats.items():
+        for fmt in ("iceberg", "delta"):
+            t = cat.load_table(f"s.ev_{fmt}")
+            out[f"{key}_{fmt}"].update(light_again=sorted(t.read(engine="light").column("id").to_pylist()),
+                                       spark=sorted(r["id"] for r in t.to_spark().collect()))
+    out["changed_env"] = sorted(k for k in set(os.environ) | set(before) if os.environ.get(k) != before.get(k))
+    print(json.dumps(out))
+    """
+)
+
+
+def _moto_process(port: int) -> subprocess.Popen:
+    """A moto S3 server in a process of its own: moto keeps its buckets per process, so two servers in one process
+    would share them (and a read through the wrong endpoint would still find its bucket)."""
+    return subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def two_stores():
+    """Two S3 servers (separate moto processes), each with its own bucket and credentials."""
+    import socket
+    import time
+
+    stores, procs = {}, []
+    try:
+        for key in ("a", "b"):
+            port = free_port()
+            procs.append(_moto_process(port))
+            stores[key] = {"endpoint": f"http://127.0.0.1:{port}", "bucket": f"lakecat-store-{key}",
+                           "key": f"key-{key}", "secret": f"secret-{key}"}  # fmt: skip
+            deadline = time.monotonic() + 60
+            while True:
+                try:
+                    socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                    break
+                except OSError:
+                    assert procs[-1].poll() is None and time.monotonic() < deadline, "moto server did not start"
+                    time.sleep(0.2)
+            _s3_client(stores[key]).create_bucket(Bucket=stores[key]["bucket"])
+        yield stores
+    finally:
+        for proc in procs:
+            proc.terminate()
+            proc.wait(timeout=30)
+
+
+def _s3_client(store):
+    import boto3
+
+    return boto3.client("s3", region_name="us-east-1", endpoint_url=store["endpoint"],
+                        aws_access_key_id=store["key"], aws_secret_access_key=store["secret"])  # fmt: skip
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_two_catalogs_on_two_stores_in_one_process(two_stores, tmp_path):
+    """Each catalog carries its own object store (endpoint, credentials) to every engine it opens: two catalogs on
+    two S3 servers, in one process, each create, ingest and read (light path and Spark, one session) their own tables
+    of both formats, with no AWS_* variable set and the process environment unchanged. Each server then holds its own
+    catalog's files and nothing of the other's (independent readers: boto3, pyiceberg, deltalake)."""
+    confs, env = {}, {**_aws_free_env(), "LAKECAT_HOME": str(tmp_path / "home"), "PYSPARK_PYTHON": sys.executable,
+                      "AWS_EC2_METADATA_DISABLED": "true"}  # fmt: skip
+    rows = {"a": list(range(10)), "b": list(range(100, 105))}
+    for key, store in two_stores.items():
+        (tmp_path / "landing" / key).mkdir(parents=True)
+        (tmp_path / "landing" / key / "part-0.json").write_text(
+            "\n".join(json.dumps({"id": i, "who": key}) for i in rows[key]) + "\n"
+        )
+        env[f"LAKE_{key.upper()}_KEY"], env[f"LAKE_{key.upper()}_SECRET"] = store["key"], store["secret"]
+        confs[key] = tmp_path / f"{key}.toml"
+        confs[key].write_text(
+            f'name = "lake_{key}"\nwarehouse = "s3a://{store["bucket"]}/wh"\n'
+            f'metastore = "sqlite:///{tmp_path}/{key}.db"\n[spark]\nmaster = "local[2]"\n'
+            f'[storage]\nendpoint = "{store["endpoint"]}"\n'
+            f'access-key-id = "${{LAKE_{key.upper()}_KEY}}"\nsecret-access-key = "${{LAKE_{key.upper()}_SECRET}}"\n'
+        )
+    proc = subprocess.run([sys.executable, "-c", TWO_STORES_DRIVER, str(confs["a"]), str(confs["b"]), str(tmp_path / "landing")],
+                          env=env, capture_output=True, text=True, timeout=900)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:] + "\n--- spark.log ---\n" + _tail(tmp_path / "home/logs/spark.log")
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    # Connecting writes nothing to the environment; using both, only what pyspark sets for its own Python workers.
+    assert out["connect_changed_env"] == []
+    assert set(out["changed_env"]) <= {"SPARK_AUTH_SOCKET_TIMEOUT", "SPARK_BUFFER_SIZE"}, out["changed_env"]
+    for key, store in two_stores.items():
+        for fmt in ("iceberg", "delta"):
+            res = out[f"{key}_{fmt}"]
+            assert res["location"].startswith(f"s3a://{store['bucket']}/wh/"), res["location"]
+            assert res["rows_written"] == len(rows[key]) and res["light_who"] == [key]
+            assert res["light"] == res["light_again"] == res["spark"] == rows[key]
+            assert res["files"] >= 1 and res["versions"] >= 1
+
+    # Independent readers, each told one server's endpoint and credentials.
+    from deltalake import DeltaTable
+    from pyiceberg.catalog.sql import SqlCatalog
+
+    for key, store in two_stores.items():
+        other = two_stores["b" if key == "a" else "a"]
+        keys = [o["Key"] for o in _s3_client(store).list_objects_v2(Bucket=store["bucket"]).get("Contents", [])]
+        assert any(k.startswith("wh/s/ev_delta/") for k in keys) and any(k.startswith("wh/s/ev_iceberg/") for k in keys)
+        assert any(k.startswith("wh/_lakecat/checkpoints/") for k in keys)  # the ingest's checkpoints too
+        buckets = {b["Name"] for b in _s3_client(store).list_buckets()["Buckets"]}
+        assert buckets == {store["bucket"]}, buckets  # nothing of the other catalog reached this server
+        assert other["bucket"] not in buckets
+        pc = SqlCatalog(f"lake_{key}", uri=f"sqlite:///{tmp_path}/{key}.db", warehouse=f"s3a://{store['bucket']}/wh",
+                        **{"s3.endpoint": store["endpoint"], "s3.region": "us-east-1",
+                           "s3.access-key-id": store["key"], "s3.secret-access-key": store["secret"]})  # fmt: skip
+        ice = pc.load_table(("s", "ev_iceberg"))
+        assert sorted(ice.scan().to_arrow().column("id").to_pylist()) == rows[key]
+        delta = DeltaTable(out[f"{key}_delta"]["location"], storage_options={
+            "AWS_ENDPOINT_URL": store["endpoint"], "AWS_REGION": "us-east-1", "AWS_ALLOW_HTTP": "true",
+            "AWS_ACCESS_KEY_ID": store["key"], "AWS_SECRET_ACCESS_KEY": store["secret"]})  # fmt: skip
+        assert sorted(delta.to_pyarrow_table().column("id").to_pylist()) == rows[key]
+
+
 def test_object_storage_config_resolution(monkeypatch, tmp_path):
     """How a warehouse on s3a:// turns into Spark, pyiceberg and delta-rs settings (no JVM, no server)."""
     from lakecat.config import load_config_file
@@ -211,22 +345,40 @@ def test_object_storage_config_resolution(monkeypatch, tmp_path):
     )
     assert {p.split(":")[1] for p in _packages(cfg)} >= {"hadoop-aws", "iceberg-aws-bundle"}
     assert set(S3_EXCLUDES) <= set(_excludes(cfg))
-    # The environment wins over the file; a local warehouse pays for nothing.
+    # Per bucket too: a second catalog's bucket in the same session reaches its own store.
+    assert spark_conf["spark.hadoop.fs.s3a.bucket.b.endpoint"] == "http://minio:9000"
+    assert spark_conf["spark.hadoop.fs.s3a.bucket.b.path.style.access"] == "true"
+    # The file wins over the environment, which fills in what the file leaves unset; a local warehouse pays for nothing.
     monkeypatch.setenv("AWS_ENDPOINT_URL", "https://s3.example.com")
     monkeypatch.setenv("AWS_REGION", "eu-west-1")
-    assert load_config_file(conf).s3().endpoint == "https://s3.example.com"
-    assert storage_spark_conf(load_config_file(conf))["spark.hadoop.fs.s3a.connection.ssl.enabled"] == "true"
+    assert load_config_file(conf).s3().endpoint == "http://minio:9000"
+    assert load_config_file(conf).s3().region == "eu-west-1"
+    unset = tmp_path / "env.toml"
+    unset.write_text('name = "env"\nwarehouse = "s3a://b/wh"\nmetastore = "sqlite:////tmp/x.db"\n')
+    assert load_config_file(unset).s3().endpoint == "https://s3.example.com"
+    assert storage_spark_conf(load_config_file(unset))["spark.hadoop.fs.s3a.connection.ssl.enabled"] == "true"
     local = tmp_path / "local.toml"
     local.write_text('name = "l"\nwarehouse = "/tmp/wh"\nmetastore = "sqlite:////tmp/x.db"\n')
     lcfg = load_config_file(local)
     assert lcfg.s3() is None and storage_spark_conf(lcfg) == {} and lcfg.pyiceberg_properties() == {}
     assert not any("aws" in p for p in _packages(lcfg)) and not set(S3_EXCLUDES) & set(_excludes(lcfg))
-    # Secrets never come from the file.
+    # Secrets never come from the file: a catalog's own credentials are environment references, handed to each engine
+    # as options (never on a JVM's command line: Spark gets them on the running session).
     conf.write_text(
         'name = "lake"\nwarehouse = "s3a://b/wh"\nmetastore = "sqlite:////tmp/x.db"\n[storage]\nsecret-access-key = "x"\n'
     )
     with pytest.raises(ConfigError, match="AWS_SECRET_ACCESS_KEY"):
         load_config_file(conf)
+    monkeypatch.setenv("LAKE_KEY", "key-1")
+    monkeypatch.setenv("LAKE_SECRET", "secret-1")
+    conf.write_text('name = "lake"\nwarehouse = "s3a://b/wh"\nmetastore = "sqlite:////tmp/x.db"\n[storage]\n'
+                    'access-key-id = "${LAKE_KEY}"\nsecret-access-key = "${LAKE_SECRET}"\n')  # fmt: skip
+    cfg = load_config_file(conf)
+    assert "secret-1" not in repr(cfg.s3())
+    assert cfg.pyiceberg_properties()["s3.secret-access-key"] == "secret-1"
+    assert cfg.delta_storage_options()["AWS_ACCESS_KEY_ID"] == "key-1"
+    assert not any("secret-1" in v for v in {**storage_spark_conf(cfg), **iceberg_catalog_conf(cfg)}.values())
+    assert cfg.s3().hadoop_bucket_conf("b")["fs.s3a.bucket.b.secret.key"] == "secret-1"
 
 
 def test_hadoop_aws_matches_pyspark_hadoop():

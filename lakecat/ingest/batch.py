@@ -94,7 +94,9 @@ class BatchWriter:
 
     def stage_dead_letters(self, checkpoint: str) -> None:
         if self.dlq is not None:
-            self.staged = StagedDeadLetters(checkpoint, self.dlq, self.spark)
+            self.staged = StagedDeadLetters(
+                checkpoint, self.dlq, self.spark, every_s=self.settings.options.dead_letter_every_s
+            )
 
     def commit_dead_letters(self) -> None:
         """Commit the staged dead letters to the dead-letter table (at the start and the end of a run)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 from dataclasses import dataclass
@@ -20,6 +21,8 @@ UNKNOWN_MODES = ("sample", "all", "off")
 #: How long a finished ingest keeps ``/metrics`` up at most, waiting for a scrape: two of Prometheus's usual 15s
 #: scrape intervals.
 DEFAULT_METRICS_LINGER = "30s"
+#: How long at most a staged dead letter waits for its commit while a stream runs (``dead_letter_every``).
+DEFAULT_DEAD_LETTER_EVERY = "60s"
 
 
 @dataclass(frozen=True)
@@ -73,6 +76,11 @@ class IngestOptions:
         key: with ``cdc``, the column(s) identifying a row.
         branch: write to this branch of the table (Iceberg's write-audit-publish); the dead letters go to the
             dead-letter table's main line.
+        dead_letter_every: how long at most a batch's dead letters stay staged beside the checkpoint before they
+            are committed to the dead-letter table, while the stream runs: a duration (``60s``, the default) or
+            seconds. Shorter: dead letters show sooner, at the price of more small commits (and files) in the
+            dead-letter table; longer: fewer commits, dead letters seen later. Every run commits what it staged when it
+            ends; a Spark Connect engine's batches commit their own at once.
 
     Example:
         >>> cat.ingest("sales.orders", source, options=IngestOptions(trigger="every 10s", dedupe_key="id",
@@ -95,6 +103,7 @@ class IngestOptions:
     cdc: str | None = None
     key: str | list[str] | None = None
     branch: str | None = None
+    dead_letter_every: str | float | timedelta | None = None
 
     def __post_init__(self) -> None:
         Trigger.parse(self.trigger)
@@ -116,6 +125,9 @@ class IngestOptions:
         if self.metrics_linger is not None and self.metrics_port is None:
             raise InvalidArgumentError("--metrics-linger applies with --metrics-port")
         self.metrics_linger_s  # noqa: B018 - validates the duration
+        if self.dead_letter_every is not None and self.dlq in (False, None):
+            raise InvalidArgumentError("--dead-letter-every applies with a dead-letter table, not with --no-dlq")
+        self.dead_letter_every_s  # noqa: B018 - validates the duration
         if self.unknown_mode not in UNKNOWN_MODES:
             raise InvalidArgumentError(f"unknown-fields check {self.count_unknown_fields!r}: use sample, all or off")
         if isinstance(self.dlq, str):
@@ -172,6 +184,22 @@ class IngestOptions:
             seconds = 0.0 if str(value).strip() == "0" else parse_duration(value).total_seconds()
         if seconds < 0:
             raise InvalidArgumentError(f"--metrics-linger {value!r}: must not be negative")
+        return seconds
+
+    @property
+    def dead_letter_every_s(self) -> float:
+        """``dead_letter_every`` in seconds (``DEFAULT_DEAD_LETTER_EVERY`` when unset)."""
+        value = DEFAULT_DEAD_LETTER_EVERY if self.dead_letter_every is None else self.dead_letter_every
+        seconds: float | None = None
+        if isinstance(value, timedelta):
+            seconds = value.total_seconds()
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            seconds = float(value)
+        elif isinstance(value, str):
+            with contextlib.suppress(InvalidArgumentError):
+                seconds = parse_duration(value.strip()).total_seconds()
+        if seconds is None or not seconds > 0:
+            raise InvalidArgumentError(f"--dead-letter-every {value!r}: use a positive duration such as 30s")
         return seconds
 
     @property

@@ -4,9 +4,10 @@ A commit to a second table on every micro-batch costs as much as the batch's own
 a few hundred rows takes about as long as one of fifty thousand), so a topic with a bad record in every batch would
 ingest at half the rate of the clean topic. Instead each batch's dead letters are written as one Parquet file under
 ``<checkpoint>/_lakecat_dead_letters/`` before the batch returns (so before Spark logs the batch as done), and the
-staged files are appended to the dead-letter table together: when the oldest is ``COMMIT_EVERY_S`` old, when a batch
-has more bad records than ``STAGE_MAX_ROWS``, and when the run ends. A run that is killed leaves them staged; the next
-run commits them before its first batch.
+staged files are appended to the dead-letter table together: at the end of the first batch after the oldest is
+``every_s`` old (``IngestOptions.dead_letter_every``, a minute by default), when a batch has more bad records than
+``STAGE_MAX_ROWS``, and when the run ends. A run that is killed leaves them staged; the next run commits them before
+its first batch.
 
 Exactly once: the dead-letter table's bookkeeping (``Target``) holds the highest batch id committed; a write of the
 staged files carries the highest staged batch id, so every batch at or below it is in the table. A batch is done
@@ -35,7 +36,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-COMMIT_EVERY_S = 60.0  # the most a staged dead letter waits for its commit while the stream runs
 STAGE_MAX_ROWS = 100_000  # a batch with more bad records commits them itself (they are not collected in the driver)
 PREFIX, SUFFIX = "batch-", ".parquet"
 
@@ -43,11 +43,12 @@ PREFIX, SUFFIX = "batch-", ".parquet"
 class StagedDeadLetters:
     """The staged dead letters of one stream (one checkpoint) and their commit to the dead-letter table."""
 
-    def __init__(self, checkpoint: str, target: Target, spark: SparkSession) -> None:
+    def __init__(self, checkpoint: str, target: Target, spark: SparkSession, *, every_s: float) -> None:
         self.uri = f"{checkpoint.rstrip('/')}/_lakecat_dead_letters"
         self.fs, self.path = pyarrow_filesystem(self.uri)
         self.target = target
         self.spark = spark
+        self.every_s = every_s  # the most a staged dead letter waits for its commit while the stream runs
         self.oldest: float | None = None  # when the oldest file staged by this run was staged (monotonic)
         self._known: set[int] | None = None  # the staged batch ids
 
@@ -128,7 +129,7 @@ class StagedDeadLetters:
         return {r: n for r, n in reasons.items() if n}
 
     def due(self) -> bool:
-        return self.oldest is not None and time.monotonic() - self.oldest >= COMMIT_EVERY_S
+        return self.oldest is not None and time.monotonic() - self.oldest >= self.every_s
 
     def commit(self) -> int:
         """Append every staged file not yet in the table in one write, then remove the staged files; the number of

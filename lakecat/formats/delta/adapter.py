@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+from ...config import delta_storage_options
 from ...engine import first_line, spark_errors, sql_string, tblproperties, with_retries
 from ...errors import InvalidArgumentError, LakecatError, TableAlreadyExistsError
 from ...extras import installed_version
@@ -159,7 +160,7 @@ class DeltaFormat(DeltaVersions, DeltaMaintenance, DeltaHealth, DeltaEvolution, 
             raise InvalidArgumentError(f"{location} has no {LOG_DIR} directory: not a Delta table "
                                        "(a directory of Parquet files? use `lakecat convert`)")  # fmt: skip
         try:
-            DeltaTable(location).version()
+            DeltaTable(location, storage_options=delta_storage_options(location)).version()
         except Exception as e:  # noqa: BLE001 - delta-rs raises several kinds for a log it cannot read
             raise InvalidArgumentError(f"{location}: its Delta log cannot be read ({first_line(str(e))})") from e
         return FoundTable(location.rstrip("/"))
@@ -251,7 +252,7 @@ class DeltaFormat(DeltaVersions, DeltaMaintenance, DeltaHealth, DeltaEvolution, 
         if [p.name for p in local.iterdir()] != [LOG_DIR]:
             return False
         try:
-            dt = DeltaTable(location)
+            dt = DeltaTable(location, storage_options=delta_storage_options(location))
         except (DeltaRsNotFound, DeltaError, OSError):
             return False
         fields = [f.name for f in dt.schema().fields]
@@ -264,7 +265,8 @@ class DeltaFormat(DeltaVersions, DeltaMaintenance, DeltaHealth, DeltaEvolution, 
         from deltalake.exceptions import TableNotFoundError as DeltaRsNotFound
 
         try:
-            return DeltaTable(table.entry.location, version=version)
+            location = table.entry.location
+            return DeltaTable(location, version=version, storage_options=delta_storage_options(location))
         except DeltaRsNotFound as e:
             raise LakecatError(f"table {table.entry.ident}: no Delta table at {table.entry.location}") from e
 

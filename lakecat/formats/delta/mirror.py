@@ -15,6 +15,7 @@ from datetime import date
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
+from ...config import delta_storage_options
 from ...errors import UnsupportedOperationError
 from ...files import fs_for
 from .log import arrow, commit_actions, log_entries
@@ -188,7 +189,7 @@ class VersionChange:
 def _delta_table(location: str, version: int | None = None) -> Any:
     from deltalake import DeltaTable
 
-    return DeltaTable(location, version=version)
+    return DeltaTable(location, version=version, storage_options=delta_storage_options(location))
 
 
 def delta_state(dt: Any) -> DeltaState:

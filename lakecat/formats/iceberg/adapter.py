@@ -229,7 +229,7 @@ class IcebergFormat(IcebergVersions, IcebergMaintenance, IcebergHealth, IcebergE
     # no class of its own): only the message tells it from any other bad argument.
     files_gone_messages = ("Cannot find snapshot",)
 
-    _sql_catalogs: ClassVar[dict[tuple[str, str], Any]] = {}
+    _sql_catalogs: ClassVar[dict[tuple[Any, ...], Any]] = {}
     # pyiceberg tables read from metadata files, by file (immutable; parsed once per process, not once per question)
     _static: ClassVar[dict[str, Any]] = {}
 
@@ -293,14 +293,15 @@ class IcebergFormat(IcebergVersions, IcebergMaintenance, IcebergHealth, IcebergE
         as Spark's, or the REST (Hive, Glue) catalog the config names."""
         if rest.is_external(ctx.config):
             return rest.catalog(ctx.config)
-        key = (ctx.name, ctx.config.metastore.sqlalchemy_url)
+        props = ctx.config.pyiceberg_properties()  # the catalog's own object store
+        key = (ctx.name, ctx.config.metastore.sqlalchemy_url, tuple(sorted(props.items())))
         if key not in self._sql_catalogs:
             ctx.metastore.ready()  # lakecat's schema of the catalog tables, not pyiceberg's, when they are new
             logging.getLogger("pyiceberg.catalog.sql").setLevel(logging.ERROR)
             from pyiceberg.catalog.sql import SqlCatalog
 
             self._sql_catalogs[key] = SqlCatalog(ctx.name, uri=ctx.config.metastore.sqlalchemy_url,
-                                                 warehouse=ctx.config.warehouse_uri, **ctx.config.pyiceberg_properties())  # fmt: skip
+                                                 warehouse=ctx.config.warehouse_uri, **props)  # fmt: skip
         return self._sql_catalogs[key]
 
     def library_catalog(self, ctx: CatalogContext) -> Any:
