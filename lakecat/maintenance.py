@@ -4,7 +4,8 @@ This module is format-neutral: it validates arguments, plans, applies policies a
 retries commit conflicts and reports; the work itself is the adapter's (``TableFormat.compact``,
 ``expire``, ``find_orphans``/``delete_orphans``, ``rewrite_metadata``). Every operation has a dry run
 that changes nothing and says what would change; dry runs of compaction and expiry are computed from
-metadata (pyiceberg / delta-rs); orphan cleanup asks Iceberg's engine, Delta's is computed from the log.
+metadata (pyiceberg / delta-rs). Expiry, orphan cleanup and metadata upkeep run on the light engine (pyiceberg /
+delta-rs and lakecat's own file accounting, no JVM) or on Spark, as ``engine_for`` decides; each result says which.
 
 Safety floors (a shorter window is refused unless ``force``, exit code 2) are the adapter's
 ``safety_floor``: Delta 7 days (Delta's own ``retentionDurationCheck``), Iceberg 24 hours (the rule
@@ -641,6 +642,15 @@ def _engine_note(result: ExpireResult | OrphanResult | MetadataResult) -> str:
     return f"{result.engine} engine: {result.engine_reason}" if result.engine else ""
 
 
+def _would_run_on(table: TableLike, action: str, engine: str | None, policy: dict[str, str],
+                  planned: ExpireResult | OrphanResult | MetadataResult) -> None:  # fmt: skip
+    """A due step's plan (made with lakecat's choice of engine, so a step with nothing to do never fails on a forced
+    engine) says the engine it will run on when one is forced; a forced light run it cannot do is refused here."""
+    if engine is not None:
+        choice = engine_for(table, action, engine, policy)
+        planned.engine, planned.engine_reason = choice.engine, choice.reason
+
+
 def _maintain_action(
     table: TableLike, action: str, policy: dict[str, str], dry_run: bool, force: bool, engine: str | None = None
 ) -> MaintainAction:
@@ -672,11 +682,12 @@ def _maintain_action(
     if action == "expire":
         older = policy.get("lakecat.expire.older-than")
         keep = int(policy["lakecat.expire.retain-last"]) if "lakecat.expire.retain-last" in policy else None
-        kw_e: dict[str, Any] = {"older_than": older, "retain_last": keep, "force": force, "engine": engine,
-                                "policy": policy}  # fmt: skip
+        kw_e: dict[str, Any] = {"older_than": older, "retain_last": keep, "force": force, "policy": policy}
         planned = expire(table, dry_run=True, **kw_e)
         if not planned.expired_versions and not planned.deleted_files:
             return MaintainAction("expire", "skipped", "no version is old enough to expire", planned.to_dict())
+        _would_run_on(table, "expire", engine, policy, planned)
+        kw_e["engine"] = engine
         if dry_run:
             return MaintainAction(
                 "expire",
@@ -689,20 +700,24 @@ def _maintain_action(
         return MaintainAction("expire", "done", _engine_note(done_e), done_e.to_dict())
     if action == "clean-orphans":
         older = policy.get("lakecat.orphans.older-than")
-        kw_o: dict[str, Any] = {"older_than": older, "force": force, "engine": engine, "policy": policy}
+        kw_o: dict[str, Any] = {"older_than": older, "force": force, "policy": policy}
         res = clean_orphans(table, dry_run=True, **kw_o)
         if not res.orphan_files:
             return MaintainAction("clean-orphans", "skipped", "no orphan files older than the window", res.to_dict())
+        _would_run_on(table, "clean-orphans", engine, policy, res)
+        kw_o["engine"] = engine
         if dry_run:
             return MaintainAction("clean-orphans", "would-run",
                                   f"{plural(len(res.orphan_files), 'file')}; {_engine_note(res)}", res.to_dict())  # fmt: skip
         done_o = clean_orphans(table, **kw_o)
         return MaintainAction("clean-orphans", "done", _engine_note(done_o), done_o.to_dict())
     threshold = table.adapter.metadata_upkeep_threshold
-    kw_m: dict[str, Any] = {"min_count": threshold, "engine": engine, "policy": policy}
+    kw_m: dict[str, Any] = {"min_count": threshold, "policy": policy}
     res_m = rewrite_metadata(table, dry_run=True, **kw_m)
     if not res_m.needed:
         return MaintainAction("rewrite-metadata", "skipped", res_m.detail, res_m.to_dict())
+    _would_run_on(table, "rewrite-metadata", engine, policy, res_m)
+    kw_m["engine"] = engine
     if dry_run:
         return MaintainAction(
             "rewrite-metadata", "would-run", f"{res_m.detail}; {_engine_note(res_m)}", res_m.to_dict()

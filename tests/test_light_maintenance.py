@@ -286,3 +286,43 @@ def test_maintain_auto_from_a_script_starts_no_java(catalog, ns, light_cli, tmp_
     engines = {(r["table"], r["action"]): r["engine"] for r in runs}
     assert engines == {(t.name, a): "light" for t in (ice, delta) for a in ("expire", "clean-orphans")}
     assert all(r["engine_reason"] for r in runs)
+
+
+def test_maintain_engine_forced_and_logged(cli, catalog, spark, ns, tmp_path):
+    ice = catalog.create_table(f"{ns}.i", schema="id BIGINT NOT NULL", format="iceberg")
+    delta = catalog.create_table(f"{ns}.d", schema="id BIGINT NOT NULL", format="delta")
+    for t in (ice, delta):
+        for i in range(3):
+            spark.sql(f"INSERT INTO {t.spark_name} VALUES ({i})")
+    plan = tmp_path / "plan.toml"
+    plan.write_text('[defaults]\nforce = true\nexpire.older-than = "0s"\nexpire.retain-last = 1\n')
+
+    def maintain(*args):
+        code, out, err = cli("maintain", f"{ns}.*", "--plan", plan, *args, "--json")
+        return code, json.loads(out), err
+
+    code, doc, err = maintain("--engine", "spark", "--dry-run")
+    assert code == 0, err
+    planned = {r["name"]: {a["action"]: a for a in r["actions"]} for r in doc["tables"]}
+    assert planned[ice.name]["expire"]["status"] == "would-run"
+    assert "spark engine: engine=spark was asked for" in planned[ice.name]["expire"]["reason"]
+    assert "light engine: " in planned[delta.name]["expire"]["reason"]
+    assert "no Spark step" in planned[delta.name]["expire"]["result"]["engine_reason"]
+
+    code, doc, err = maintain("--engine", "spark")
+    assert code == 0, err
+    runs = {(r["table"], r["action"]): r for r in json.loads(cli("maintenance-log", f"{ns}.*", "--json")[1])}
+    assert runs[(ice.name, "expire")]["engine"] == "spark"
+    assert runs[(ice.name, "expire")]["engine_reason"] == "engine=spark was asked for"
+    assert runs[(delta.name, "expire")]["engine"] == "light" and runs[(ice.name, "expire")]["outcome"] == "ok"
+    assert len(_snapshots(ice)) == 1 and sorted(r["id"] for r in read_rows(catalog, ice)) == [0, 1, 2]
+
+    # forced light on a table it cannot do exactly: that table fails in one line, the others still run
+    spark.sql(f"INSERT INTO {ice.spark_name} VALUES (3)")
+    ice.set_properties({"gc.enabled": "false"})
+    before = _disk(ice)
+    code, doc, err = maintain("--engine", "light")
+    assert code == 1
+    failed = {r["name"]: r for r in doc["tables"] if r["status"] == "failed"}
+    assert set(failed) == {ice.name} and "cannot run without Spark: gc.enabled is false" in failed[ice.name]["error"]
+    assert _disk(ice) == before
