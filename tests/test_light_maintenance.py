@@ -210,6 +210,8 @@ def test_engine_forcing_and_refusals(cli, catalog, spark, ns):
 
     code, doc, _ = run("expire", ice.name, "--dry-run")
     assert code == 0 and doc["engine"] == "light" and "light-max-bytes" in doc["engine_reason"]
+    code, out, _ = cli("expire", ice.name, "--dry-run")  # the human line says it too
+    assert code == 0 and "engine: light — " in out and "lakecat.maintain.light-max-bytes" in out
     code, doc, _ = run("expire", ice.name, "--dry-run", "--engine", "spark")
     assert code == 0 and doc["engine"] == "spark" and doc["engine_reason"] == "engine=spark was asked for"
     code, doc, _ = run("clean-orphans", ice.name, "--dry-run", "--engine", "light")
