@@ -20,6 +20,15 @@ from ._render import exact_size, human_duration, human_time, key, num, print_tab
 
 DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Change nothing; report what would change.")]
 ForceOpt = Annotated[bool, typer.Option("--force", help="Allow a window shorter than the format's safety floor.")]
+EngineOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--engine",
+        metavar="light|spark|auto",
+        help="Force the engine: light (pyiceberg / delta-rs, no JVM) or spark (default auto: light when the table's "
+        "features allow and the work is under lakecat.maintain.light-max-bytes).",
+    ),
+]
 
 
 def compact(
@@ -98,12 +107,14 @@ def expire(
     ] = None,
     dry_run: DryRunOpt = False,
     force: ForceOpt = False,
+    engine: EngineOpt = None,
     catalog: CatalogOpt = None,
     json_: JsonOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
-    """Expire old versions and delete the files only they reference (Iceberg expire_snapshots; Delta: files found
-    from the log, then the log truncated at a checkpoint — not VACUUM, whose window is whole hours).
+    """Expire old versions and delete the files only they reference (Iceberg: its snapshots removed by pyiceberg, or
+    Spark's expire_snapshots; Delta: files found from the log, then the log truncated at a checkpoint — not VACUUM,
+    whose window is whole hours).
 
     Example: lakecat expire sales.orders --older-than 14d --retain-last 10 --dry-run
     """
@@ -112,7 +123,7 @@ def expire(
     def api():  # type: ignore[no-untyped-def]
         t = connect(catalog).load_table(name)
         with out.status(f"{'planning expiry of' if dry_run else 'expiring'} {name}"):
-            return t.expire(older_than=older_than, retain_last=retain_last, dry_run=dry_run, force=force)
+            return t.expire(older_than=older_than, retain_last=retain_last, dry_run=dry_run, force=force, engine=engine)
 
     def human(console, r):  # type: ignore[no-untyped-def]
         verb = "would expire" if r.dry_run else "expired"
@@ -130,6 +141,7 @@ def expire(
                 f" and {len(r.expired_versions) - 10} more (--json lists all)" if len(r.expired_versions) > 10 else ""
             )
             console.print(f"  {'versions to expire' if r.dry_run else 'expired versions'}: {shown}{more}", markup=False)
+        _print_engine(console, r)
 
     run(out, api, human)
 
@@ -142,11 +154,13 @@ def clean_orphans(
     ] = None,
     dry_run: DryRunOpt = False,
     force: ForceOpt = False,
+    engine: EngineOpt = None,
     catalog: CatalogOpt = None,
     json_: JsonOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
-    """Delete files in the table's directory that no version references (Iceberg remove_orphan_files, Delta VACUUM).
+    """Delete files in the table's directory that no version references and that are older than the window (found
+    from the table's metadata without a JVM, or Iceberg's remove_orphan_files on Spark).
 
     Example: lakecat clean-orphans sales.orders --older-than 3d --dry-run
     """
@@ -155,7 +169,7 @@ def clean_orphans(
     def api():  # type: ignore[no-untyped-def]
         t = connect(catalog).load_table(name)
         with out.status(f"looking for orphan files of {name}"):
-            return t.clean_orphans(older_than=older_than, dry_run=dry_run, force=force)
+            return t.clean_orphans(older_than=older_than, dry_run=dry_run, force=force, engine=engine)
 
     def human(console, r):  # type: ignore[no-untyped-def]
         verb = "would delete" if r.dry_run else "deleted"
@@ -167,6 +181,7 @@ def clean_orphans(
             console.print(f"  {f}", markup=False)
         if len(r.orphan_files) > 50:
             console.print(f"  ... and {len(r.orphan_files) - 50} more (--json lists all)")
+        _print_engine(console, r)
 
     run(out, api, human)
 
@@ -227,6 +242,7 @@ def maintain(
             help="Succeed when PATTERN matches no table (without it: exit 1, so a typo does not turn maintenance off).",
         ),
     ] = False,
+    engine: EngineOpt = None,
     dry_run: DryRunOpt = False,
     catalog: CatalogOpt = None,
     json_: JsonOpt = False,
@@ -240,6 +256,9 @@ def maintain(
     Example: lakecat maintain 'sales.*' --plan plan.toml --json · lakecat maintain --auto --every 10m --max-minutes 8
     """
     out = Output(json_, verbose)
+    if every is not None and engine is not None:
+        run(out, lambda: _refuse("--engine goes with one pass (the service chooses the engine per step)"), None)  # type: ignore[arg-type]
+        return
     if every is not None or any(v is not None for v in (max_minutes, parallel, metrics_port)):
         _serve(out, catalog, pattern, plan=plan, auto=auto, every=every, max_minutes=max_minutes,
                parallel=parallel, metrics_port=metrics_port, dry_run=dry_run, prometheus=prometheus,
@@ -258,7 +277,7 @@ def maintain(
                 update(completed=done, total=total, description=f"maintain {name}" if name else "maintain")
 
             report = cat.maintain(pattern, plan=plan, dry_run=dry_run, auto=auto, progress=progress,
-                                  allow_empty=allow_empty)  # fmt: skip
+                                  allow_empty=allow_empty, engine=engine)  # fmt: skip
         if prometheus is not None:  # the state the maintenance left behind, read on the light path
             from lakecat.metrics import write_health_textfile
 
@@ -272,7 +291,8 @@ def maintain(
         t = table(key("table"), key("format"), key("status"), "actions", num("time"), "health" if r.auto else "error",
                   title="maintenance" + (" (auto)" if r.auto else "") + (" (dry run)" if r.dry_run else ""))  # fmt: skip
         for tm in r.tables:
-            acts = [f"{a.action} {a.status}" for a in tm.actions if a.status != "skipped"]
+            acts = [f"{a.action} {a.status}" + (f" ({a.result['engine']})" if (a.result or {}).get("engine") else "")
+                    for a in tm.actions if a.status != "skipped"]  # fmt: skip
             style = {"failed": "red", "ok": "green", "planned": "yellow"}.get(tm.status, "")
             why = f"{tm.health['verdict']}: {tm.health['reason']}" if r.auto and tm.health else ""
             t.add_row(tm.name, tm.format, Text(tm.status, style=style), ", ".join(acts) or "nothing needed",
@@ -284,6 +304,15 @@ def maintain(
     report = run(out, api, human)
     if report.failed:
         raise typer.Exit(1)
+
+
+def _refuse(message: str) -> None:
+    raise InvalidArgumentError(message)
+
+
+def _print_engine(console, r) -> None:  # type: ignore[no-untyped-def]
+    if r.engine:
+        console.print(f"  engine: {r.engine} — {r.engine_reason}", markup=False)
 
 
 def _serve(out: Output, catalog: str | None, pattern: str | None, *, plan: Path | None, auto: bool, every: str | None,
@@ -390,7 +419,9 @@ def maintenance_log(
                     if run_.bytes_deleted else "")  # fmt: skip
             detail = run_.error or (f"{run_.snapshots_removed} versions removed" if run_.snapshots_removed else "")
             style = {"failed": "red", "ok": "green", "skipped": "yellow"}.get(run_.outcome, "")
-            action = run_.action + (f" ({run_.tier})" if run_.tier else "")
+            action = (
+                run_.action + (f" ({run_.tier})" if run_.tier else "") + (f" [{run_.engine}]" if run_.engine else "")
+            )
             t.add_row(human_time(run_.started), run_.table, action, Text(run_.outcome, style=style),
                       human_duration(run_.seconds), files, size, detail)  # fmt: skip
         print_table(console, t)

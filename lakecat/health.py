@@ -336,8 +336,10 @@ def maintain_auto(
     dry_run: bool = False,
     progress: Callable[[str, int, int], None] | None = None,
     allow_empty: bool = False,
+    engine: str | None = None,
 ) -> MaintainResult:
-    """Run, per table, only what its health calls for (``maintain --auto``); carry on past failures.
+    """Run, per table, only what its health calls for (``maintain --auto``); carry on past failures (``engine`` as
+    for ``maintain``).
 
     Each action is the one ``maintain`` runs, with the table's policy; the health verdict and its reason
     are the report's ``health`` entry of every table.
@@ -354,5 +356,12 @@ def maintain_auto(
         return actions, {"verdict": h.verdict, "reason": h.reason, "needs": h.needs}
 
     return maintain(
-        catalog, pattern, plan=plan, dry_run=dry_run, progress=progress, decide=decide, allow_empty=allow_empty
+        catalog,
+        pattern,
+        plan=plan,
+        dry_run=dry_run,
+        progress=progress,
+        decide=decide,
+        allow_empty=allow_empty,
+        engine=engine,
     )

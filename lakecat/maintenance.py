@@ -4,7 +4,8 @@ This module is format-neutral: it validates arguments, plans, applies policies a
 retries commit conflicts and reports; the work itself is the adapter's (``TableFormat.compact``,
 ``expire``, ``find_orphans``/``delete_orphans``, ``rewrite_metadata``). Every operation has a dry run
 that changes nothing and says what would change; dry runs of compaction and expiry are computed from
-metadata (pyiceberg / delta-rs); orphan cleanup asks Iceberg's engine, Delta's is computed from the log.
+metadata (pyiceberg / delta-rs). Expiry, orphan cleanup and metadata upkeep run on the light engine (pyiceberg /
+delta-rs and lakecat's own file accounting, no JVM) or on Spark, as ``engine_for`` decides; each result says which.
 
 Safety floors (a shorter window is refused unless ``force``, exit code 2) are the adapter's
 ``safety_floor``: Delta 7 days (Delta's own ``retentionDurationCheck``), Iceberg 24 hours (the rule
@@ -25,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import mirror
 from .engine import RETRY_ATTEMPTS, java_message, now, parse_expression, validate_properties, with_retries
+from .engine_choice import EngineChoice, check_engine, choose_engine
 from .errors import (
     CommitConflictError,
     InvalidArgumentError,
@@ -171,6 +173,21 @@ def _check_floor(table: TableLike, window: timedelta, force: bool, what: str) ->
             f"of {format_duration(floor)} ({adapter.safety_floor_reason}); pass force=True if no other job "
             "reads or writes this table"
         ).with_cli_terms({"force=True": "--force"})
+
+
+def engine_for(table: TableLike, action: str, requested: str | None, policy: dict[str, str]) -> EngineChoice:
+    """The engine that runs maintenance ``action`` on ``table``: the format's only one when it has one (a request for
+    the other is noted in the reason), else ``choose_engine`` on the format's blockers and measure of the work."""
+    requested = check_engine(requested)
+    sole = table.adapter.sole_engine(table, action)
+    if sole is not None:
+        engine, why = sole
+        if requested is not None and requested != engine:
+            why += f"; engine={requested} was asked for, but there is no {requested.capitalize()} step for it"
+        return EngineChoice(engine, why)
+    blockers = table.adapter.light_blockers(table, action)
+    work = table.adapter.light_work_bytes(table, action) if requested is None and not blockers else 0
+    return choose_engine(table, action, requested=requested, work_bytes=work, policy=policy, blockers=blockers)
 
 
 def _record_run(table: TableLike, action: str) -> None:
@@ -333,11 +350,17 @@ def expire(
     retain_last: int | None = None,
     dry_run: bool = False,
     force: bool = False,
+    engine: str | None = None,
+    policy: dict[str, str] | None = None,
 ) -> ExpireResult:
-    """Expire old versions and delete the files only they reference. See ``Table.expire``."""
+    """Expire old versions and delete the files only they reference. See ``Table.expire``.
+
+    ``engine`` ("light", "spark", None: lakecat chooses) and ``policy`` (the resolved policy ``maintain`` passes;
+    default the table's own ``lakecat.*`` properties) decide which engine runs (``lakecat.engine_choice``)."""
     started = time.monotonic()
     table.adapter.require("expire", "expire")
-    policy = table_policy(table)
+    requested = check_engine(engine)
+    policy = table_policy(table) if policy is None else policy
     if older_than is None and "lakecat.expire.older-than" in policy:
         older_than = policy["lakecat.expire.older-than"]
     if retain_last is None and "lakecat.expire.retain-last" in policy:
@@ -347,28 +370,39 @@ def expire(
     if keep < 1:
         raise InvalidArgumentError("invalid --retain-last: must be at least 1 (the current version is always kept)")
     _check_floor(table, window, force, "expire")
+    table.refresh()
+    choice = engine_for(table, "expire", requested, policy)
 
     def run() -> ExpireResult:
         table.refresh()
-        return table.adapter.expire(table, window, keep, dry_run, force)
+        return table.adapter.expire(table, window, keep, dry_run, force, engine=choice.engine)
 
     res, retries = with_retries(run, what=f"expire {table.name}")
     if not dry_run:
         _record_run(table, "expire")
     res.retries = retries
+    res.engine, res.engine_reason = choice.engine, choice.reason
     res.duration_s = round(time.monotonic() - started, 3)
     return res
 
 
 # --- orphans -----------------------------------------------------------------------------------
 def clean_orphans(
-    table: TableLike, *, older_than: str | timedelta | None = None, dry_run: bool = False, force: bool = False
+    table: TableLike,
+    *,
+    older_than: str | timedelta | None = None,
+    dry_run: bool = False,
+    force: bool = False,
+    engine: str | None = None,
+    policy: dict[str, str] | None = None,
 ) -> OrphanResult:
-    """Delete files in the table's directory that no version references and that are older than the window."""
+    """Delete files in the table's directory that no version references and that are older than the window
+    (``engine`` and ``policy`` as for ``expire``)."""
     started = time.monotonic()
     adapter = table.adapter
     adapter.require("clean_orphans", "clean-orphans")
-    policy = table_policy(table)
+    requested = check_engine(engine)
+    policy = table_policy(table) if policy is None else policy
     if older_than is None and "lakecat.orphans.older-than" in policy:
         older_than = policy["lakecat.orphans.older-than"]
     window = _window(older_than, adapter.default_orphan_window, "--older-than")
@@ -376,9 +410,10 @@ def clean_orphans(
     table.refresh()
     adapter.current_version(table)  # a table whose metadata is gone fails here, in one line, before any engine work
     cutoff = now() - window
+    choice = engine_for(table, "clean-orphans", requested, policy)
 
     def run() -> OrphanResult:
-        found = adapter.find_orphans(table, cutoff, window)
+        found = adapter.find_orphans(table, cutoff, window, engine=choice.engine)
         sizes = file_sizes(found)
         res = OrphanResult(
             table=table.name, format=table.format, orphan_files=sorted(found), deleted_files=len(found),
@@ -387,7 +422,7 @@ def clean_orphans(
         )  # fmt: skip
         if dry_run or not found:
             return res
-        adapter.delete_orphans(table, cutoff, window)
+        adapter.delete_orphans(table, cutoff, window, engine=choice.engine)
         gone = [f for f in found if not exists(f)]
         res.deleted_files, res.deleted_bytes = len(gone), sum(sizes.get(f, 0) for f in gone)
         return res
@@ -396,16 +431,30 @@ def clean_orphans(
     if not dry_run:
         _record_run(table, "clean-orphans")
     res.retries = retries
+    res.engine, res.engine_reason = choice.engine, choice.reason
     res.duration_s = round(time.monotonic() - started, 3)
     return res
 
 
 # --- metadata upkeep ---------------------------------------------------------------------------
-def rewrite_metadata(table: TableLike, *, dry_run: bool = False, min_count: int = 2) -> MetadataResult:
-    """The format's metadata upkeep: Iceberg merges manifests, Delta writes a checkpoint and cleans up its log."""
+def rewrite_metadata(
+    table: TableLike,
+    *,
+    dry_run: bool = False,
+    min_count: int = 2,
+    engine: str | None = None,
+    policy: dict[str, str] | None = None,
+) -> MetadataResult:
+    """The format's metadata upkeep: Iceberg merges manifests, Delta writes a checkpoint and cleans up its log
+    (``engine`` and ``policy`` as for ``expire``)."""
     table.adapter.require("rewrite_metadata", "rewrite-metadata")
+    requested = check_engine(engine)
+    policy = table_policy(table) if policy is None else policy
     table.refresh()
-    return table.adapter.rewrite_metadata(table, dry_run, min_count)
+    choice = engine_for(table, "rewrite-metadata", requested, policy)
+    res = table.adapter.rewrite_metadata(table, dry_run, min_count, engine=choice.engine)
+    res.engine, res.engine_reason = choice.engine, choice.reason
+    return res
 
 
 # --- properties / policies ---------------------------------------------------------------------
@@ -460,8 +509,12 @@ def maintain(
     progress: Callable[[str, int, int], None] | None = None,
     decide: Decide | None = None,
     allow_empty: bool = False,
+    engine: str | None = None,
 ) -> MaintainResult:
     """Run the maintenance each matching table's policy asks for; carry on past failures.
+
+    ``engine`` ("light", "spark", None: lakecat chooses per step) is the engine of expiry, orphan cleanup and
+    metadata upkeep (``lakecat.engine_choice``); each action's result says which ran and why.
 
     ``decide(table, policy)`` (``maintain --auto``: the table's health) narrows each table's actions to the
     ones it returns, with a note kept in the report; without it every action whose policy calls for it runs.
@@ -469,6 +522,7 @@ def maintain(
     A ``pattern`` that matches no table raises ``NoTableMatchesError`` unless ``allow_empty``.
     """
     started = time.monotonic()
+    engine = check_engine(engine)
     loaded = load_plan(plan)
     entries = matching_entries(catalog, pattern, allow_empty=allow_empty)
     scoped = ScopedPolicies(catalog.metastore).all()
@@ -477,7 +531,7 @@ def maintain(
         if progress is not None:
             progress(str(entry.ident), i, len(entries))
         table = catalog.load_table(entry.ident)
-        reports.append(maintain_table(table, loaded, dry_run=dry_run, decide=decide, scoped=scoped))
+        reports.append(maintain_table(table, loaded, dry_run=dry_run, decide=decide, scoped=scoped, engine=engine))
     if progress is not None:
         progress("", len(entries), len(entries))
     failed = sum(r.status == "failed" for r in reports)
@@ -498,6 +552,7 @@ def maintain_table(
     scoped: dict[str, dict[str, str]] | None = None,
     stop: threading.Event | None = None,
     source: str = "maintain",
+    engine: str | None = None,
 ) -> TableMaintenance:
     """One table's maintenance (see ``maintain``); ``plan`` is a loaded plan (``load_plan``).
 
@@ -532,7 +587,7 @@ def maintain_table(
                 continue
             began = (time.time(), time.monotonic())
             try:
-                action = _maintain_action(table, current, policy, dry_run, force)
+                action = _maintain_action(table, current, policy, dry_run, force, engine)
             except CommitConflictError as e:
                 action = MaintainAction(current, "skipped", f"commit conflict, left to the next run: {e}")
                 action.result = {"conflict": True}
@@ -582,8 +637,22 @@ _ACTION_CAPABILITY = {
 }
 
 
+def _engine_note(result: ExpireResult | OrphanResult | MetadataResult) -> str:
+    """The engine a step ran (or would run) on and why, for its maintenance report."""
+    return f"{result.engine} engine: {result.engine_reason}" if result.engine else ""
+
+
+def _would_run_on(table: TableLike, action: str, engine: str | None, policy: dict[str, str],
+                  planned: ExpireResult | OrphanResult | MetadataResult) -> None:  # fmt: skip
+    """A due step's plan (made with lakecat's choice of engine, so a step with nothing to do never fails on a forced
+    engine) says the engine it will run on when one is forced; a forced light run it cannot do is refused here."""
+    if engine is not None:
+        choice = engine_for(table, action, engine, policy)
+        planned.engine, planned.engine_reason = choice.engine, choice.reason
+
+
 def _maintain_action(
-    table: TableLike, action: str, policy: dict[str, str], dry_run: bool, force: bool
+    table: TableLike, action: str, policy: dict[str, str], dry_run: bool, force: bool, engine: str | None = None
 ) -> MaintainAction:
     if not table.adapter.supports(_ACTION_CAPABILITY[action]):
         return MaintainAction(action, "skipped", f"not supported for {table.format} tables")
@@ -613,33 +682,45 @@ def _maintain_action(
     if action == "expire":
         older = policy.get("lakecat.expire.older-than")
         keep = int(policy["lakecat.expire.retain-last"]) if "lakecat.expire.retain-last" in policy else None
-        planned = expire(table, older_than=older, retain_last=keep, force=force, dry_run=True)
+        kw_e: dict[str, Any] = {"older_than": older, "retain_last": keep, "force": force, "policy": policy}
+        planned = expire(table, dry_run=True, **kw_e)
         if not planned.expired_versions and not planned.deleted_files:
             return MaintainAction("expire", "skipped", "no version is old enough to expire", planned.to_dict())
+        _would_run_on(table, "expire", engine, policy, planned)
+        kw_e["engine"] = engine
         if dry_run:
             return MaintainAction(
                 "expire",
                 "would-run",
-                f"{plural(len(planned.expired_versions), 'version')}, {plural(planned.deleted_files, 'file')}",
+                f"{plural(len(planned.expired_versions), 'version')}, {plural(planned.deleted_files, 'file')}; "
+                + _engine_note(planned),
                 planned.to_dict(),
             )
-        return MaintainAction(
-            "expire", "done", "", expire(table, older_than=older, retain_last=keep, force=force).to_dict()
-        )
+        done_e = expire(table, **kw_e)
+        return MaintainAction("expire", "done", _engine_note(done_e), done_e.to_dict())
     if action == "clean-orphans":
         older = policy.get("lakecat.orphans.older-than")
-        res = clean_orphans(table, older_than=older, dry_run=True, force=force)
+        kw_o: dict[str, Any] = {"older_than": older, "force": force, "policy": policy}
+        res = clean_orphans(table, dry_run=True, **kw_o)
         if not res.orphan_files:
             return MaintainAction("clean-orphans", "skipped", "no orphan files older than the window", res.to_dict())
+        _would_run_on(table, "clean-orphans", engine, policy, res)
+        kw_o["engine"] = engine
         if dry_run:
-            return MaintainAction("clean-orphans", "would-run", plural(len(res.orphan_files), "file"), res.to_dict())
-        return MaintainAction(
-            "clean-orphans", "done", "", clean_orphans(table, older_than=older, force=force).to_dict()
-        )
+            return MaintainAction("clean-orphans", "would-run",
+                                  f"{plural(len(res.orphan_files), 'file')}; {_engine_note(res)}", res.to_dict())  # fmt: skip
+        done_o = clean_orphans(table, **kw_o)
+        return MaintainAction("clean-orphans", "done", _engine_note(done_o), done_o.to_dict())
     threshold = table.adapter.metadata_upkeep_threshold
-    res_m = rewrite_metadata(table, dry_run=True, min_count=threshold)
+    kw_m: dict[str, Any] = {"min_count": threshold, "policy": policy}
+    res_m = rewrite_metadata(table, dry_run=True, **kw_m)
     if not res_m.needed:
         return MaintainAction("rewrite-metadata", "skipped", res_m.detail, res_m.to_dict())
+    _would_run_on(table, "rewrite-metadata", engine, policy, res_m)
+    kw_m["engine"] = engine
     if dry_run:
-        return MaintainAction("rewrite-metadata", "would-run", res_m.detail, res_m.to_dict())
-    return MaintainAction("rewrite-metadata", "done", "", rewrite_metadata(table, min_count=threshold).to_dict())
+        return MaintainAction(
+            "rewrite-metadata", "would-run", f"{res_m.detail}; {_engine_note(res_m)}", res_m.to_dict()
+        )
+    done_m = rewrite_metadata(table, **kw_m)
+    return MaintainAction("rewrite-metadata", "done", _engine_note(done_m), done_m.to_dict())

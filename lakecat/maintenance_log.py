@@ -16,6 +16,8 @@ from datetime import timedelta
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
+from .errors import ConfigError
+from .metastore import add_missing_columns
 from .results import MaintainAction, Result
 from .units import from_millis, iso, parse_timestamp
 
@@ -52,6 +54,8 @@ class MaintenanceRun(Result):
     tier: str | None = None  # compaction: minor (recent partitions) or major (the whole table)
     source: str = "maintain"  # maintain | service
     error: str | None = None
+    engine: str | None = None  # light (pyiceberg / delta-rs, no JVM) or spark: the engine that did the work
+    engine_reason: str | None = None  # why that engine
 
 
 @dataclass
@@ -87,6 +91,7 @@ def run_of(table: str, action: str, status: str, result: dict[str, Any] | None, 
         run.files_deleted, run.bytes_deleted = r.get("deleted_files"), r.get("deleted_bytes")
     if status != "done":
         run.files_deleted = run.bytes_deleted = None
+    run.engine, run.engine_reason = r.get("engine") or None, r.get("engine_reason") or None
     return run
 
 
@@ -102,7 +107,7 @@ class RunLog:
     def t(self) -> sa.Table:
         import sqlalchemy as sa
 
-        return self.metastore.table(
+        t = self.metastore.table(
             self.TABLE,
             sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
             sa.Column("catalog_name", sa.String(255), nullable=False, index=True),
@@ -116,11 +121,19 @@ class RunLog:
             sa.Column("tier", sa.String(16), nullable=True),
             sa.Column("source", sa.String(16), nullable=False),
             sa.Column("error", sa.Text, nullable=True),
+            sa.Column("engine", sa.String(16), nullable=True),
+            sa.Column("engine_reason", sa.Text, nullable=True),
         )
+        try:
+            add_missing_columns(self.metastore.engine, t)  # a log an older lakecat created: without the engine
+        except sa.exc.SQLAlchemyError as e:
+            raise ConfigError(f"cannot update {self.TABLE} in the metastore: {str(e).splitlines()[0]}") from None
+        return t
 
     def record(self, run: MaintenanceRun) -> None:
         started_ms = int(parse_timestamp(run.started).timestamp() * 1000)
-        values = {k: getattr(run, k) for k in (*_INTS, "seconds", "outcome", "retries", "tier", "source", "error")}
+        values = {k: getattr(run, k) for k in (*_INTS, "seconds", "outcome", "retries", "tier", "source", "error",
+                                               "engine", "engine_reason")}  # fmt: skip
         with self.metastore.engine.begin() as con:
             con.execute(self.t.insert().values(catalog_name=self.metastore.catalog_name, table_name=run.table,
                                                action=run.action, started_ms=started_ms, **values))  # fmt: skip
@@ -141,7 +154,8 @@ class RunLog:
                 continue
             out.append(MaintenanceRun(row["table_name"], row["action"], iso(from_millis(row["started_ms"])) or "",
                                       float(row["seconds"]), row["outcome"],
-                                      **{k: row[k] for k in (*_INTS, "retries", "tier", "source", "error")}))  # fmt: skip
+                                      **{k: row[k] for k in (*_INTS, "retries", "tier", "source", "error")},
+                                      engine=row.get("engine"), engine_reason=row.get("engine_reason")))  # fmt: skip
             if limit is not None and len(out) >= limit:
                 break
         return out

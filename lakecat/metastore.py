@@ -49,6 +49,21 @@ def normalize_location(location: str) -> str:
     return location
 
 
+def add_missing_columns(engine: sa.engine.Engine, t: sa.Table) -> None:
+    """Add to one of lakecat's own tables the nullable columns a newer lakecat declares and an older one did not
+    create (the rows it wrote read NULL there)."""
+    import sqlalchemy as sa
+
+    present = {c["name"] for c in sa.inspect(engine).get_columns(t.name)}
+    missing = [c for c in t.columns if c.name not in present and c.nullable]
+    if not missing:
+        return
+    with engine.begin() as con:
+        for column in missing:
+            kind = column.type.compile(dialect=engine.dialect)
+            con.execute(sa.text(f"ALTER TABLE {_sql_name(t.name)} ADD COLUMN {_sql_name(column.name)} {kind}"))
+
+
 class Metastore:
     """Thin access to the catalog database for one lakecat catalog.
 

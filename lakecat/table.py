@@ -270,22 +270,27 @@ class Table:
         return result
 
     def expire(self, *, older_than: str | None = None, retain_last: int | None = None, dry_run: bool = False,
-               force: bool = False) -> ExpireResult:  # fmt: skip
-        """Expire versions older than ``older_than`` (keeping the newest ``retain_last``) and their files."""
-        result = maintenance.expire(self, older_than=older_than, retain_last=retain_last, dry_run=dry_run, force=force)
+               force: bool = False, engine: str | None = None) -> ExpireResult:  # fmt: skip
+        """Expire versions older than ``older_than`` (keeping the newest ``retain_last``) and their files.
+
+        ``engine``: "light" (pyiceberg / delta-rs, no JVM), "spark", or None to let lakecat choose; the result's
+        ``engine`` and ``engine_reason`` say which ran and why."""
+        result = maintenance.expire(self, older_than=older_than, retain_last=retain_last, dry_run=dry_run, force=force,
+                                    engine=engine)  # fmt: skip
         if not dry_run:
             mirror.keep_in_step(self)
         return result
 
     def clean_orphans(
-        self, *, older_than: str | None = None, dry_run: bool = False, force: bool = False
+        self, *, older_than: str | None = None, dry_run: bool = False, force: bool = False, engine: str | None = None
     ) -> OrphanResult:
-        """Delete files no version references that are older than ``older_than``."""
-        return maintenance.clean_orphans(self, older_than=older_than, dry_run=dry_run, force=force)
+        """Delete files no version references that are older than ``older_than`` (``engine`` as for ``expire``)."""
+        return maintenance.clean_orphans(self, older_than=older_than, dry_run=dry_run, force=force, engine=engine)
 
-    def rewrite_metadata(self, *, dry_run: bool = False) -> MetadataResult:
-        """Iceberg: merge manifests; Delta: write a checkpoint and clean up expired log files."""
-        return maintenance.rewrite_metadata(self, dry_run=dry_run)
+    def rewrite_metadata(self, *, dry_run: bool = False, engine: str | None = None) -> MetadataResult:
+        """Iceberg: merge manifests; Delta: write a checkpoint and clean up expired log files (``engine`` as for
+        ``expire``)."""
+        return maintenance.rewrite_metadata(self, dry_run=dry_run, engine=engine)
 
     def health(self) -> TableHealth:
         """Files, deletes, versions and a verdict (healthy / compact / expire / clean), from metadata; no JVM."""

@@ -703,6 +703,15 @@ class TableFormat(ABC):
         ``lakecat.engine_choice.choose_engine`` sends a blocked step to Spark (or refuses a forced light run)."""
         return [f"lakecat has no light engine for {action} of {self.name} tables"]
 
+    def light_work_bytes(self, table: TableHandle, action: str) -> int:
+        """How much a light run of ``action`` would read (bytes), held against ``lakecat.maintain.light-max-bytes``."""
+        return 0
+
+    def sole_engine(self, table: TableHandle, action: str) -> tuple[str, str] | None:
+        """The one engine ("light" or "spark") the format has for maintenance ``action``, and why; None when both can
+        run it and lakecat chooses (``lakecat.engine_choice``)."""
+        return None
+
     def compact(self, table: TableHandle, strategy: str, by: list[str], target: int, where: str | None,
                 apply_deletes: bool = False, *, full: bool = False) -> tuple[int, int]:  # fmt: skip
         """Rewrite small files (with ``apply_deletes`` also files that deletes hide rows of, whatever their size);
@@ -715,17 +724,22 @@ class TableFormat(ABC):
         partition values and column statistics (no JVM); None when the metadata cannot say."""
         return None
 
-    def expire(self, table: TableHandle, window: timedelta, keep: int, dry_run: bool, force: bool) -> ExpireResult:
+    def expire(self, table: TableHandle, window: timedelta, keep: int, dry_run: bool, force: bool, *,
+               engine: str = "spark") -> ExpireResult:  # fmt: skip
+        """Expire versions (``engine``: ``lakecat.maintenance.engine_for``'s choice, "light" or "spark")."""
         raise self.unsupported("expire")
 
-    def find_orphans(self, table: TableHandle, cutoff: datetime, window: timedelta) -> list[str]:
+    def find_orphans(self, table: TableHandle, cutoff: datetime, window: timedelta, *,
+                     engine: str = "spark") -> list[str]:  # fmt: skip
         """Files under the table no version references, older than ``cutoff`` (nothing is deleted)."""
         raise self.unsupported("clean-orphans")
 
-    def delete_orphans(self, table: TableHandle, cutoff: datetime, window: timedelta) -> None:
+    def delete_orphans(self, table: TableHandle, cutoff: datetime, window: timedelta, *,
+                       engine: str = "spark") -> None:  # fmt: skip
         raise self.unsupported("clean-orphans")
 
-    def rewrite_metadata(self, table: TableHandle, dry_run: bool, min_count: int) -> MetadataResult:
+    def rewrite_metadata(self, table: TableHandle, dry_run: bool, min_count: int, *,
+                         engine: str = "spark") -> MetadataResult:  # fmt: skip
         raise self.unsupported("rewrite-metadata")
 
     # --- mirrors: the table also readable as another format, metadata only -------------------

@@ -46,6 +46,14 @@ SMALL_FILE_RATIO = 0.75  # OPTIMIZE's minFileSize: the same "small" as lakecat's
 #: expire removes a log file only before a checkpoint at least this old, and only when the file is this old too: a
 #: reader starts from the newest checkpoint it listed, so one that listed the log within it never loses a file it reads
 LOG_READER_FLOOR = timedelta(hours=1)
+#: The steps lakecat does on its own for a Delta table (delta-rs and its own log accounting): no Spark step exists for
+#: them, so they run light whatever engine is asked for, and say so.
+LIGHT_ONLY = {
+    "expire": "Delta's expiry is lakecat's own log accounting with delta-rs (VACUUM's window is whole hours)",
+    "clean-orphans": "Delta's orphan cleanup is lakecat's own log accounting with delta-rs (VACUUM would also delete "
+    "files of commits still in flight)",
+    "rewrite-metadata": "Delta's checkpoint and log cleanup are delta-rs's",
+}
 
 
 def spark_path(location: str) -> str:
@@ -120,6 +128,16 @@ def _partition_term(column: str, value: Any) -> str | None:
 class DeltaMaintenance:
     """The maintenance half of the Delta adapter (mixed into ``DeltaFormat``)."""
 
+    def light_blockers(self, table: TableHandle, action: str) -> list[str]:
+        if action not in LIGHT_ONLY:
+            return super().light_blockers(table, action)  # type: ignore[misc, no-any-return]
+        return []
+
+    def sole_engine(self, table: TableHandle, action: str) -> tuple[str, str] | None:
+        if action not in LIGHT_ONLY:
+            return super().sole_engine(table, action)  # type: ignore[misc, no-any-return]
+        return "light", LIGHT_ONLY[action]
+
     def data_files(self, table: TableHandle) -> list[DataFile]:
         return [DataFile(path, size, part) for path, size, part, _ in live_files(self.load(table), table.location)]  # type: ignore[attr-defined]
 
@@ -185,7 +203,8 @@ class DeltaMaintenance:
         metrics = row["metrics"] if row else None
         return (int(metrics["numFilesRemoved"]), int(metrics["numFilesAdded"])) if metrics else (0, 0)
 
-    def expire(self, table: TableHandle, window: timedelta, keep: int, dry_run: bool, force: bool) -> ExpireResult:
+    def expire(self, table: TableHandle, window: timedelta, keep: int, dry_run: bool, force: bool, *,
+               engine: str = "light") -> ExpireResult:  # fmt: skip
         """Delete the data files only expired versions read, then truncate the log before the oldest kept.
 
         The files are computed from the log rather than left to VACUUM: VACUUM's RETAIN rounds to whole
@@ -360,7 +379,8 @@ class DeltaMaintenance:
             raise _unreadable(table, f"the checkpoint of version {parts[0].version}", err) from err
         return out
 
-    def find_orphans(self, table: TableHandle, cutoff: datetime, window: timedelta) -> list[str]:
+    def find_orphans(self, table: TableHandle, cutoff: datetime, window: timedelta, *,
+                     engine: str = "light") -> list[str]:  # fmt: skip
         """Files under the table that no version in the log, no tagged version and no mirror reads, older than the
         cutoff; what VACUUM leaves alone (``_hidden``) is not looked at. Listed before the log is read, so a file a
         commit names by then is kept."""
@@ -387,7 +407,8 @@ class DeltaMaintenance:
         kept = self._referenced(table)
         return sorted(shown for shown, key in candidates if key not in kept)
 
-    def delete_orphans(self, table: TableHandle, cutoff: datetime, window: timedelta) -> None:
+    def delete_orphans(self, table: TableHandle, cutoff: datetime, window: timedelta, *,
+                       engine: str = "light") -> None:  # fmt: skip
         for path in self.find_orphans(table, cutoff, window):
             fs_, p = fs_for(path)
             with contextlib.suppress(FileNotFoundError):
@@ -396,7 +417,8 @@ class DeltaMaintenance:
             with contextlib.suppress(OSError):
                 fs_.delete_file(f"{head}/.{name}.crc")  # Hadoop's checksum sidecar
 
-    def rewrite_metadata(self, table: TableHandle, dry_run: bool, min_count: int) -> MetadataResult:
+    def rewrite_metadata(self, table: TableHandle, dry_run: bool, min_count: int, *,
+                         engine: str = "light") -> MetadataResult:  # fmt: skip
         """Write a checkpoint (and clean up expired log files) once ``min_count`` commits have none."""
         started = time.monotonic()
         dt = self.load(table)  # type: ignore[attr-defined]

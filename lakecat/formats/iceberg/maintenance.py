@@ -1,10 +1,22 @@
-"""Iceberg maintenance: Iceberg's own Spark procedures, planned from pyiceberg metadata (no JVM for dry runs)."""
+"""Iceberg maintenance: Iceberg's own Spark procedures, planned from pyiceberg metadata (no JVM for dry runs), and the
+light engine: expiry and orphan cleanup done with pyiceberg and lakecat's own file accounting (no JVM).
+
+Light expiry commits the removal of the snapshots Iceberg's ``expire_snapshots`` would remove (the same retention
+rules: each branch's ``min-snapshots-to-keep`` / ``max-snapshot-age-ms``, tags, unreferenced snapshots within the
+window) in one pyiceberg metadata commit, then deletes what only they reached: content files, manifests, manifest
+lists, statistics files. Light orphan cleanup lists the table's location and deletes what no snapshot, metadata file
+or statistics file reaches, older than the window, with ``DeleteOrphanFiles``' hidden-path and prefix rules.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import time
+import urllib.parse
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from ...engine import (
@@ -17,8 +29,8 @@ from ...engine import (
     sql_timestamp,
     with_retries,
 )
-from ...errors import LakecatError, UnsupportedOperationError
-from ...files import DataFile, no_cyclic_gc, norm_path
+from ...errors import CommitConflictError, LakecatError, UnsupportedOperationError
+from ...files import DataFile, fs_for, no_cyclic_gc, norm_path
 from ...identifiers import quote
 from ...results import ExpireResult, MetadataResult
 from ...units import format_duration, iso
@@ -27,6 +39,10 @@ from .markers import MARKER_PROPERTY_PREFIX, all_stream_markers, unpublished
 
 if TYPE_CHECKING:
     from ..base import TableHandle
+
+log = logging.getLogger(__name__)
+#: What the light engine does for each maintenance action of an Iceberg table (the others stay Spark's).
+LIGHT_ACTIONS = ("expire", "clean-orphans", "rewrite-metadata")
 
 
 #: Above this many bytes of data a compaction commits file group by file group (Iceberg's partial progress).
@@ -58,6 +74,166 @@ def _reachable(tbl: Any, snapshots: list[Any], name: str) -> tuple[dict[str, int
             raise LakecatError(f"table {name}: the manifests of snapshot {snap.snapshot_id} could not be read, so "
                                f"nothing is deleted: {first_line(str(e)) or type(e).__name__}") from e  # fmt: skip
     return files, manifests
+
+
+def _retained_ids(meta: Any, cutoff_ms: int, keep: int, now_ms: int, raised: dict[str, int]) -> set[int]:
+    """The snapshots Iceberg's ``expire_snapshots(older_than, retain_last)`` keeps (``RemoveSnapshots``' rules): every
+    ref's snapshot; each branch's newest ancestors while fewer than its ``min-snapshots-to-keep`` (``raised`` for the
+    run, else ``keep``) or newer than its ``max-snapshot-age-ms`` (else the cutoff); any snapshot on no branch's lineage
+    and no tag that is newer than the cutoff."""
+    by_id = {s.snapshot_id: s for s in meta.snapshots}
+    refs = dict(meta.refs or {})
+    if "main" not in refs and meta.current_snapshot_id is not None:  # an old table without refs: its main line
+        refs["main"] = SimpleNamespace(snapshot_id=meta.current_snapshot_id, snapshot_ref_type="branch",
+                                       max_snapshot_age_ms=None, min_snapshots_to_keep=None)  # fmt: skip
+    kept: set[int] = set()
+    referenced: set[int] = set()
+    for name, ref in refs.items():
+        kept.add(ref.snapshot_id)
+        if str(ref.snapshot_ref_type) != "branch":
+            referenced.add(ref.snapshot_id)
+            continue
+        older = now_ms - ref.max_snapshot_age_ms if ref.max_snapshot_age_ms is not None else cutoff_ms
+        least = raised[name] if name in raised else (ref.min_snapshots_to_keep or keep)
+        kept.update(_newest(by_id, ref.snapshot_id, least, older))
+        lineage: set[int] = set()
+        sid = ref.snapshot_id
+        while sid is not None and sid in by_id and sid not in lineage:  # the whole lineage is the branch's
+            lineage.add(sid)
+            sid = by_id[sid].parent_snapshot_id
+        referenced |= lineage
+    kept |= {s.snapshot_id for s in meta.snapshots if s.snapshot_id not in referenced and s.timestamp_ms >= cutoff_ms}
+    return kept
+
+
+def _newest(by_id: dict[int, Any], head: int, least: int, older: int) -> list[int]:
+    """A branch's snapshots its retention keeps: from its head back, while fewer than ``least`` or newer than
+    ``older`` (epoch ms); the first one past both stops the walk."""
+    out: list[int] = []
+    sid: int | None = head
+    while sid is not None and sid in by_id and sid not in out:
+        if len(out) < least or by_id[sid].timestamp_ms >= older:
+            out.append(sid)
+        else:
+            break
+        sid = by_id[sid].parent_snapshot_id
+    return out
+
+
+#: Schemes one file system answers to (Iceberg's ``DeleteOrphanFiles`` equal-schemes default).
+_EQUAL_SCHEMES = {"s3a": "s3", "s3n": "s3"}
+
+
+def _uri_parts(path: str) -> tuple[str | None, str | None, str]:
+    """(scheme, authority, decoded path) of a file's location, as ``DeleteOrphanFiles`` compares them: a location
+    without a scheme or an authority matches any; ``file:/x``, ``file:///x`` and ``/x`` are the same file."""
+    parsed = urllib.parse.urlparse(str(path))
+    scheme = parsed.scheme.lower() or None
+    scheme = _EQUAL_SCHEMES.get(scheme, scheme) if scheme else None
+    if scheme == "file":
+        scheme = None
+    return scheme, parsed.netloc or None, urllib.parse.unquote(parsed.path if scheme or parsed.scheme else str(path))
+
+
+def _hidden(name: str, partition_names: set[str]) -> bool:
+    """A name ``DeleteOrphanFiles`` does not look into or at: ``_``/``.``-prefixed, except a partition directory of a
+    partition field whose name starts with ``_``."""
+    return name.startswith(("_", ".")) and not any(name.startswith(f"{p}=") for p in partition_names)
+
+
+def _metadata_files(tbl: Any, name: str) -> set[str]:
+    """The table's metadata files: the current one, its metadata log, and further back the logs of the oldest
+    readable earlier file (Iceberg's ``ReachableFileUtil.metadataFileLocations`` with ``recursive``)."""
+    from pyiceberg.serializers import FromInputFile
+
+    out = {tbl.metadata_location}
+    log = [e.metadata_file for e in tbl.metadata.metadata_log]
+    out.update(log)
+    while log:
+        earlier = None
+        for path in log:  # oldest first
+            try:
+                earlier = FromInputFile.table_metadata(tbl.io.new_input(path))
+                break
+            except FileNotFoundError:
+                continue
+            except Exception as e:  # noqa: BLE001 - an unreadable metadata file: delete nothing
+                raise LakecatError(f"table {name}: the metadata file {path} could not be read, so nothing is deleted: "
+                                   f"{first_line(str(e)) or type(e).__name__}") from e  # fmt: skip
+        if earlier is None:
+            break
+        log = [e.metadata_file for e in earlier.metadata_log if e.metadata_file not in out]
+        out.update(log)
+    return out
+
+
+def _valid_files(tbl: Any, name: str) -> set[str]:
+    """Every file the table's metadata reaches: manifest lists, manifests and every file their entries name (deleted
+    entries too) of every snapshot, metadata files, statistics files, the version hint."""
+    meta = tbl.metadata
+    out: set[str] = set()
+    manifests: set[str] = set()
+    for snap in meta.snapshots:
+        try:
+            if snap.manifest_list:
+                out.add(snap.manifest_list)
+            for m in snap.manifests(tbl.io):
+                if m.manifest_path in manifests:
+                    continue
+                for entry in m.fetch_manifest_entry(tbl.io, discard_deleted=False):
+                    out.add(entry.data_file.file_path)
+                manifests.add(m.manifest_path)
+        except Exception as e:  # noqa: BLE001 - a damaged or unreachable manifest: delete nothing
+            raise LakecatError(f"table {name}: the manifests of snapshot {snap.snapshot_id} could not be read, so "
+                               f"nothing is deleted: {first_line(str(e)) or type(e).__name__}") from e  # fmt: skip
+    out |= manifests
+    out |= _metadata_files(tbl, name)
+    out |= {f.statistics_path for f in [*meta.statistics, *meta.partition_statistics]}
+    out.add(f"{meta.location.rstrip('/')}/metadata/version-hint.text")
+    return out
+
+
+def _orphans_of(candidates: list[str], valid: set[str], name: str) -> list[str]:
+    """The ``candidates`` (files found under the table) that no ``valid`` location names, compared as
+    ``DeleteOrphanFiles`` does (``_uri_parts``). A candidate whose path is named only under another scheme or
+    authority stops the cleanup in one line: whether it is an orphan is unknown (Iceberg's prefix-mismatch error)."""
+    named: dict[str, list[tuple[str | None, str | None]]] = {}
+    for path in valid:
+        s, a, p = _uri_parts(path)
+        named.setdefault(p, []).append((s, a))
+    orphans = []
+    for shown in candidates:
+        s, a, p = _uri_parts(shown)
+        seen = named.get(p)
+        if seen is None:
+            orphans.append(shown)
+        elif not any((vs is None or s is None or vs == s) and (va is None or a is None or va == a) for vs, va in seen):
+            raise LakecatError(
+                f"table {name}: {shown} is named by the metadata under another scheme or authority "
+                f"({seen[0][0] or ''}://{seen[0][1] or ''}), so whether it is an orphan is unknown and nothing is "
+                "deleted (Iceberg's prefix-mismatch rule)"
+            )
+    return sorted(orphans)
+
+
+def _delete(paths: list[str]) -> list[str]:
+    """Delete files; returns those that went (one already gone is not counted, one that cannot be deleted is logged
+    and left for a later orphan cleanup, as Iceberg's own actions do)."""
+    gone = []
+    for path in paths:
+        try:
+            filesystem, p = fs_for(path)
+            filesystem.delete_file(p)
+            gone.append(path)
+        except FileNotFoundError:
+            continue
+        except OSError as e:
+            log.warning("could not delete %s (%s); a later clean-orphans removes it", path, first_line(str(e)))
+            continue
+        head, _, name = p.rpartition("/")
+        with contextlib.suppress(OSError):
+            filesystem.delete_file(f"{head}/.{name}.crc")  # Hadoop's checksum sidecar (Spark's local writes)
+    return gone
 
 
 def partition_predicate(spec: Any, schema: Any, partition: Any) -> str | None:
@@ -277,34 +453,78 @@ class IcebergMaintenance:
             row = command_row(spark, f"CALL {_procedure(table, 'rewrite_data_files')}({', '.join(args)})")
         return (int(row["rewritten_data_files_count"]), int(row["added_data_files_count"])) if row else (0, 0)
 
-    def expire(self, table: TableHandle, window: timedelta, keep: int, dry_run: bool, force: bool) -> ExpireResult:
+    # --- the light engine: which actions it runs, and what stops it ----------------------------------------
+    def light_blockers(self, table: TableHandle, action: str) -> list[str]:
+        checks = {
+            "expire": self._light_expire_blockers,
+            "clean-orphans": self._light_orphans_blockers,
+            "rewrite-metadata": self._light_metadata_blockers,
+        }
+        if action not in checks:
+            return super().light_blockers(table, action)  # type: ignore[misc, no-any-return]
+        return checks[action](table)
+
+    def _light_gc_blockers(self, table: TableHandle) -> list[str]:
+        props = self.metadata_doc(table).get("properties") or {}  # type: ignore[attr-defined]
+        if str(props.get("gc.enabled", "true")).lower() == "false":
+            return ["gc.enabled is false on this table: Iceberg deletes no file of it (Spark says why)"]
+        return []
+
+    def _light_expire_blockers(self, table: TableHandle) -> list[str]:
+        out = self._light_gc_blockers(table)
+        if self.writes_through_spark(table):  # type: ignore[attr-defined]
+            out.append("a format version 3 table: pyiceberg reads version 3 metadata but does not write it")
+        meta = self.load(table).metadata  # type: ignore[attr-defined]
+        if meta.partition_statistics:
+            out.append("the table has partition statistics files, which pyiceberg's expiry leaves in the metadata")
+        now_ms = int(now().timestamp() * 1000)
+        by_id = {s.snapshot_id: s for s in meta.snapshots}
+        aged = sorted(name for name, ref in (meta.refs or {}).items() if name != "main" and ref.max_ref_age_ms is not None
+                      and ref.snapshot_id in by_id and now_ms - by_id[ref.snapshot_id].timestamp_ms > ref.max_ref_age_ms)  # fmt: skip
+        if aged:
+            out.append(
+                f"ref {aged[0]} is older than its max-ref-age-ms: Iceberg's expiry removes it, pyiceberg's does not"
+            )
+        return out
+
+    def _light_orphans_blockers(self, table: TableHandle) -> list[str]:
+        return self._light_gc_blockers(table)
+
+    def _light_metadata_blockers(self, table: TableHandle) -> list[str]:
+        return ["pyiceberg has no manifest rewrite (rewrite_manifests): Spark merges an Iceberg table's manifests"]
+
+    def light_work_bytes(self, table: TableHandle, action: str) -> int:
+        """The metadata a light expiry or orphan cleanup reads: every snapshot's manifests, once each."""
+        if action not in LIGHT_ACTIONS:
+            return super().light_work_bytes(table, action)  # type: ignore[misc, no-any-return]
+        tbl = self.load(table)  # type: ignore[attr-defined]
+        sizes: dict[str, int] = {}
+        for snap in tbl.metadata.snapshots:
+            try:
+                sizes.update((m.manifest_path, int(m.manifest_length)) for m in snap.manifests(tbl.io))
+            except Exception:  # noqa: BLE001, S112 - an unreadable list: the step itself stops on it in one line
+                continue
+        return sum(sizes.values())
+
+    # --- expiry -----------------------------------------------------------------------------------------
+    def expire(self, table: TableHandle, window: timedelta, keep: int, dry_run: bool, force: bool, *,
+               engine: str = "spark") -> ExpireResult:  # fmt: skip
         tbl = self.load(table)  # type: ignore[attr-defined]
         meta = tbl.metadata
-        cutoff = now() - window
+        moment = now()
+        cutoff = moment - window
         cutoff_ms = int(cutoff.timestamp() * 1000)
-        current = tbl.current_snapshot()
-        by_id = {s.snapshot_id: s for s in meta.snapshots}
-        ancestors: list[int] = []
-        sid = current.snapshot_id if current else None
-        while sid is not None and sid in by_id and len(ancestors) < keep:
-            ancestors.append(sid)
-            sid = by_id[sid].parent_snapshot_id
-        refs = {ref.snapshot_id for ref in (meta.refs or {}).values()}
         pending = unpublished(meta)  # a branch's history not yet on main: publish (fast-forward) needs all of it
-        kept_ids = set(ancestors) | refs | {s.snapshot_id for s in meta.snapshots if s.timestamp_ms >= cutoff_ms}
-        kept_ids |= {sid for lineage in pending.values() for sid in lineage}
-        expired = [s for s in sorted(meta.snapshots, key=lambda s: s.timestamp_ms) if s.snapshot_id not in kept_ids]
-        retained = [s for s in sorted(meta.snapshots, key=lambda s: s.timestamp_ms) if s.snapshot_id in kept_ids]
-        gone_files: dict[str, int] = {}
-        if expired:
-            with no_cyclic_gc():
-                old_files, old_manifests = _reachable(tbl, expired, table.name)
-                live_files, live_manifests = _reachable(tbl, retained, table.name)
-            gone_files = {p: s for p, s in old_files.items() if p not in live_files}
-            gone_files.update({p: s for p, s in old_manifests.items() if p not in live_manifests})
-            for s in expired:
-                if s.manifest_list:
-                    gone_files.setdefault(s.manifest_list, 0)
+        # Iceberg's expiry keeps a branch's ``min-snapshots-to-keep`` (else ``retain_last``): for the run, it is
+        # raised to the branch's unpublished history and the snapshot it forked from, so an expiry never cuts a
+        # branch off from the main line it waits to be published to (fast-forward)
+        raised = {name: len(lineage) + 1 for name, lineage in pending.items()
+                  if (meta.refs[name].min_snapshots_to_keep or 0) < len(lineage) + 1}  # fmt: skip
+        kept_ids = _retained_ids(meta, cutoff_ms, keep, int(moment.timestamp() * 1000), raised)
+        by_time = sorted(meta.snapshots, key=lambda s: s.timestamp_ms)
+        expired = [s for s in by_time if s.snapshot_id not in kept_ids]
+        retained = [s for s in by_time if s.snapshot_id in kept_ids]
+        gone_files = self._expired_files(table, tbl, expired, retained)
         result = ExpireResult(
             table=table.name, format=self.name, expired_versions=[s.snapshot_id for s in expired],  # type: ignore[attr-defined]
             retained_versions=[s.snapshot_id for s in retained], deleted_files=len(gone_files),
@@ -314,11 +534,9 @@ class IcebergMaintenance:
         if dry_run or not expired:
             return result
         self._save_stream_markers(table, meta, {s.snapshot_id for s in expired})
-        # Iceberg's expiry keeps a branch's ``min-snapshots-to-keep`` (else ``retain_last``): for the run, raise it
-        # to the branch's unpublished history and the snapshot it forked from, so an expiry never cuts a branch off
-        # from the main line it waits to be published to (fast-forward); restored afterwards.
-        raised = {name: len(lineage) + 1 for name, lineage in pending.items()
-                  if (meta.refs[name].min_snapshots_to_keep or 0) < len(lineage) + 1}  # fmt: skip
+        if engine == "light":
+            return self._expire_light(table, result, {s.snapshot_id for s in retained}, gone_files)
+        # for the Spark run the raised retention is set on the branches, and restored afterwards
         if raised:
             self._branch_retention(table, dict(raised))
         spark = table.catalog.session()
@@ -339,6 +557,54 @@ class IcebergMaintenance:
         remaining = {s.snapshot_id for s in after.snapshots}
         result.expired_versions = [s.snapshot_id for s in expired if s.snapshot_id not in remaining]
         result.retained_versions = [s.snapshot_id for s in sorted(after.snapshots, key=lambda s: s.timestamp_ms)]
+        return result
+
+    def _expired_files(self, table: TableHandle, tbl: Any, expired: list[Any], retained: list[Any]) -> dict[str, int]:
+        """What only ``expired`` snapshots reach (path -> size; a manifest list's size is not known: 0): content
+        files, manifests, manifest lists and statistics files, the files Iceberg's expiry deletes."""
+        if not expired:
+            return {}
+        with no_cyclic_gc():
+            old_files, old_manifests = _reachable(tbl, expired, table.name)
+            live_files, live_manifests = _reachable(tbl, retained, table.name)
+        gone = {p: s for p, s in old_files.items() if p not in live_files}
+        gone.update({p: s for p, s in old_manifests.items() if p not in live_manifests})
+        for s in expired:
+            if s.manifest_list:
+                gone.setdefault(s.manifest_list, 0)
+        expired_ids = {s.snapshot_id for s in expired}
+        stats = tbl.metadata.statistics
+        live_stats = {f.statistics_path for f in stats if f.snapshot_id not in expired_ids}
+        gone.update({f.statistics_path: int(f.file_size_in_bytes) for f in stats
+                     if f.snapshot_id in expired_ids and f.statistics_path not in live_stats})  # fmt: skip
+        return gone
+
+    def _expire_light(self, table: TableHandle, result: ExpireResult, retained: set[int],
+                      gone: dict[str, int]) -> ExpireResult:  # fmt: skip
+        """Remove ``result.expired_versions`` in one pyiceberg commit, then delete the files only they reached. A
+        commit that meets a changed table (the planned snapshots gone or protected) is a conflict: the caller plans
+        again. A snapshot another writer committed meanwhile keeps every file it reaches."""
+        from pyiceberg.exceptions import CommitFailedException
+
+        expiring = list(result.expired_versions)
+        try:
+            tbl = self.sql_catalog(table.catalog).load_table((table.entry.ident.namespace, table.entry.ident.name))  # type: ignore[attr-defined]
+            tbl.maintenance.expire_snapshots().by_ids(expiring).commit()
+        except (CommitFailedException, ValueError) as e:  # ValueError: a snapshot gone or now a ref's
+            raise CommitConflictError(f"expire {table.name}: commit conflict: {first_line(str(e))}") from e
+        after = tbl.metadata
+        newer = [s for s in after.snapshots if s.snapshot_id not in retained]
+        if newer:  # another writer's commit since the plan: what it reaches stays
+            with no_cyclic_gc():
+                files, manifests = _reachable(tbl, newer, table.name)
+            gone = {p: n for p, n in gone.items() if p not in files and p not in manifests}
+        gone = {p: n for p, n in gone.items() if p not in {f.statistics_path for f in after.statistics}}
+        deleted = _delete(sorted(gone))
+        remaining = {s.snapshot_id for s in after.snapshots}
+        result.expired_versions = [sid for sid in expiring if sid not in remaining]
+        result.retained_versions = [s.snapshot_id for s in sorted(after.snapshots, key=lambda s: s.timestamp_ms)]
+        result.deleted_files, result.deleted_bytes = len(deleted), sum(gone[p] for p in deleted)
+        result.files = deleted
         return result
 
     def _save_stream_markers(self, table: TableHandle, meta: Any, expiring: set[int]) -> None:
@@ -367,11 +633,53 @@ class IcebergMaintenance:
 
         self._commit(table, "expire (branch retention)", fn)  # type: ignore[attr-defined]
 
-    def find_orphans(self, table: TableHandle, cutoff: datetime, window: timedelta) -> list[str]:
+    # --- orphan files -----------------------------------------------------------------------------------
+    def find_orphans(self, table: TableHandle, cutoff: datetime, window: timedelta, *,
+                     engine: str = "spark") -> list[str]:  # fmt: skip
+        if engine == "light":
+            return self._orphans_light(table, cutoff, dry_run=True)
         return self._orphans(table, cutoff, dry_run=True)
 
-    def delete_orphans(self, table: TableHandle, cutoff: datetime, window: timedelta) -> None:
+    def delete_orphans(self, table: TableHandle, cutoff: datetime, window: timedelta, *,
+                       engine: str = "spark") -> None:  # fmt: skip
+        if engine == "light":
+            self._orphans_light(table, cutoff, dry_run=False)
+            return
         self._orphans(table, cutoff, dry_run=False)
+
+    def _orphans_light(self, table: TableHandle, cutoff: datetime, *, dry_run: bool) -> list[str]:
+        """Files under the table's location that its metadata does not reach, last modified before ``cutoff``:
+        Iceberg's ``DeleteOrphanFiles`` without Spark. The location is listed before the metadata is read, so a
+        file a commit names by then is kept; a file whose path the metadata names under another scheme or
+        authority stops the cleanup in one line (Iceberg's prefix-mismatch error), as does unreadable metadata."""
+        from pyarrow import fs
+
+        filesystem, root = fs_for(table.location)
+        root = root.rstrip("/")
+        scheme_text = urllib.parse.urlparse(table.location).scheme
+        remote = scheme_text.lower() not in ("", "file")
+        try:
+            infos = filesystem.get_file_info(fs.FileSelector(root, recursive=True, allow_not_found=True))
+        except OSError as e:
+            raise LakecatError(f"table {table.name}: its location {table.location} could not be listed, so nothing "
+                               f"is deleted: {first_line(str(e))}") from e  # fmt: skip
+        tbl = self.load(table)  # type: ignore[attr-defined]
+        partition_names = {f.name for spec in tbl.metadata.partition_specs for f in spec.fields}
+        cutoff_s = cutoff.timestamp()
+        candidates = []
+        for info in infos:
+            if info.type != fs.FileType.File or info.mtime is None or info.mtime.timestamp() >= cutoff_s:
+                continue
+            if any(_hidden(part, partition_names) for part in info.path[len(root) + 1 :].split("/")):
+                continue
+            candidates.append(f"{scheme_text}://{info.path}" if remote else info.path)
+        if not candidates:
+            return []
+        with no_cyclic_gc():
+            orphans = _orphans_of(candidates, _valid_files(tbl, table.name), table.name)
+        if not dry_run:
+            _delete(orphans)
+        return orphans
 
     def _orphans(self, table: TableHandle, cutoff: datetime, *, dry_run: bool) -> list[str]:
         # every snapshot's manifests are read here first: a file only an unreadable snapshot names would look like an
@@ -408,8 +716,10 @@ class IcebergMaintenance:
             result = action.execute()
             return [str(p) for p in result.orphanFileLocations()]
 
-    def rewrite_metadata(self, table: TableHandle, dry_run: bool, min_count: int) -> MetadataResult:
-        """Merge manifests (``rewrite_manifests``) once the current snapshot has ``min_count`` or more."""
+    def rewrite_metadata(self, table: TableHandle, dry_run: bool, min_count: int, *,
+                         engine: str = "spark") -> MetadataResult:  # fmt: skip
+        """Merge manifests (``rewrite_manifests``, Spark: pyiceberg has no manifest rewrite) once the current snapshot
+        has ``min_count`` or more."""
         started = time.monotonic()
         tbl = self.load(table)  # type: ignore[attr-defined]
         snap = tbl.current_snapshot()
