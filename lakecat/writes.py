@@ -83,8 +83,15 @@ def read_file(path: str | Path, schema: pa.Schema, *, file_format: str | None = 
             else:
                 import pyarrow.json as pjson
 
-                opts = pjson.ParseOptions(explicit_schema=loose, unexpected_field_behavior="infer")
-                tables.append(pjson.read_json(p, parse_options=opts))
+                # JSON spells dates and times as text: read as strings, then parsed as the table's types
+                texts = {f.name for f in schema if pa.types.is_date(f.type) or pa.types.is_timestamp(f.type)}
+                explicit = pa.schema([pa.field(f.name, pa.string() if f.name in texts else f.type) for f in loose])
+                opts = pjson.ParseOptions(explicit_schema=explicit, unexpected_field_behavior="infer")
+                read = pjson.read_json(p, parse_options=opts)
+                for name in texts & set(read.column_names):
+                    i = read.column_names.index(name)
+                    read = read.set_column(i, name, read.column(name).cast(types[name]))
+                tables.append(read)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError) as e:
             raise InvalidArgumentError(f"--from {p}: not readable as {fmt}: {str(e).splitlines()[0]}") from None
     try:
