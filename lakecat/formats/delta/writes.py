@@ -15,6 +15,7 @@ from ...errors import CommitConflictError, InvalidArgumentError, LakecatError, N
 from ...predicate import quote_ident, sql_literal
 from ...records import GENERATED_KEY
 from .maintenance import spark_path
+from .versions import OPERATION_KEY
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -137,8 +138,17 @@ class DeltaWrites:
         self._light(table, mode, write)
 
     def delete_light(self, table: TableHandle, where: FilterNode) -> int | None:
-        metrics = self._light(table, "delete", lambda: self.load(table).delete(datafusion_sql(where)))  # type: ignore[attr-defined]
-        return int(metrics["num_deleted_rows"]) if isinstance(metrics, dict) and "num_deleted_rows" in metrics else None
+        # An overwrite of the rows ``where`` selects with no rows, not ``DeltaTable.delete``: the delete's rewrite writes
+        # Arrow's string_view type into the files' schema, which readers mixing them with other writers' files
+        # (pyiceberg, through a mirror) refuse to combine; both write the change data feed's ``_change_data`` files.
+        import pyarrow as pa
+        from deltalake import CommitProperties, write_deltalake
+
+        empty = pa.schema(self.load(table).schema().to_arrow()).empty_table()  # type: ignore[attr-defined]
+        marked = CommitProperties(custom_metadata={OPERATION_KEY: "delete"})  # history names it a delete
+        self._light(table, "delete", lambda: write_deltalake(table.location, empty, mode="overwrite",
+                                                             predicate=datafusion_sql(where), commit_properties=marked))  # fmt: skip
+        return None
 
     def write_spark(self, table: TableHandle, df: DataFrame, mode: str, where: str | None) -> None:
         def write() -> None:
