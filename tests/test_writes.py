@@ -259,3 +259,64 @@ def test_mirror_follows_append_delete_and_a_background_ingest(catalog, ns, tmp_p
         assert time.monotonic() < deadline, "the mirror stayed behind the background ingest"
         time.sleep(0.5)
     assert [r["id"] for r in independent_rows(catalog, t.name)] == [2, 4, 10, 11]
+
+
+# --- the row filters the light libraries get: exactly the rows Spark's DELETE selects -------------------
+PREDICATES = [
+    "region = 'eu'",
+    "NOT (region = 'eu')",
+    "n > 2 OR region IS NULL",
+    "NOT (n > 2 OR region = 'us')",
+    "n NOT IN (1, 2)",
+    "NOT n BETWEEN 1 AND 3",
+    "n NOT BETWEEN 1 AND 3 OR `flag` = FALSE",
+    "day >= DATE '2026-01-02' AND flag = TRUE",
+    "2 < n AND region IS NOT NULL",
+    "region IN ('eu', 'us') AND NOT (n = 1)",
+    "NOT (NOT (day = DATE '2026-01-01'))",
+]
+
+
+def _nulls_table() -> pa.Table:
+    return pa.table({
+        "id": pa.array(range(8), pa.int64()),
+        "region": pa.array(["eu", "us", None, "eu", "us", None, "eu", "x"]),
+        "n": pa.array([1, None, 3, 4, None, 2, 5, 1], pa.int64()),
+        "day": pa.array([date(2026, 1, 1), None, date(2026, 1, 2), date(2026, 1, 3), date(2026, 1, 1), None,
+                         date(2026, 1, 2), date(2026, 1, 3)]),
+        "flag": pa.array([True, None, False, True, True, False, None, True]),
+    })  # fmt: skip
+
+
+def test_light_row_filters_delete_the_rows_spark_would(tmp_path):
+    """Each predicate's rows, as DuckDB selects them (the light path's reading of Spark SQL, with three-valued logic),
+    are exactly what delta-rs and pyiceberg delete with the filter lakecat hands them — nulls included."""
+    import duckdb
+    from pyiceberg.catalog.sql import SqlCatalog
+
+    from lakecat.errors import NotExactError
+    from lakecat.formats.delta.writes import datafusion_sql
+    from lakecat.formats.iceberg.writes import iceberg_expression
+    from lakecat.predicate import row_filter, to_duckdb
+    from lakecat.versions import count_matching
+
+    data = _nulls_table()
+    ice = SqlCatalog("t", uri=f"sqlite:///{tmp_path}/c.db", warehouse=f"file://{tmp_path}/wh")
+    ice.create_namespace("n")
+    for i, pred in enumerate(PREDICATES):
+        expected = {r[0] for r in duckdb.sql(f"SELECT id FROM data WHERE {to_duckdb(pred, data.schema)}").fetchall()}
+        assert count_matching(data, pred) == len(expected), pred
+        node = row_filter(pred, data.schema)
+        location = str(tmp_path / f"d{i}")
+        deltalake.write_deltalake(location, data)
+        deltalake.write_deltalake(location, data.schema.empty_table(), mode="overwrite", predicate=datafusion_sql(node))
+        left = set(pa.table(deltalake.DeltaTable(location).to_pyarrow_table()).column("id").to_pylist())
+        assert set(range(8)) - left == expected, (pred, "delta-rs")
+        tbl = ice.create_table(("n", f"t{i}"), schema=data.schema)
+        tbl.append(data)
+        tbl.delete(delete_filter=iceberg_expression(node))
+        left = set(ice.load_table(("n", f"t{i}")).scan().to_arrow().column("id").to_pylist())
+        assert set(range(8)) - left == expected, (pred, "pyiceberg")
+    for pred in ("n + 1 = 2", "lower(region) = 'eu'", "flag", "n = 1.5", "region = 1", "day = '2026-01-01'"):
+        with pytest.raises(NotExactError):
+            row_filter(pred, data.schema)
