@@ -177,6 +177,24 @@ def test_spark_dataframes_and_forced_engines(catalog, ns, table_format, spark):
     assert independent_rows(catalog, t.name) == [{"id": 2, "region": "us"}, {"id": 5, "region": "eu"}]
 
 
+def test_writes_keep_the_exactly_once_markers_of_ingest_streams(catalog, ns, table_format, spark):
+    """A batch an ingest stream committed stays committed for it after light appends, overwrites and deletes."""
+    from pyspark.sql import functions as F
+
+    from lakecat.cdc import OP, merge
+
+    t = catalog.create_table(f"{ns}.marked", schema=SCHEMA, format=table_format)
+    src = spark.range(3).select(F.col("id"), F.lit("eu").alias("region"), F.lit("u").alias(OP))
+    merge(t, src, ["id"], ["id", "region"], app_id="lakecat-test-app", batch_id=7)
+    assert t.adapter.committed_batch(t, "lakecat-test-app") == 7
+    assert t.append(_rows([10, 11], ["us", "us"])).engine == "light"
+    assert t.overwrite(_rows([12], ["us"]), where="region = 'us'").engine == "light"
+    assert t.delete(where="id = 0").engine == "light"
+    t.refresh()
+    assert t.adapter.committed_batch(t, "lakecat-test-app") == 7
+    assert [r["id"] for r in independent_rows(catalog, t.name)] == [1, 2, 12]
+
+
 # --- the Spark path: what the light libraries do not write -------------------------------------------
 @pytest.mark.delta
 def test_delta_deletion_vectors_delete_on_spark_and_mark_rows(catalog, ns):
