@@ -223,7 +223,7 @@ def _conform_spark(table: TableLike, df: DataFrame, what: str) -> DataFrame:
                        for f in fields])  # fmt: skip
 
 
-def _check_rows_match(table: TableLike, data: pa.Table, where: str, what: str) -> None:
+def _check_rows_match(data: pa.Table, where: str, what: str) -> None:
     """Every row of an overwrite's data matches its ``where`` (as Delta's replaceWhere asks), counted by DuckDB;
     ``NotExactError`` leaves the check to Spark."""
     outside = data.num_rows - count_matching(data, where)
@@ -279,7 +279,7 @@ def write(table: TableLike, data: Any, *, mode: str, where: str | None = None, e
         check_predicate_columns(table, text, before)
         if arrow is not None:
             try:
-                _check_rows_match(table, arrow, text, what)
+                _check_rows_match(arrow, text, what)
                 checked = True
             except NotExactError:
                 pass  # the predicate is one only Spark reads: Spark checks the rows

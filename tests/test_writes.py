@@ -89,6 +89,10 @@ def test_delete_dry_run_counts_and_commits_nothing(catalog, ns, table_format):
     r = t.delete(where="region = 'eu'", dry_run=True)
     assert (r.dry_run, r.rows, r.committed, r.version, r.engine) == (True, 2, False, None, "light"), r
     assert _version(t) == before and len(independent_rows(catalog, t.name)) == 4
+    pd = pytest.importorskip("pandas")
+    p = t.append(pd.DataFrame({"id": [5], "region": ["eu"]}))
+    assert (p.engine, p.rows) == ("light", 1) and {"id": 5, "region": "eu"} in independent_rows(catalog, t.name)
+    assert t.delete(where="region = 'eu'", dry_run=True).rows == 3
 
 
 def test_bad_input_is_one_line_and_writes_nothing(catalog, ns, table_format, lakecat, tmp_path):
