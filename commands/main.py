@@ -28,6 +28,7 @@ COMMANDS: dict[str, tuple[str, ...]] = {
     "tags": ("tag", "tags", "untag", "branch", "publish"),
     "ingest": ("ingest",),
     "upsert": ("upsert",),
+    "writes": ("append", "delete"),
     "mirror": ("mirror",),
     "maintenance": ("compact", "expire", "clean-orphans", "maintain", "maintenance-log", "policy", "alter"),
     "health": ("health",),

@@ -415,21 +415,8 @@ class Catalog:
                     "metrics_port serves /metrics while ingest waits for its stream: not with background=True"
                 )
             return start_ingest(self, table, source, opts)
-        ident = table if isinstance(table, TableIdent) else TableIdent.parse(table)
-        entry = self.find_entry(ident)
-        if entry is None or not mirror.mirrors(entry):
-            return run_ingest(self, table, source, opts, on_progress=on_progress, stop_event=stop_event)
-        target = Table(self, entry)
-
-        def in_step(handle: Any, progress: Any) -> None:  # the mirror's commit follows each batch's
-            if progress is not None:  # None: a tick of the display without a new batch
-                mirror.keep_in_step(target)
-            if on_progress is not None:
-                on_progress(handle, progress)
-
-        result = run_ingest(self, table, source, opts, on_progress=in_step, stop_event=stop_event)
-        mirror.keep_in_step(target)
-        return result
+        # each batch's commit is followed by the format's post-commit step (the mirrors follow), in the stream itself
+        return run_ingest(self, table, source, opts, on_progress=on_progress, stop_event=stop_event)
 
     # --- maintenance (lakecat/maintenance.py) ---------------------------------------------------
     def maintain(self, pattern: str | None = None, *, plan: str | Path | dict[str, Any] | None = None,

@@ -24,7 +24,6 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import mirror
 from .engine import RETRY_ATTEMPTS, java_message, now, parse_expression, validate_properties, with_retries
 from .engine_choice import EngineChoice, check_engine, choose_engine
 from .errors import (
@@ -107,7 +106,7 @@ def validate_predicate(spark: SparkSession, text: str | None, table: TableLike |
     """
     if text is None:
         return None
-    pred = _predicate_text(text)
+    pred = predicate_text(text)
     try:
         parse_expression(spark, pred)
     except Exception as e:  # noqa: BLE001 - any parser complaint is the user's predicate
@@ -129,7 +128,8 @@ def validate_predicate(spark: SparkSession, text: str | None, table: TableLike |
     return pred
 
 
-def _predicate_text(text: str) -> str:
+def predicate_text(text: str) -> str:
+    """A ``--where`` predicate's text, stripped; refuses an empty one and statement tricks (``;``, comments)."""
     pred = str(text).strip()
     if not pred:
         raise InvalidArgumentError("invalid --where predicate: it is empty")
@@ -143,7 +143,7 @@ def _predicate_text(text: str) -> str:
 def _check_where(table: TableLike, where: str) -> None:
     """What the text and the metadata tell of a compaction's ``--where`` before a JVM starts: its form, the format's
     limit to partition columns, columns the table lacks (``validate_predicate`` checks it all on Spark after)."""
-    _predicate_text(where)
+    predicate_text(where)
     allowed = table.adapter.compaction_predicate_columns(table)
     if allowed is None:
         check_predicate_columns(table, where, table.adapter.current_version(table))
@@ -597,7 +597,7 @@ def maintain_table(
         ran = [a for a in report.actions if a.status in ("done", "would-run")]
         report.status = ("planned" if dry_run else "ok") if ran else "skipped"
         if not dry_run and any(a.status == "done" for a in report.actions):
-            mirror.keep_in_step(table)  # the mirrors follow maintenance's commits as they follow Table's (one pass)
+            table.adapter.after_commit(table)  # the one post-commit step (the mirrors follow), once for the pass
     except Exception as e:  # noqa: BLE001 - one table's failure must not stop the others
         report.status = "failed"
         report.error = str(e) if isinstance(e, LakecatError) else f"internal error ({type(e).__name__}: {e})"

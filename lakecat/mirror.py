@@ -1,26 +1,22 @@
 """One table, read as either format: a table's mirror as another format, kept in step after lakecat's commits.
 
 The format of the table does the work (``TableFormat.mirror``, ``sync_mirror``, ``verify_mirror``); this module
-only picks the adapters, keeps the catalog showing one table per name, and runs the mirror's catch-up after each
-commit lakecat makes, so that a failed catch-up leaves the mirror behind (the next one catches up), never wrong.
+only picks the adapters and keeps the catalog showing one table per name. The mirrors' catch-up after each commit
+lakecat makes is the format's one post-commit step (``TableFormat.after_commit``): a failed catch-up leaves the mirror
+behind (the next one catches up), never wrong.
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from .engine import first_line
-from .errors import LakecatError
 from .formats import get_format
 
 if TYPE_CHECKING:
     from .formats.base import CatalogContext, TableHandle
     from .metastore import TableEntry
     from .results import MirrorResult, MirrorVerifyResult
-
-log = logging.getLogger(__name__)
 
 
 def mirrors(entry: TableEntry) -> list[str]:
@@ -62,19 +58,3 @@ def drop(ctx: CatalogContext, entry: TableEntry, *, as_format: str | None = None
     for t in targets:
         get_format(entry.format).drop_mirror(ctx, entry, get_format(t))
     return targets
-
-
-def keep_in_step(table: TableHandle) -> None:
-    """After a commit lakecat made to the table: the mirrors' matching commits. A mirror that cannot follow (a version
-    it refuses, a conflict) stays behind, correct, with one warning; ``lakecat mirror TABLE --sync`` says why."""
-    try:
-        targets = mirrors(table.refresh())
-    except LakecatError:  # the table is gone (dropped by the operation itself)
-        return
-    for target in targets:
-        try:
-            get_format(table.entry.format).sync_mirror(table, get_format(target))
-        except Exception as e:  # noqa: BLE001 - the table's commit succeeded; `mirror --sync` reports the error
-            log.warning(
-                "the %s mirror of %s stays behind: %s", target, table.name, first_line(str(e)) or type(e).__name__
-            )

@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass
 from datetime import date, datetime
 from decimal import Decimal, InvalidOperation
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .errors import InvalidArgumentError, NotExactError
 
@@ -358,3 +358,215 @@ def check_columns(predicate: str, schema: pa.Schema, *, what: str = "--where") -
         to_duckdb(predicate, schema, what=what)
     except NotExactError:
         return
+
+
+# --- row filters of writes: a predicate as "is TRUE", for the light libraries' deletes and overwrites -------------
+#: One node of a row filter (``row_filter``): ``("and", [nodes])``, ``("or", [nodes])``, ``("cmp", column, op, value)``,
+#: ``("in", column, [values])``, ``("not_in", column, [values])``, ``("null", column)``, ``("not_null", column)``,
+#: ``("true",)``, ``("false",)``. Values are Python ints, strings, booleans and dates.
+FilterNode = tuple[Any, ...]
+_NEGATED = {"=": "<>", "<>": "=", "<": ">=", "<=": ">", ">": "<=", ">=": "<"}
+_FLIPPED = {"=": "=", "<>": "<>", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
+#: Column kinds a write filter compares: no floats (NaN orders differently), decimals or timestamps (literal types and
+#: time zones differ between the libraries).
+_FILTER_KINDS = ("integer", "string", "boolean", "date")
+
+
+def _filter_kind(t: pa.DataType) -> str | None:
+    import pyarrow as pa
+
+    if pa.types.is_integer(t):
+        return "integer"
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        return "string"
+    if pa.types.is_boolean(t):
+        return "boolean"
+    if pa.types.is_date(t):
+        return "date"
+    return None
+
+
+class _FilterParser:
+    """Parses the write subset of a ``--where`` predicate into two trees: rows where it is TRUE, rows where it is FALSE.
+
+    A row where the predicate is NULL is in neither, so a library that reads either tree with two-valued logic (or
+    adds its own null handling to a NOT, as pyiceberg's delete does) deletes exactly the rows Spark's DELETE does: the
+    trees hold no NOT, and every comparison is guarded by its column's IS NOT NULL.
+    """
+
+    def __init__(self, text: str, schema: pa.Schema) -> None:
+        words = {t.text.upper() for t in _tokens(text) if t.kind == "id"}
+        if words & SPARK_WORDS:
+            raise NotExactError("the predicate uses words only Spark reads")
+        self.toks = _tokens(text)
+        self.i = 0
+        self.columns = {f.name.lower(): f for f in schema}
+
+    def peek(self, offset: int = 0) -> _Tok:
+        return self.toks[min(self.i + offset, len(self.toks) - 1)]
+
+    def accept(self, kind: str, text: str | None = None) -> bool:
+        tok = self.peek()
+        if tok.kind == kind and (text is None or tok.text == text):
+            self.i += 1
+            return True
+        return False
+
+    def expect(self, kind: str, text: str) -> None:
+        if not self.accept(kind, text):
+            raise NotExactError(f"the light path expected {text!r} in the predicate near {self.peek().text!r}")
+
+    def parse(self) -> tuple[FilterNode, FilterNode]:
+        out = self.or_()
+        if self.peek().kind != "end":
+            raise NotExactError(f"the light path does not read the predicate past {self.peek().text!r}")
+        return out
+
+    def or_(self) -> tuple[FilterNode, FilterNode]:
+        parts = [self.and_()]
+        while self.accept("kw", "OR"):
+            parts.append(self.and_())
+        if len(parts) == 1:
+            return parts[0]
+        return ("or", [t for t, _ in parts]), ("and", [f for _, f in parts])
+
+    def and_(self) -> tuple[FilterNode, FilterNode]:
+        parts = [self.not_()]
+        while self.accept("kw", "AND"):
+            parts.append(self.not_())
+        if len(parts) == 1:
+            return parts[0]
+        return ("and", [t for t, _ in parts]), ("or", [f for _, f in parts])
+
+    def not_(self) -> tuple[FilterNode, FilterNode]:
+        if self.accept("kw", "NOT"):
+            true, false = self.not_()
+            return false, true
+        return self.atom()
+
+    def column(self) -> tuple[str, str] | None:
+        tok = self.peek()
+        if tok.kind not in ("id", "qid") or (self.peek(1).kind == "op" and self.peek(1).text == "("):
+            return None
+        self.i += 1
+        name = tok.text[1:-1].replace("``", "`") if tok.kind == "qid" else tok.text
+        field = self.columns.get(name.lower())
+        if field is None:
+            raise InvalidArgumentError(f"invalid --where predicate: no column {name!r}; the columns are "
+                                       f"{', '.join(f.name for f in self.columns.values())}")  # fmt: skip
+        kind = _filter_kind(field.type)
+        if kind is None:
+            raise NotExactError(f"column {field.name!r} is of type {field.type}, which the light path does not filter "
+                                "writes on")  # fmt: skip
+        return field.name, kind
+
+    def literal(self, kind: str) -> object:
+        tok = self.peek()
+        self.i += 1
+        negative = tok.kind == "op" and tok.text == "-" and self.peek().kind == "num"
+        if negative:
+            tok = self.peek()
+            self.i += 1
+        if tok.kind == "num" and kind == "integer" and "." not in tok.text:
+            if len(tok.text.lstrip("0")) > 18:
+                raise NotExactError("an integer literal wider than BIGINT")
+            return -int(tok.text) if negative else int(tok.text)
+        if tok.kind == "str" and kind == "string":
+            text = tok.text[1:-1]
+            if "\\" in text or "''" in text:
+                raise NotExactError("a string literal with a backslash or a doubled quote")
+            return text
+        if tok.kind == "kw" and tok.text in ("TRUE", "FALSE") and kind == "boolean":
+            return tok.text == "TRUE"
+        if tok.kind == "kw" and tok.text == "DATE" and kind == "date" and self.peek().kind == "str":
+            text = self.peek().text[1:-1]
+            self.i += 1
+            if not _DATE.match(text):
+                raise NotExactError(f"DATE literal {text!r} outside the form YYYY-MM-DD")
+            try:
+                return date.fromisoformat(text)
+            except ValueError:
+                raise InvalidArgumentError(f"invalid --where predicate: no such date {text!r}") from None
+        raise NotExactError(f"the light path compares a {kind} column with a {kind} literal only, not "
+                            f"{tok.text or 'the end'!r}")  # fmt: skip
+
+    def atom(self) -> tuple[FilterNode, FilterNode]:
+        if self.accept("op", "("):
+            out = self.or_()
+            self.expect("op", ")")
+            return out
+        if self.peek().kind == "kw" and self.peek().text in ("TRUE", "FALSE"):
+            truth = self.peek().text == "TRUE"
+            self.i += 1
+            return (("true",), ("false",)) if truth else (("false",), ("true",))
+        col = self.column()
+        if col is None:  # a literal first: ``5 < id``
+            start = self.i
+            for kind in _FILTER_KINDS:
+                self.i = start
+                try:
+                    value = self.literal(kind)
+                except NotExactError:
+                    continue
+                tok = self.peek()
+                if tok.kind != "op" or tok.text not in _COMPARISONS:
+                    break
+                self.i += 1
+                other = self.column()
+                if other is None or other[1] != kind:
+                    break
+                return self.compare(other[0], _FLIPPED[_COMPARISONS[tok.text]], value)
+            raise NotExactError("the light path filters writes by comparisons of a column with a literal")
+        name, kind = col
+        if self.accept("kw", "IS"):
+            negate = self.accept("kw", "NOT")
+            self.expect("kw", "NULL")
+            null, not_null = ("null", name), ("not_null", name)
+            return (not_null, null) if negate else (null, not_null)
+        negate = self.peek().kind == "kw" and self.peek().text == "NOT"
+        if negate:
+            self.i += 1
+        if self.accept("kw", "IN"):
+            self.expect("op", "(")
+            values = [self.literal(kind)]
+            while self.accept("op", ","):
+                values.append(self.literal(kind))
+            self.expect("op", ")")
+            guard = ("not_null", name)
+            within: FilterNode = ("and", [guard, ("in", name, values)])
+            without: FilterNode = ("and", [guard, ("not_in", name, values)])
+            return (without, within) if negate else (within, without)
+        if self.accept("kw", "BETWEEN"):
+            low = self.literal(kind)
+            self.expect("kw", "AND")
+            high = self.literal(kind)
+            guard = ("not_null", name)
+            inside: FilterNode = ("and", [guard, ("cmp", name, ">=", low), ("cmp", name, "<=", high)])
+            outside: FilterNode = ("and", [guard, ("or", [("cmp", name, "<", low), ("cmp", name, ">", high)])])
+            return (outside, inside) if negate else (inside, outside)
+        if negate:
+            raise NotExactError("NOT where the light path expected IN or BETWEEN")
+        tok = self.peek()
+        if tok.kind != "op" or tok.text not in _COMPARISONS:
+            raise NotExactError(f"the light path does not read {tok.text or 'the end'!r} in the predicate")
+        self.i += 1
+        return self.compare(name, _COMPARISONS[tok.text], self.literal(kind))
+
+    @staticmethod
+    def compare(name: str, op: str, value: object) -> tuple[FilterNode, FilterNode]:
+        guard = ("not_null", name)
+        return ("and", [guard, ("cmp", name, op, value)]), ("and", [guard, ("cmp", name, _NEGATED[op], value)])
+
+
+def row_filter(predicate: str, schema: pa.Schema) -> FilterNode:
+    """The rows a Spark SQL ``predicate`` holds TRUE for, as a tree (``FilterNode``) the light libraries' deletes and
+    overwrites take; a row where it is FALSE or NULL is not selected, as in Spark's ``DELETE ... WHERE``.
+
+    Only comparisons of an integer, string, boolean or date column with a literal of its kind, ``[NOT] IN``,
+    ``[NOT] BETWEEN``, ``IS [NOT] NULL``, ``AND`` / ``OR`` / ``NOT`` and parentheses are read.
+
+    Raises:
+        NotExactError: anything else (the write goes to Spark).
+        InvalidArgumentError: the predicate names a column ``schema`` lacks.
+    """
+    return _FilterParser(str(predicate), schema).parse()[0]

@@ -628,6 +628,46 @@ class UpsertResult(Result):
 
 
 @dataclass
+class WriteResult(Result):
+    """What ``append`` / ``overwrite`` did (``lakecat append --json``)."""
+
+    table: str
+    format: str
+    #: ``append``, or ``overwrite`` (every row, or with ``where`` the rows it selects)
+    operation: str
+    #: ``light`` (pyiceberg / delta-rs, no JVM) or ``spark``
+    engine: str
+    #: Why Spark wrote it (None on the light path)
+    engine_reason: str | None = None
+    #: Rows written (None: the engine did not say)
+    rows: int | None = None
+    where: str | None = None
+    #: The version the write committed (None: nothing was committed)
+    version: int | None = None
+    committed: bool = False
+    duration_s: float = 0.0
+
+
+@dataclass
+class DeleteResult(Result):
+    """What ``delete`` did, or with ``dry_run`` would do (``lakecat delete --json``)."""
+
+    table: str
+    format: str
+    where: str
+    #: ``light`` (pyiceberg / delta-rs, DuckDB for a dry run's count; no JVM) or ``spark``
+    engine: str
+    engine_reason: str | None = None
+    #: Rows deleted (with ``dry_run``: rows the predicate selects now); None: the engine did not say
+    rows: int | None = None
+    dry_run: bool = False
+    #: The version the delete committed (None: nothing was committed)
+    version: int | None = None
+    committed: bool = False
+    duration_s: float = 0.0
+
+
+@dataclass
 class QuickstartResult(Result):
     """What the quickstart did."""
 

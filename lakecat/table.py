@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import functools
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from . import cdc, evolution, health, layouts, maintenance, mirror, versions
+from . import cdc, evolution, health, layouts, maintenance, mirror, versions, writes
 from .engine import spark_errors
 from .errors import InvalidArgumentError
 from .formats import get_format
@@ -25,6 +27,7 @@ if TYPE_CHECKING:
     from .results import (
         AlterResult,
         CompactResult,
+        DeleteResult,
         DescribeResult,
         ExpireResult,
         HistoryResult,
@@ -38,8 +41,25 @@ if TYPE_CHECKING:
         TagResult,
         TagsResult,
         UpsertResult,
+        WriteResult,
     )
     from .versions import TableAsOf, TableChanges
+
+R = TypeVar("R")
+
+
+def _commits(method: Callable[..., R]) -> Callable[..., R]:
+    """Mark a method that commits to the table: after it, the format's one post-commit step runs
+    (``TableFormat.after_commit``: the mirrors follow), unless the result says nothing was committed (a dry run)."""
+
+    @functools.wraps(method)
+    def run(self: Table, *args: Any, **kwargs: Any) -> R:
+        result = method(self, *args, **kwargs)
+        if not getattr(result, "dry_run", False) and getattr(result, "committed", True) is not False:
+            self.committed()
+        return result
+
+    return run
 
 
 class Table:
@@ -165,15 +185,15 @@ class Table:
         (or ``until_tag``; inclusive, default current); ``engine`` as for ``as_of``."""
         return versions.changes(self, since=since, until=until, since_tag=since_tag, until_tag=until_tag, engine=engine)
 
+    @_commits
     def rollback(self, *, version: int | None = None, timestamp: str | None = None, tag: str | None = None,
                  force: bool = False) -> RollbackResult:  # fmt: skip
         """Make the table read as it did at ``version`` (or the version tagged ``tag``, or as of ``timestamp``);
         ``force`` also undoes batches an ingest stream committed (refused otherwise: it would not write them again)."""
-        result = versions.rollback(self, version=version, timestamp=timestamp, tag=tag, force=force)
-        mirror.keep_in_step(self)
-        return result
+        return versions.rollback(self, version=version, timestamp=timestamp, tag=tag, force=force)
 
     # --- evolution and named versions (lakecat/evolution.py) ---------------------------------------
+    @_commits
     def alter(self, *, add_columns: list[str] | tuple[str, ...] = (), rename_columns: list[str] | tuple[str, ...] = (),
               drop_columns: list[str] | tuple[str, ...] = (), widen: list[str] | tuple[str, ...] = (),
               comments: list[str] | tuple[str, ...] = (), partition_by: str | None = None, rewrite: bool = False,
@@ -204,8 +224,6 @@ class Table:
             result = evolution.alter(
                 self, changes=changes, partition_by=partition_by, rewrite=rewrite, dry_run=dry_run, yes=yes
             )
-        if not dry_run:  # a dry run commits nothing, to the table or to its mirrors
-            mirror.keep_in_step(self)
         return result
 
     def tag(
@@ -234,6 +252,7 @@ class Table:
         """Fast-forward the main line to ``branch``."""
         return evolution.publish(self, branch)
 
+    @_commits
     def upsert(self, data: DataFrame | str | Path, *, key: str | list[str] | tuple[str, ...], file_format: str | None = None,
                delete_when: str | None = None, branch: str | None = None) -> UpsertResult:  # fmt: skip
         """MERGE a Spark DataFrame or a path of json/csv/parquet files into this table by ``key``.
@@ -247,11 +266,62 @@ class Table:
             >>> t.upsert("/landing/fixes/", key=["id"], delete_when="op = 'D'").updated
         """
         target = self.on_branch(branch) if branch is not None else self
-        result = cdc.upsert(target, data, key=key, file_format=file_format, delete_when=delete_when)
-        mirror.keep_in_step(self)
-        return result
+        return cdc.upsert(target, data, key=key, file_format=file_format, delete_when=delete_when)
+
+    # --- plain writes and deletes (lakecat/writes.py) ------------------------------------------------
+    @_commits
+    def append(self, data: pa.Table | pd.DataFrame | DataFrame | str | Path, *, engine: str | None = None,
+               file_format: str | None = None) -> WriteResult:  # fmt: skip
+        """Append rows in one commit: a ``pyarrow.Table``, a pandas or Spark DataFrame, or a path of parquet / csv /
+        json lines files (``file_format`` when the names do not say).
+
+        Columns match the table's by name; a type is cast only where no value changes (``int`` to ``bigint``); a
+        column the data lacks is null, and refused where the table says NOT NULL. A mismatch is an
+        ``InvalidArgumentError`` and nothing is written.
+
+        ``engine``: ``"light"`` (pyiceberg / delta-rs, no JVM; ``NotExactError`` where the table has what they do not
+        write: deletion vectors, clustering, generated columns, merge-on-read deletes, Iceberg format version 3),
+        ``"spark"``, or None: the light path where it writes the table as Spark would, else Spark. The result names
+        the engine and, for Spark, why.
+
+        Example:
+            >>> t.append(pa.table({"id": [1, 2], "region": ["eu", "us"]})).version
+        """
+        return writes.write(self, data, mode="append", engine=engine, file_format=file_format)
+
+    @_commits
+    def overwrite(self, data: pa.Table | pd.DataFrame | DataFrame | str | Path, *, where: str | None = None,
+                  engine: str | None = None, file_format: str | None = None) -> WriteResult:  # fmt: skip
+        """Replace every row (or, with ``where``, the rows that Spark SQL predicate selects) with ``data``, in one commit.
+
+        With ``where`` every row of ``data`` must match it (Delta's replaceWhere rule; refused otherwise, nothing
+        written). Data and ``engine`` as for ``append``; a predicate the light path cannot apply exactly as Spark
+        does is applied by Spark.
+
+        Example:
+            >>> t.overwrite(fixes, where="day = DATE '2026-01-31'")
+        """
+        return writes.write(self, data, mode="overwrite", where=where, engine=engine, file_format=file_format)
+
+    @_commits
+    def delete(self, *, where: str, dry_run: bool = False, engine: str | None = None) -> DeleteResult:
+        """Delete the rows the Spark SQL predicate ``where`` holds TRUE for, in one commit (none when no row matches);
+        ``dry_run`` counts them instead. Where the table marks deleted rows (Delta's deletion vectors, Iceberg's
+        merge-on-read), Spark deletes, and marks them; elsewhere pyiceberg / delta-rs rewrite the files without a JVM
+        when the predicate is one they apply exactly as Spark does (``engine`` as for ``append``).
+
+        Example:
+            >>> t.delete(where="customer_id = 42", dry_run=True).rows
+        """
+        return writes.delete(self, where=where, dry_run=dry_run, engine=engine)
+
+    def committed(self) -> None:
+        """The one step after each commit lakecat makes to the table (``TableFormat.after_commit``): its mirrors make
+        their matching commits. lakecat runs it itself; call it after committing to the table through Spark yourself."""
+        self.adapter.after_commit(self)
 
     # --- maintenance (lakecat/maintenance.py) ---------------------------------------------------
+    @_commits
     def compact(self, *, strategy: str = "binpack", by: list[str] | tuple[str, ...] | str = (),
                 target_file_size: int | str | None = None, where: str | None = None, dry_run: bool = False,
                 full: bool = False, since: datetime | None = None) -> CompactResult:  # fmt: skip
@@ -263,23 +333,18 @@ class Table:
         Example:
             >>> t.compact(strategy="zorder", by=["user_id"], target_file_size="128MB").files_after
         """
-        result = maintenance.compact(self, strategy=strategy, by=by, target_file_size=target_file_size, where=where,
-                                     dry_run=dry_run, full=full, since=since)  # fmt: skip
-        if not dry_run:
-            mirror.keep_in_step(self)
-        return result
+        return maintenance.compact(self, strategy=strategy, by=by, target_file_size=target_file_size, where=where,
+                                   dry_run=dry_run, full=full, since=since)  # fmt: skip
 
+    @_commits
     def expire(self, *, older_than: str | None = None, retain_last: int | None = None, dry_run: bool = False,
                force: bool = False, engine: str | None = None) -> ExpireResult:  # fmt: skip
         """Expire versions older than ``older_than`` (keeping the newest ``retain_last``) and their files.
 
         ``engine``: "light" (pyiceberg / delta-rs, no JVM), "spark", or None to let lakecat choose; the result's
         ``engine`` and ``engine_reason`` say which ran and why."""
-        result = maintenance.expire(self, older_than=older_than, retain_last=retain_last, dry_run=dry_run, force=force,
-                                    engine=engine)  # fmt: skip
-        if not dry_run:
-            mirror.keep_in_step(self)
-        return result
+        return maintenance.expire(self, older_than=older_than, retain_last=retain_last, dry_run=dry_run, force=force,
+                                  engine=engine)  # fmt: skip
 
     def clean_orphans(
         self, *, older_than: str | None = None, dry_run: bool = False, force: bool = False, engine: str | None = None
@@ -296,13 +361,12 @@ class Table:
         """Files, deletes, versions and a verdict (healthy / compact / expire / clean), from metadata; no JVM."""
         return health.table_health(self)
 
+    @_commits
     def set_properties(
         self, properties: dict[str, str] | None = None, *, unset: list[str] | tuple[str, ...] = ()
     ) -> PropertiesResult:
         """Set or unset table properties (maintenance policies ``lakecat.*`` are validated)."""
-        result = maintenance.set_properties(self, properties, unset=unset)
-        mirror.keep_in_step(self)
-        return result
+        return maintenance.set_properties(self, properties, unset=unset)
 
     # --- mirrors (lakecat/mirror.py) --------------------------------------------------------------
     def mirror(self, *, as_format: str, purge_deletes: bool = False) -> MirrorResult:

@@ -171,6 +171,19 @@ def _check_engine(engine: str | None) -> str | None:
     return engine
 
 
+check_engine = _check_engine
+
+
+def count_matching(source: Any, where: str) -> int:
+    """Rows of an Arrow source (a table, a dataset, a reader) the predicate ``where`` holds TRUE for, counted by DuckDB.
+
+    Raises:
+        NotExactError: a predicate the light path does not read exactly as Spark does.
+        InvalidArgumentError: it names a column the source lacks.
+    """
+    return int(_light_select(source, where=where, limit=None, count=True))
+
+
 class _Answer:
     """Which engine answered a read, and why the light path did not when it did not."""
 

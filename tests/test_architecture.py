@@ -414,6 +414,10 @@ def test_third_format_answers_exit_3_for_everything_it_lacks(cli, catalog, ns, j
         ("timetravel", name, "--tag", "t1"),
         ("ingest", name, "--files", str(landing), "--file-format", "json"),
         ("upsert", name, "--from", str(tmp_path / "fix.json"), "--key", "id"),
+        ("append", name, "--from", str(tmp_path / "fix.json")),
+        ("append", name, "--from", str(tmp_path / "fix.json"), "--overwrite"),
+        ("delete", name, "--where", "id = 1"),
+        ("delete", name, "--where", "id = 1", "--dry-run"),
     ]
     for args in unsupported:
         code, out, err = cli(*args, "--json")

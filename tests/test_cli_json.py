@@ -40,6 +40,8 @@ COVERED_ELSEWHERE = {
     ("maintenance-log",): "tests/test_service.py::test_service_compacts_the_urgent_table_logs_and_exports",
     ("policy", "set"): "tests/test_policy.py::test_policy_inherits_catalog_namespace_table_without_a_jvm",
     ("policy", "show"): "tests/test_policy.py::test_policy_inherits_catalog_namespace_table_without_a_jvm",
+    ("append",): "tests/test_writes.py::test_cli_append_and_delete_without_a_jvm",
+    ("delete",): "tests/test_writes.py::test_cli_append_and_delete_without_a_jvm",
 }
 
 # The keys the command pages document for each command's --json (docs/commands/*.md; more are fine).

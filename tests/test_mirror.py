@@ -358,7 +358,6 @@ def _commit_schema(location: str, version: int, retype: dict[str, str], changes:
 
 def test_a_widening_iceberg_cannot_do_is_refused_and_never_fails_lakecats_commit(catalog, ns, tmp_path, lakecat,
                                                                                  monkeypatch, caplog):  # fmt: skip
-    from lakecat import mirror
     from lakecat.formats.delta.mirror_commit import MirrorTarget
 
     location = str(tmp_path / "w")
@@ -374,7 +373,7 @@ def test_a_widening_iceberg_cannot_do_is_refused_and_never_fails_lakecats_commit
     # any failure of the mirror after lakecat's own commit: one warning, the mirror stays behind
     t = catalog.load_table(name)
     monkeypatch.setattr(MirrorTarget, "sync", lambda self, **_: (_ for _ in ()).throw(OSError("log unreadable")))
-    mirror.keep_in_step(t)
+    t.committed()
     assert "stays behind: log unreadable" in caplog.text
 
     # the fix, as named; Delta's type widening records the change, and a new mirror of such a table is refused

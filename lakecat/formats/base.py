@@ -13,13 +13,14 @@ Adapters get what they need passed in — a ``CatalogContext`` (Spark session, m
 
 from __future__ import annotations
 
+import logging
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
-from ..engine import engine_facts, to_int
+from ..engine import engine_facts, first_line, to_int
 from ..errors import NotExactError, UnsupportedOperationError, VersionNotFoundError
 from ..files import local_path
 from ..partitioning import Clustering, Layout, LayoutInfo
@@ -27,6 +28,7 @@ from ..partitioning import Clustering, Layout, LayoutInfo
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
 
     from ..config import CatalogConfig
@@ -34,8 +36,11 @@ if TYPE_CHECKING:
     from ..identifiers import TableIdent
     from ..metastore import Metastore, TableEntry
     from ..partitioning import PartitionField
+    from ..predicate import FilterNode
     from ..results import DescribeResult, ExpireResult, MetadataResult, MirrorResult, MirrorVerifyResult, RefInfo
     from ..schema import Column
+
+log = logging.getLogger(__name__)
 
 
 class CatalogContext(Protocol):
@@ -282,6 +287,9 @@ CAPABILITY_METHODS: dict[str, tuple[str, ...]] = {
     "convert": ("convert",),
     "clustering": ("set_clustering",),
     "deletion_vectors": ("set_deletion_vectors",),
+    "write": ("write_spark",),
+    "delete": ("delete_spark",),
+    "light_writes": ("check_light_write", "write_light", "delete_light"),
 }
 _COMPACT_STRATEGIES = ("binpack", "sort", "zorder")
 
@@ -604,6 +612,57 @@ class TableFormat(ABC):
         """Record a change-event key in the format's own terms; returns notes for the user."""
         return []
 
+    # --- plain writes and deletes (``Table.append`` / ``overwrite`` / ``delete``) ---------------------------------
+    def write_schema(self, table: TableHandle) -> pa.Schema:
+        """The columns a writer fills (not the ones the format generates) as Arrow types, NOT NULL ones not nullable,
+        from metadata (no JVM)."""
+        raise self.unsupported("writes")
+
+    def check_light_write(self, table: TableHandle, operation: str) -> None:
+        """Raise ``NotExactError`` (saying why) unless the light library writes ``operation`` (``append``,
+        ``overwrite``, ``overwrite_where``, ``delete``) to this table as Spark would: every feature the table has is one
+        the library writes, and the table's chosen delete mode is the library's."""
+        raise NotExactError(f"writes without a JVM are not implemented for {self.name} tables")
+
+    def write_light(self, table: TableHandle, data: pa.Table, mode: str, where: FilterNode | None) -> None:
+        """One commit without a JVM: ``data`` (in the table's Arrow schema) appended (``mode="append"``), or replacing
+        every row (``"overwrite"``) or the rows ``where`` selects (a ``lakecat.predicate.row_filter`` tree)."""
+        raise NotExactError(f"writes without a JVM are not implemented for {self.name} tables")
+
+    def delete_light(self, table: TableHandle, where: FilterNode) -> int | None:
+        """Delete the rows ``where`` selects in one commit without a JVM; returns how many (None: the library did not
+        say)."""
+        raise NotExactError(f"deletes without a JVM are not implemented for {self.name} tables")
+
+    def write_spark(self, table: TableHandle, df: DataFrame, mode: str, where: str | None) -> None:
+        """One commit on Spark: ``df`` appended, or replacing every row or the rows the checked Spark SQL predicate
+        ``where`` selects (every row of ``df`` matches it)."""
+        raise self.unsupported("append" if mode == "append" else "overwrite")
+
+    def delete_spark(self, table: TableHandle, where: str) -> int | None:
+        """Delete the rows the checked Spark SQL predicate ``where`` selects, on Spark; returns how many (None: the
+        engine did not say)."""
+        raise self.unsupported("delete")
+
+    # --- after every commit lakecat makes -------------------------------------------------------------------------
+    def after_commit(self, table: TableHandle) -> None:
+        """The one step after each commit lakecat makes to the table (a write, a delete, an upsert, an ingest batch, an
+        alter, a rollback, a maintenance commit): its mirrors make their matching commits. A mirror that cannot
+        follow (a version it refuses, a conflict) stays behind, correct, with one warning; ``lakecat mirror TABLE
+        --sync`` says why."""
+        if type(self).mirror_formats is TableFormat.mirror_formats:  # a format without mirrors: no catalog lookup
+            return
+        try:
+            targets = self.mirror_formats(table.refresh())
+        except Exception:  # noqa: BLE001 - the table is gone (dropped by the operation itself): nothing to follow
+            return
+        for target in targets:
+            try:
+                self.sync_mirror(table, target)
+            except Exception as e:  # noqa: BLE001 - the table's commit succeeded; `mirror --sync` reports the error
+                log.warning("the %s mirror of %s stays behind: %s", target.name, table.name,
+                            first_line(str(e)) or type(e).__name__)  # fmt: skip
+
     # --- evolution (schema and partitioning) ------------------------------------------------
     def schema_upgrade(self, table: TableHandle, kind: str) -> str | None:
         """What a schema change of ``kind`` needs the table to enable first (a protocol upgrade), in a sentence.
@@ -745,6 +804,10 @@ class TableFormat(ABC):
     # --- mirrors: the table also readable as another format, metadata only -------------------
     def mirrors(self, entry: TableEntry) -> list[str]:
         """The formats the table is also readable as (``lakecat mirror``), from its catalog entry."""
+        return []
+
+    def mirror_formats(self, entry: TableEntry) -> list[TableFormat]:
+        """The adapters of the formats the table is also readable as (``mirrors``)."""
         return []
 
     def library_catalog(self, ctx: CatalogContext) -> Any:

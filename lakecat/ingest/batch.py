@@ -127,6 +127,8 @@ class BatchWriter:
             stats.skipped = True
         else:
             names = self.mode.write(self, df, batch_id, stats, done)
+            if not done.table:  # the one post-commit step of the table's format (its mirrors follow), batch by batch
+                self.table.adapter.after_commit(self.table)
         if self.staged is not None and self.staged.due():
             self.staged.commit()
         stats.duration_s = round(time.monotonic() - started, 3)

@@ -31,6 +31,7 @@ from .mirror_commit import DeltaMirror
 from .partitioning import delta_generated_columns, describe_delta_partitioning
 from .tags import TagStore
 from .versions import DeltaVersions
+from .writes import DeltaWrites
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -90,7 +91,7 @@ def delta_type_sql(t: Any) -> str:
     return _PRIMITIVE_SQL.get(text, text.upper())
 
 
-class DeltaFormat(DeltaVersions, DeltaMaintenance, DeltaHealth, DeltaEvolution, DeltaMirror, TableFormat):
+class DeltaFormat(DeltaVersions, DeltaMaintenance, DeltaHealth, DeltaEvolution, DeltaMirror, DeltaWrites, TableFormat):
     name = "delta"
     partition_transforms = frozenset({"identity", "years", "months", "days", "hours", "truncate"})
     hidden_partitioning = False

@@ -387,6 +387,9 @@ class DeltaMirror:
     def mirrors(self, entry: TableEntry) -> list[str]:
         return [str(m) for m in entry.properties.get(MIRRORS_KEY) or []]
 
+    def mirror_formats(self, entry: TableEntry) -> list[TableFormat]:
+        return [get_format(m) for m in self.mirrors(entry)]
+
     def mirror(self, table: TableHandle, target: TableFormat, *, purge_deletes: bool = False) -> MirrorResult:
         side = MirrorTarget(table, target)
         if purge_deletes:

@@ -69,6 +69,11 @@ def _predicate(value: Any, engine_op: str) -> str | None:
     return clean
 
 
+#: A commit's own word for what it did, in its commit info, where Delta's operation does not say (delta-rs deletes by an
+#: overwrite with a predicate and no new rows: a ``WRITE`` that lakecat marks ``delete``).
+OPERATION_KEY = "lakecat.operation"
+
+
 def _commit(h: dict[str, Any]) -> Commit | None:
     version = to_int(h.get("version"))
     if version is None:
@@ -79,6 +84,8 @@ def _commit(h: dict[str, Any]) -> Commit | None:
     mode = str(params.get("mode") or params.get("outputMode") or "")
     if engine_op in ("WRITE", "STREAMING UPDATE") and mode.lower() in ("overwrite", "complete"):
         op = "overwrite"
+    if h.get(OPERATION_KEY) == "delete":
+        op = "delete"
     summary: dict[str, Any] = {"engine_operation": engine_op, **unified_summary(h.get("operationMetrics") or {})}
     if h.get("engineInfo"):
         summary["engine"] = h["engineInfo"]

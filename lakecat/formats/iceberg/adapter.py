@@ -33,6 +33,7 @@ from .maintenance import IcebergMaintenance
 from .markers import MARKER_BATCH, MARKER_PROPERTY_PREFIX, MARKER_QUERY, stream_markers
 from .rest_server import LocalRestCatalog
 from .versions import IcebergVersions, snapshot_view
+from .writes import IcebergWrites
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -214,7 +215,7 @@ def _location(metadata_location: str | None) -> str:
     return normalize_location(metadata_location.rsplit("/metadata/", 1)[0])
 
 
-class IcebergFormat(IcebergVersions, IcebergMaintenance, IcebergHealth, IcebergEvolution, TableFormat):
+class IcebergFormat(IcebergVersions, IcebergMaintenance, IcebergHealth, IcebergEvolution, IcebergWrites, TableFormat):
     name = "iceberg"
     partition_transforms = frozenset({"identity", "years", "months", "days", "hours", "bucket", "truncate"})
     hidden_partitioning = True
