@@ -113,6 +113,14 @@ class InternalError(LakecatError):
     exit_code = 4
 
 
+def invalid(python: str, cli: str) -> InvalidArgumentError:
+    """A usage error that says ``python`` to a caller of the library (``every=``, ``confirm=True``) and ``cli`` on the
+    command line (``--every``, ``--yes``)."""
+    error = InvalidArgumentError(python)
+    error.with_cli_terms({python: cli})
+    return error
+
+
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2

@@ -1,4 +1,4 @@
-"""Durations, sizes and timestamps as users type them."""
+"""Durations, sizes and timestamps as users type them and as lakecat shows them (a public module: ``lakecat.units``)."""
 
 from __future__ import annotations
 
@@ -6,6 +6,9 @@ import re
 from datetime import UTC, datetime, timedelta
 
 from .errors import InvalidArgumentError
+
+__all__ = ["format_duration", "from_millis", "human_size", "iso", "parse_duration", "parse_size", "parse_timestamp",
+           "plural"]  # fmt: skip
 
 _DURATION = re.compile(r"\s*(\d+)\s*(s|m|h|d|w)\s*\Z", re.IGNORECASE)
 _DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}

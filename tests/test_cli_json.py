@@ -40,6 +40,8 @@ COVERED_ELSEWHERE = {
     ("maintenance-log",): "tests/test_service.py::test_service_compacts_the_urgent_table_logs_and_exports",
     ("policy", "set"): "tests/test_policy.py::test_policy_inherits_catalog_namespace_table_without_a_jvm",
     ("policy", "show"): "tests/test_policy.py::test_policy_inherits_catalog_namespace_table_without_a_jvm",
+    ("namespaces",): "tests/test_facade.py::test_rename_moves_the_catalog_entry_not_the_files",
+    ("rename",): "tests/test_facade.py::test_rename_moves_the_catalog_entry_not_the_files",
 }
 
 # The keys the command pages document for each command's --json (docs/commands/*.md; more are fine).
