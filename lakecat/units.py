@@ -59,6 +59,7 @@ def parse_size(text: str | int) -> int:
 
 
 def human_size(n: int | float | None) -> str:
+    """Bytes in binary units, one decimal: ``human_size(1536)`` is ``1.5 KiB``; None is ``-``."""
     if n is None:
         return "-"
     value = float(n)
@@ -104,4 +105,5 @@ def iso(dt: datetime | None) -> str | None:
 
 
 def from_millis(ms: int) -> datetime:
+    """Milliseconds since the epoch (a commit's timestamp) as an aware UTC datetime."""
     return datetime.fromtimestamp(ms / 1000, tz=UTC)
