@@ -61,8 +61,9 @@ def health(
             def progress(name: str, done: int, total: int) -> None:
                 update(completed=done, total=total, description=f"health {name}" if name else "health")
 
-            return cat.health(pattern, progress=progress, allow_empty=allow_empty, fail_on=fail_on, html=html,
-                              prometheus=prometheus)  # fmt: skip
+            # a gate that judges no table must not pass; a plain listing is a question, and "none" may be its answer
+            return cat.health(pattern, progress=progress, allow_empty=allow_empty or fail_on is None, fail_on=fail_on,
+                              html=html, prometheus=prometheus)  # fmt: skip
 
     def human(console, r):  # type: ignore[no-untyped-def]
         if not r.tables:

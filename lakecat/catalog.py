@@ -597,8 +597,8 @@ class Catalog:
         """Each matching table's health from metadata alone (no JVM): files, deletes, versions, a verdict.
 
         A ``pattern`` that matches no table raises ``NoTableMatchesError`` unless ``allow_empty`` (then the result
-        has no tables). ``fail_on`` (``compact``, ``expire`` or ``any``) is checked first and a gate judges at least
-        one table (``allow_empty`` aside); ``result.failing(fail_on)`` then names the tables that trip it. ``html``
+        has no tables). ``fail_on`` (``compact``, ``expire`` or ``any``) is checked before any table is read;
+        ``result.failing(fail_on)`` then names the tables that trip it. ``html``
         writes one self-contained page (histograms, versions, verdicts, the tables' recent maintenance runs);
         ``prometheus`` writes the health gauges in Prometheus' text format (node-exporter's textfile collector).
 
@@ -609,8 +609,7 @@ class Catalog:
         health.check_fail_on(fail_on)  # a usage error before any table is read
         if prometheus is not None:
             require_client()  # a missing extra before the tables are read
-        # a gate that judges no table must not pass; a plain look may come back empty
-        result = health.health(self, pattern, progress=progress, allow_empty=allow_empty or fail_on is None)
+        result = health.health(self, pattern, progress=progress, allow_empty=allow_empty)
         if html is not None:
             write_html(result, html, RunLog(self.metastore).runs(pattern, limit=100))
         if prometheus is not None:
