@@ -24,7 +24,7 @@ class LakecatError(Exception):
     def cli_message(self) -> str:
         """The message as the command line says it: each Python term (``force=True``) as its option (``--force``)."""
         text = str(self)
-        for python, cli in self.cli_terms.items():
+        for python, cli in {**self.cli_terms, **CLI_TERMS}.items():
             text = text.replace(python, cli)
         return text
 
@@ -32,6 +32,12 @@ class LakecatError(Exception):
         """Say how the command line spells the message's Python terms; returns the error, for ``raise``."""
         self.cli_terms = terms
         return self
+
+
+#: Phrases any library message may use for a parameter, and how the command line says them (every error's
+#: ``cli_message`` translates them, beside its own ``cli_terms``).
+CLI_TERMS = {"invalid where predicate": "invalid --where predicate",
+             "invalid delete_when predicate": "invalid --delete-when predicate"}  # fmt: skip
 
 
 class ConfigError(LakecatError):

@@ -534,7 +534,7 @@ def _where(df: DataFrame, where: str | None) -> DataFrame:
         out.schema  # noqa: B018 - analysed now (Spark Connect analyses lazily), so a bad predicate is a usage error
         return out
     except Exception as e:  # noqa: BLE001 - any failure to analyse the predicate is the caller's mistake
-        raise InvalidArgumentError(f"invalid --where predicate {where!r}: {first_line(str(e))}") from None
+        raise InvalidArgumentError(f"invalid where predicate {where!r}: {first_line(str(e))}") from None
 
 
 # --- changes ------------------------------------------------------------------------------------
