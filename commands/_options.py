@@ -28,18 +28,35 @@ def connect(catalog: str | None):  # type: ignore[no-untyped-def]
     return lakecat.connect(catalog)
 
 
-def parse_properties(items: list[str] | None) -> dict[str, str]:
-    props: dict[str, str] = {}
+def parse_pairs(items: list[str] | None, option: str, form: str) -> dict[str, str]:
+    """Repeated ``key=value`` options as a dict (the library's spelling); anything else is exit 2 naming ``form``."""
+    pairs: dict[str, str] = {}
     for item in items or []:
         if "=" not in item:
-            raise InvalidArgumentError(f"invalid --property {item!r}: use key=value")
+            raise InvalidArgumentError(f"invalid {option} {item!r}: use {form}")
         k, v = item.split("=", 1)
-        props[k.strip()] = v.strip()
-    return props
+        pairs[k.strip()] = v.strip()
+    return pairs
+
+
+def parse_properties(items: list[str] | None) -> dict[str, str]:
+    return parse_pairs(items, "--property", "key=value")
+
+
+def parse_switch(value: str | None, option: str) -> bool | None:
+    """``on``/``off`` (``true``/``false``, ``yes``/``no``) as a bool; None stays None."""
+    if value is None:
+        return None
+    word = value.strip().lower()
+    if word in ("on", "true", "yes"):
+        return True
+    if word in ("off", "false", "no"):
+        return False
+    raise InvalidArgumentError(f"invalid {option} {value!r}: use on or off")
 
 
 def connect_config(catalog: str | None):  # type: ignore[no-untyped-def]
     """The catalog config alone (no metastore opened): for commands about the machine, not the tables."""
-    from lakecat.config import resolve_config
+    import lakecat
 
-    return resolve_config(catalog)
+    return lakecat.resolve_config(catalog)

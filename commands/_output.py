@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import typer
 
-from lakecat import interrupt
 from lakecat.errors import EXIT_INTERNAL, InvalidArgumentError, LakecatError
+from lakecat.local import interrupt_requested
 from lakecat.results import with_version_strings
 
 from ._progress import _ignore, _ProgressLine
@@ -140,12 +140,12 @@ def run(out: Output, fn: Callable[[], Any], human: Callable[[Console, Any], None
         out.err.print("interrupted")
         raise typer.Exit(130) from None
     except Exception as e:  # noqa: BLE001 - everything becomes one line and an exit code
-        if interrupt.requested():  # the error of a Spark job that Ctrl-C cancelled
+        if interrupt_requested():  # the error of a Spark job that Ctrl-C cancelled
             out.err.print("interrupted")
             raise typer.Exit(130) from None
         out.fail(e)
     out.emit(result, human)
-    if interrupt.requested():  # Ctrl-C came while the operation committed: it finished, and says what it did
+    if interrupt_requested():  # Ctrl-C came while the operation committed: it finished, and says what it did
         out.err.print("interrupted (after the operation finished)")
         raise typer.Exit(130)
     return result

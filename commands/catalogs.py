@@ -2,12 +2,7 @@
 
 from __future__ import annotations
 
-import os
-
 import typer
-
-from lakecat.catalog import list_catalogs
-from lakecat.config import DEFAULT_CATALOG, lakecat_home
 
 from ._options import JsonOpt, VerboseOpt
 from ._output import Output, run
@@ -36,17 +31,15 @@ def catalogs(json_: JsonOpt = False, verbose: VerboseOpt = False) -> None:
         examples = [r.name for r in rows if r.example and not r.active]
         if examples:
             console.print(
-                f"examples shipped with lakecat, to copy into {lakecat_home() / 'catalogs'} and edit: "
+                f"examples shipped with lakecat, to copy into {local.lakecat_home() / 'catalogs'} and edit: "
                 + ", ".join(examples),
                 markup=False,
             )
 
-    run(out, lambda: _Rows(list_catalogs(os.environ.get("LAKECAT_CATALOG") or DEFAULT_CATALOG)), human)
+    import lakecat
+    from lakecat import local
 
-
-class _Rows(list):  # type: ignore[type-arg]
-    def to_dict(self) -> list:  # type: ignore[type-arg]
-        return [r.to_dict() for r in self]
+    run(out, lakecat.list_catalogs, human)
 
 
 def register(app: typer.Typer) -> None:

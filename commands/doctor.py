@@ -19,9 +19,9 @@ def doctor(catalog: CatalogOpt = None, json_: JsonOpt = False, verbose: VerboseO
     out = Output(json_, verbose)
 
     def api():  # type: ignore[no-untyped-def]
-        from lakecat.doctor import run_doctor
+        from lakecat import local
 
-        return run_doctor(connect_config(catalog))
+        return local.run_doctor(connect_config(catalog))
 
     def human(console, report):  # type: ignore[no-untyped-def]
         if report.versions is not None:

@@ -55,31 +55,15 @@ def health(
     out = Output(json_, verbose)
 
     def api():  # type: ignore[no-untyped-def]
-        from lakecat.health import check_fail_on
-
-        check_fail_on(fail_on)  # a usage error before any table is read
-        if prometheus is not None:
-            from lakecat.metrics import require_client
-
-            require_client()  # a missing extra before the tables are read
         cat = connect(catalog)
         with out.progress("health") as update:
 
             def progress(name: str, done: int, total: int) -> None:
                 update(completed=done, total=total, description=f"health {name}" if name else "health")
 
-            # a gate that judges no table must not pass; a plain listing may come back empty
-            result = cat.health(pattern, progress=progress, allow_empty=allow_empty or fail_on is None)
-        if html is not None:
-            from lakecat.health_html import write_html
-            from lakecat.maintenance_log import RunLog
-
-            write_html(result, html, RunLog(cat.metastore).runs(pattern, limit=100))
-        if prometheus is not None:
-            from lakecat.metrics import write_health_textfile
-
-            write_health_textfile(result, prometheus)
-        return result
+            # a gate that judges no table must not pass; a plain listing is a question, and "none" may be its answer
+            return cat.health(pattern, progress=progress, allow_empty=allow_empty or fail_on is None, fail_on=fail_on,
+                              html=html, prometheus=prometheus)  # fmt: skip
 
     def human(console, r):  # type: ignore[no-untyped-def]
         if not r.tables:
@@ -96,9 +80,7 @@ def health(
         console.print(f"{plural(len(r.tables), 'table')}: {counts}, in {human_duration(r.duration_s)}", markup=False)
 
     result = run(out, api, human)
-    from lakecat.health import failing
-
-    bad = failing(result, fail_on)
+    bad = result.failing(fail_on)
     if bad:
         out.info(f"--fail-on {fail_on}: {', '.join(h.name for h in bad)}")
         raise typer.Exit(1)

@@ -11,10 +11,9 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
+from lakecat import FileSource, IngestOptions, KafkaSource, Source
 from lakecat.errors import InvalidArgumentError
-from lakecat.ingest import IngestOptions
 from lakecat.results import IngestResult
-from lakecat.sources import FileSource, KafkaSource, Source
 from lakecat.units import plural
 
 from ._options import CatalogOpt, JsonOpt, VerboseOpt, connect, parse_properties

@@ -28,11 +28,11 @@ def fetch(
     out = Output(json_, verbose)
 
     def api():  # type: ignore[no-untyped-def]
-        from lakecat import jars
+        from lakecat import local
 
         config = connect_config(catalog)
-        with out.status(f"fetching jars from {jars.repository(config).url}"):
-            return jars.fetch(config, (with_ or "").split(","))
+        with out.status(f"fetching jars from {local.jar_repository(config).url}"):
+            return local.fetch_jars(config, (with_ or "").split(","))
 
     def human(console, result):  # type: ignore[no-untyped-def]
         t = table(key("set"), num("jars"), num("size"), "state", "description")
@@ -51,9 +51,9 @@ def list_(json_: JsonOpt = False, verbose: VerboseOpt = False) -> None:
     out = Output(json_, verbose)
 
     def api():  # type: ignore[no-untyped-def]
-        from lakecat import jars
+        from lakecat import local
 
-        listing = jars.list_cache()
+        listing = local.list_cache()
         if not listing.ok:
             bad = next(j for j in listing.jars if j.status != "ok")
             out.info(f"{bad.coordinate}: {bad.status} ({bad.file}); `lakecat jars fetch` fetches it again")

@@ -8,10 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from lakecat.config import lakecat_home
-from lakecat.formats import local_server
-from lakecat.formats.base import LocalServer
-from lakecat.processes import is_loopback
+from lakecat.local import LocalServer, is_loopback, lakecat_home, local_server
 
 from ._options import CatalogOpt, JsonOpt, VerboseOpt, connect, connect_config
 from ._output import Output, run
@@ -37,7 +34,7 @@ class _Status(dict):  # type: ignore[type-arg]
 
 
 def _broker(port: int, data_dir: Path | None):  # type: ignore[no-untyped-def]
-    from lakecat.kafka_local import LocalKafka
+    from lakecat.local import LocalKafka
 
     return LocalKafka(data_dir=(data_dir or lakecat_home() / "kafka").expanduser(), port=port)
 
@@ -189,7 +186,7 @@ EnginePortOpt = Annotated[int, typer.Option("--port", help="Port the engine list
 
 
 def _engine(catalog: str | None, port: int = 15002):  # type: ignore[no-untyped-def]
-    from lakecat.engine_local import LocalEngine
+    from lakecat.local import LocalEngine
 
     return LocalEngine(connect_config(catalog), port=port)
 

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperCommand
 
-from lakecat.about import versions_info
+from lakecat import versions_info
 
 from ._output import dumps
 from ._render import version_lines
@@ -22,7 +22,7 @@ from ._render import version_lines
 COMMANDS: dict[str, tuple[str, ...]] = {
     "quickstart": ("quickstart",),
     "catalogs": ("catalogs",),
-    "tables": ("create", "list", "describe", "drop"),
+    "tables": ("create", "list", "namespaces", "describe", "rename", "drop"),
     "adopt": ("register", "convert"),
     "versions": ("history", "timetravel", "read", "changes", "rollback"),
     "tags": ("tag", "tags", "untag", "branch", "publish"),
@@ -170,11 +170,10 @@ def run_cli(argv: list[str]) -> int:
     error document with --json): the command's usage is one ``-h`` away, and a CI log wants the reason only."""
     configure_logging("--verbose" in argv or "-v" in argv)
     if argv and argv[0] in _MODULE_OF:  # a command (not help): at a terminal, its Spark path uses the warm engine
-        from lakecat import interrupt
-        from lakecat.engine_local import terminal_command
+        from lakecat import local
 
-        terminal_command()
-        interrupt.install()  # Ctrl-C cancels the Spark jobs and ends the command as "interrupted" (exit 130)
+        local.terminal_command()
+        local.install_interrupt_handler()  # Ctrl-C cancels the Spark jobs and ends the command as "interrupted" (exit 130)
     try:
         code = _app_for(argv)(args=argv, prog_name="lakecat", standalone_mode=False)
     except KeyboardInterrupt:  # Ctrl-C outside a command's own handling (say, while the command loads)

@@ -11,10 +11,9 @@ import typer
 from rich.text import Text
 
 from lakecat.errors import InvalidArgumentError
-from lakecat.layouts import parse_switch
-from lakecat.units import human_size, parse_duration, plural
+from lakecat.units import human_size, plural
 
-from ._options import CatalogOpt, JsonOpt, VerboseOpt, connect, parse_properties
+from ._options import CatalogOpt, JsonOpt, VerboseOpt, connect, parse_pairs, parse_properties, parse_switch
 from ._output import Output, run
 from ._render import exact_size, human_duration, human_time, key, num, print_table, table
 
@@ -256,33 +255,21 @@ def maintain(
     Example: lakecat maintain 'sales.*' --plan plan.toml --json · lakecat maintain --auto --every 10m --max-minutes 8
     """
     out = Output(json_, verbose)
-    if every is not None and engine is not None:
-        run(out, lambda: _refuse("--engine goes with one pass (the service chooses the engine per step)"), None)  # type: ignore[arg-type]
-        return
     if every is not None or any(v is not None for v in (max_minutes, parallel, metrics_port)):
         _serve(out, catalog, pattern, plan=plan, auto=auto, every=every, max_minutes=max_minutes,
                parallel=parallel, metrics_port=metrics_port, dry_run=dry_run, prometheus=prometheus,
-               allow_empty=allow_empty)  # fmt: skip
+               allow_empty=allow_empty, engine=engine)  # fmt: skip
         return
 
     def api():  # type: ignore[no-untyped-def]
-        if prometheus is not None:
-            from lakecat.metrics import require_client
-
-            require_client()  # a missing extra before any table is maintained
         cat = connect(catalog)
         with out.progress("maintain") as update:
 
             def progress(name: str, done: int, total: int) -> None:
                 update(completed=done, total=total, description=f"maintain {name}" if name else "maintain")
 
-            report = cat.maintain(pattern, plan=plan, dry_run=dry_run, auto=auto, progress=progress,
-                                  allow_empty=allow_empty, engine=engine)  # fmt: skip
-        if prometheus is not None:  # the state the maintenance left behind, read on the light path
-            from lakecat.metrics import write_health_textfile
-
-            write_health_textfile(cat.health(pattern, allow_empty=True), prometheus)
-        return report
+            return cat.maintain(pattern, plan=plan, dry_run=dry_run, auto=auto, progress=progress,
+                                allow_empty=allow_empty, prometheus=prometheus, engine=engine)  # fmt: skip
 
     def human(console, r):  # type: ignore[no-untyped-def]
         if not r.tables:
@@ -306,10 +293,6 @@ def maintain(
         raise typer.Exit(1)
 
 
-def _refuse(message: str) -> None:
-    raise InvalidArgumentError(message)
-
-
 def _print_engine(console, r) -> None:  # type: ignore[no-untyped-def]
     if r.engine:
         console.print(f"  engine: {r.engine} — {r.engine_reason}", markup=False)
@@ -317,39 +300,29 @@ def _print_engine(console, r) -> None:  # type: ignore[no-untyped-def]
 
 def _serve(out: Output, catalog: str | None, pattern: str | None, *, plan: Path | None, auto: bool, every: str | None,
            max_minutes: float | None, parallel: int | None, metrics_port: int | None, dry_run: bool,
-           prometheus: Path | None, allow_empty: bool) -> None:  # fmt: skip
+           prometheus: Path | None, allow_empty: bool, engine: str | None) -> None:  # fmt: skip
     """``maintain --auto --every``: the service, until SIGTERM or SIGINT (a second one abandons the step under way)."""
     stop = threading.Event()
     stopped_by: list[str] = []
 
     def api():  # type: ignore[no-untyped-def]
-        if every is None:
-            raise InvalidArgumentError("--max-minutes, --parallel and --metrics-port go with --every (the service)")
-        if not auto:
-            raise InvalidArgumentError("--every needs --auto: the service runs what each table's health calls for")
-        if dry_run or prometheus is not None:
-            raise InvalidArgumentError(f"--every runs until stopped: {'--dry-run' if dry_run else '--prometheus'} "
-                                       "goes with one pass (maintain --auto), the service serves --metrics-port")  # fmt: skip
-        from lakecat.maintenance import matching_entries
-        from lakecat.service import ServiceOptions, abandon_current_step, serve
+        import lakecat
 
-        ServiceOptions(every=parse_duration(every), max_minutes=max_minutes, parallel=parallel or 1).check()
-        if metrics_port is not None:
-            from lakecat.metrics import require_client
-
-            require_client()
         cat = connect(catalog)
-        matching_entries(cat, pattern, allow_empty=allow_empty)  # before the service announces itself
 
         def on_signal(signum: int, _frame: object) -> None:
             name = signal.Signals(signum).name
             if stop.is_set():
                 out.err.print(f"{name} again: abandoning the step under way", markup=False)
-                abandon_current_step()
+                lakecat.abandon_current_step()
                 return
             stopped_by.append(name)
             stop.set()
             out.err.print(f"{name}: finishing the step under way, then stopping (again to abandon it)", markup=False)
+
+        def on_start() -> None:  # the options are checked and the pattern matches: the service announces itself
+            out.err.print(f"maintenance service on {cat.name}: {pattern or 'every table'}, a pass every {every}"
+                          + (f", /metrics on port {metrics_port}" if metrics_port is not None else ""), markup=False)  # fmt: skip
 
         def on_pass(p):  # type: ignore[no-untyped-def]
             runs = ", ".join(f"{n} {k}" for k, n in p.runs.items())
@@ -359,10 +332,10 @@ def _serve(out: Output, catalog: str | None, pattern: str | None, *, plan: Path 
 
         previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
         try:
-            out.err.print(f"maintenance service on {cat.name}: {pattern or 'every table'}, a pass every {every}"
-                          + (f", /metrics on port {metrics_port}" if metrics_port is not None else ""), markup=False)  # fmt: skip
-            result = serve(cat, pattern, every=every, max_minutes=max_minutes, parallel=parallel or 1, plan=plan,
-                           metrics_port=metrics_port, stop=stop, on_pass=on_pass, allow_empty=allow_empty)  # fmt: skip
+            result = cat.maintain(pattern, auto=auto, every=every, max_minutes=max_minutes, parallel=parallel,
+                                  plan=plan, metrics_port=metrics_port, dry_run=dry_run, prometheus=prometheus,
+                                  stop=stop, on_pass=on_pass, on_start=on_start, allow_empty=allow_empty,
+                                  engine=engine)  # fmt: skip
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
@@ -397,12 +370,7 @@ def maintenance_log(
     out = Output(json_, verbose)
 
     def api():  # type: ignore[no-untyped-def]
-        from lakecat.maintenance_log import RunLog, RunLogResult
-
-        window = parse_duration(since) if since is not None else None
-        if limit < 1:
-            raise InvalidArgumentError("invalid --limit: must be at least 1")
-        return RunLogResult(RunLog(connect(catalog).metastore).runs(pattern, since=window, limit=limit))
+        return connect(catalog).maintenance_log(pattern, since=since, limit=limit)
 
     def human(console, r):  # type: ignore[no-untyped-def]
         if not r.runs:
@@ -458,15 +426,8 @@ def policy_set(
     out = Output(json_, verbose)
 
     def api():  # type: ignore[no-untyped-def]
-        from lakecat.policy_admin import set_policy
-
-        props = {}
-        for item in values or []:
-            if "=" not in item:
-                raise InvalidArgumentError(f"invalid policy {item!r}: use KEY=VALUE")
-            k, v = item.split("=", 1)
-            props[k.strip()] = v.strip()
-        return set_policy(connect(catalog), pattern, props, unset=list(unset or []))
+        props = parse_pairs(values, "policy", "KEY=VALUE")
+        return connect(catalog).set_policy(pattern, props, unset=list(unset or []))
 
     def human(console, r):  # type: ignore[no-untyped-def]
         t = table(
@@ -497,9 +458,7 @@ def policy_show(
     out = Output(json_, verbose)
 
     def api():  # type: ignore[no-untyped-def]
-        from lakecat.policy_admin import show_policy
-
-        return show_policy(connect(catalog), name, plan=plan)
+        return connect(catalog).policy(name, plan=plan)
 
     def human(console, r):  # type: ignore[no-untyped-def]
         t = table(key("key"), "value", "from", title=f"{r.table} ({r.format}) policy"
@@ -642,16 +601,19 @@ def alter(
 
     def api():  # type: ignore[no-untyped-def]
         props = parse_properties(property)
+        renames = parse_pairs(rename_column, "--rename-column", "old=new")
+        widens = parse_pairs(widen, "--widen", "column=value")
+        comments = parse_pairs(set_comment, "--set-comment", "column=value")
+        switch = parse_switch(deletion_vectors, "--deletion-vectors")
         if evolving and (props or unset):
             raise InvalidArgumentError("give --property/--unset or schema/partition changes, not both in one alter")
         t = connect(catalog).load_table(name)
         if not evolving:
             return t.set_properties(props, unset=list(unset or []))
         with out.status(f"altering {name}"):
-            return t.alter(add_columns=add_column or (), rename_columns=rename_column or (), drop_columns=drop_column or (),
-                           widen=widen or (), comments=set_comment or (), partition_by=partition_by, rewrite=rewrite,
-                           cluster_by=cluster_by, deletion_vectors=parse_switch(deletion_vectors, "--deletion-vectors"),
-                           dry_run=dry_run, yes=yes)  # fmt: skip
+            return t.alter(add_columns=add_column or (), rename_columns=renames, drop_columns=drop_column or (),
+                           widen=widens, comments=comments, partition_by=partition_by, rewrite=rewrite,
+                           cluster_by=cluster_by, deletion_vectors=switch, dry_run=dry_run, confirm=yes)  # fmt: skip
 
     run(out, api, _print_alter)
 

@@ -6,7 +6,6 @@ from typing import Annotated, Any
 
 import typer
 
-from lakecat import mirror as mirrors
 from lakecat.errors import InvalidArgumentError
 
 from ._options import CatalogOpt, JsonOpt, VerboseOpt, connect
@@ -62,23 +61,17 @@ def mirror(
         if not (sync or verify or drop) and as_format is None:
             raise InvalidArgumentError("say which format to mirror the table as: --as iceberg (or --sync / --verify)")
         if verify:
-            return _one(
-                table.verify_mirrors() if as_format is None else [_verify_one(table, as_format)], "verify", name
-            )
+            return _one(table.verify_mirrors(as_format=as_format), "verify", name)
         if sync:
-            return _one(table.sync_mirrors(purge_deletes=purge_deletes), "sync", name)
+            return _one(table.sync_mirrors(as_format=as_format, purge_deletes=purge_deletes), "sync", name)
         if drop:
-            return {"name": name, "dropped": table.drop_mirrors()}
+            return {"name": name, "dropped": table.drop_mirrors(as_format=as_format)}
         return table.mirror(as_format=str(as_format), purge_deletes=purge_deletes)
 
     result = run(out, call, _human)
     checks = result if isinstance(result, list) else [result]
     if verify and not all(getattr(r, "equal", True) for r in checks):
         raise typer.Exit(1)
-
-
-def _verify_one(table: Any, as_format: str) -> Any:
-    return mirrors.verify(table, as_format=as_format)[0]
 
 
 def _human(console: Any, r: Any) -> None:

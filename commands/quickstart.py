@@ -37,9 +37,9 @@ def quickstart(
     out = Output(json_, verbose)
 
     def api():  # type: ignore[no-untyped-def]
-        from lakecat.quickstart import run_quickstart
+        from lakecat import local
 
-        return run_quickstart(connect(catalog), port=port, events=events, keep_broker=keep_broker, say=out.info)
+        return local.run_quickstart(connect(catalog), port=port, events=events, keep_broker=keep_broker, say=out.info)
 
     run(out, api, render_quickstart)
 

@@ -10,7 +10,7 @@ from lakecat.units import human_size, plural
 
 from ._options import CatalogOpt, JsonOpt, VerboseOpt, connect, parse_properties
 from ._output import Output, confirm, run
-from ._render import human_age, human_time, key, print_table, table
+from ._render import human_age, human_time, key, num, print_table, table
 
 
 def create(
@@ -100,6 +100,47 @@ def list_(
         console.print(plural(len(result), "table"))
 
     run(out, lambda: connect(catalog).list_tables(namespace, format=format), human)
+
+
+def namespaces(catalog: CatalogOpt = None, json_: JsonOpt = False, verbose: VerboseOpt = False) -> None:
+    """List the namespaces that hold tables, with how many tables of each format (no JVM)."""
+    out = Output(json_, verbose)
+
+    def human(console, result):  # type: ignore[no-untyped-def]
+        if not len(result):
+            console.print("no namespaces")
+            return
+        t = table(key("namespace"), num("tables"), "formats")
+        for n in result:
+            t.add_row(n.name, f"{n.tables:,}", ", ".join(f"{f} {c}" for f, c in n.formats.items()))
+        print_table(console, t)
+        console.print(plural(len(result), "namespace"))
+
+    run(out, lambda: connect(catalog).list_namespaces(), human)
+
+
+def rename(
+    old: Annotated[str, typer.Argument(metavar="TABLE", help="namespace.table")],
+    new: Annotated[
+        str, typer.Argument(metavar="NEW_NAME", help="The new namespace.table (another namespace allowed).")
+    ],
+    catalog: CatalogOpt = None,
+    json_: JsonOpt = False,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Rename a table in the catalog (no JVM): its files stay where they are, its mirrors follow; a name that is taken
+    (by a table of either format) is refused.
+
+    Example: lakecat rename sales.orders sales.orders_2025
+    """
+    out = Output(json_, verbose)
+
+    def human(console, r):  # type: ignore[no-untyped-def]
+        mirrors = f"; its {', '.join(r.mirrors)} mirror follows" if r.mirrors else ""
+        console.print(f"renamed {r.format} table {r.old_name} to {r.name} (files stay at {r.location}){mirrors}",
+                      markup=False)  # fmt: skip
+
+    run(out, lambda: connect(catalog).rename_table(old, new), human)
 
 
 def describe(
@@ -213,5 +254,7 @@ def _render_layout(console, d) -> None:  # type: ignore[no-untyped-def]
 def register(app: typer.Typer) -> None:
     app.command("create")(create)
     app.command("list")(list_)
+    app.command("namespaces")(namespaces)
     app.command("describe")(describe)
+    app.command("rename")(rename)
     app.command("drop")(drop)

@@ -200,18 +200,10 @@ def rollback(
     out = Output(json_, verbose)
 
     def api():  # type: ignore[no-untyped-def]
-        from lakecat.versions import find_ref, resolve_version
-
         t = connect(catalog).load_table(name)
-        wanted = version
-        if tag is not None:
-            t.adapter.require("rollback", "rollback")
-            if version is not None:
-                from lakecat.errors import InvalidArgumentError
-
-                raise InvalidArgumentError("give either --version or --tag, not both")
-            wanted = find_ref(t, tag).version
-        target = resolve_version(t, version=wanted, timestamp=as_of)  # light path: ask before Spark starts
+        if not t.capabilities["rollback"]:  # before asking which version: the format cannot roll back at all
+            return t.rollback(version=version, timestamp=as_of, tag=tag, force=force)
+        target = t.resolve_version(version=version, timestamp=as_of, tag=tag)  # light path: ask before Spark starts
         current = t.history(limit=1)
         confirm(out, f"roll back {t.format} table {t.name} from version {current.current_version} "
                      f"to version {target.version}?", yes)  # fmt: skip

@@ -10,7 +10,8 @@ Example:
 
 from .about import VersionsInfo, versions_info
 from .about import __version__ as __version__  # the number lives beside the code that reports it
-from .catalog import Catalog, connect
+from .catalog import Catalog, connect, list_catalogs
+from .config import DEFAULT_CATALOG, CatalogConfig, resolve_config
 from .errors import (
     CommitConflictError,
     ConfigError,
@@ -26,11 +27,14 @@ from .errors import (
     VersionNotFoundError,
 )
 from .ingest import IngestOptions
-from .sources import FileSource, KafkaSource
+from .service import abandon_current_step
+from .sources import FileSource, KafkaSource, Source
 from .table import Table
 
 __all__ = [
+    "DEFAULT_CATALOG",
     "Catalog",
+    "CatalogConfig",
     "CommitConflictError",
     "ConfigError",
     "FileSource",
@@ -42,12 +46,16 @@ __all__ = [
     "MissingDependencyError",
     "NoTableMatchesError",
     "RefExistsError",
+    "Source",
     "Table",
     "TableAlreadyExistsError",
     "TableNotFoundError",
     "UnsupportedOperationError",
     "VersionNotFoundError",
     "VersionsInfo",
+    "abandon_current_step",
     "connect",
+    "list_catalogs",
+    "resolve_config",
     "versions_info",
 ]

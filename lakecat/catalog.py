@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections.abc import Callable
+from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, overload
 
-from . import adopt, health, maintenance, mirror
+from . import adopt, display, health, maintenance, mirror, service
 from .config import (
     DEFAULT_CATALOG,
     CatalogConfig,
@@ -27,27 +29,38 @@ from .errors import (
     TableAlreadyExistsError,
     TableNotFoundError,
     did_you_mean,
+    invalid,
 )
 from .files import local_path
 from .formats import all_formats, get_format
+from .health_html import write_html
 from .identifiers import TableIdent, validate_part
 from .ingest import IngestHandle, IngestOptions, ProgressCallback, run_ingest, start_ingest
+from .maintenance_log import RunLog, RunLogResult
 from .metastore import Metastore, TableEntry
+from .metrics import require_client, write_health_textfile
 from .partitioning import Clustering, Layout, parse_cluster_by, parse_partition_spec
+from .policy_admin import PolicySetResult, PolicyShowResult, set_policy, show_policy
 from .results import (
     CatalogInfo,
+    CatalogsResult,
     ConvertResult,
     DropResult,
     HealthResult,
     IngestResult,
     ListResult,
     MaintainResult,
+    NamespaceInfo,
+    NamespacesResult,
     RegisterResult,
+    RenameResult,
     TableInfo,
 )
 from .schema import parse_schema
+from .service import PassResult, ServiceResult
 from .spark import get_spark, reach_buckets
 from .table import Table
+from .units import parse_duration
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -72,8 +85,11 @@ def catalog_kinds(config: CatalogConfig) -> dict[str, str]:
     return {adapter.name: adapter.catalog_kind(config) for adapter in all_formats()}
 
 
-def list_catalogs(active: str) -> list[CatalogInfo]:
-    """Every catalog config lakecat finds by name, with the kind of catalog each format's tables live in."""
+def list_catalogs(active: str | None = None) -> CatalogsResult:
+    """Every catalog config lakecat finds by name, with the kind of catalog each format's tables live in; ``active``
+    (a name or a config's path; None: ``LAKECAT_CATALOG``, else the default) is marked."""
+    if active is None:
+        active = os.environ.get("LAKECAT_CATALOG") or DEFAULT_CATALOG
 
     out = []
     for name, path in available_catalogs():
@@ -88,7 +104,7 @@ def list_catalogs(active: str) -> list[CatalogInfo]:
         out.append(
             CatalogInfo(name, str(path), name == active or str(path) == active, kinds, metastore, problem, example)
         )
-    return out
+    return CatalogsResult(out)
 
 
 def _prepare_metastore(metastore: Metastore) -> None:
@@ -119,6 +135,15 @@ class Catalog:
 
     def __repr__(self) -> str:
         return f"Catalog({self.config.name!r}, warehouse={self.config.warehouse_uri!r})"
+
+    def _repr_html_(self) -> str:
+        """The catalog's name, warehouse and metastore, and its tables (metadata only)."""
+        head = display.table(["catalog", "warehouse", "metastore"],
+                             [[self.name, self.config.warehouse_uri, self.config.metastore.kind]])  # fmt: skip
+        try:
+            return head + self.list_tables()._repr_html_()
+        except LakecatError as e:  # a metastore that cannot list: the catalog is still shown, with why
+            return head + display.table(["tables"], [[f"could not be listed: {e}"]])
 
     @property
     def name(self) -> str:
@@ -206,6 +231,46 @@ class Catalog:
                 for e in self.entries(namespace, format=format)
             ]
         )
+
+    def list_namespaces(self) -> NamespacesResult:
+        """The namespaces that hold tables, sorted by name, with how many tables of each format (metadata only).
+
+        Example:
+            >>> cat.list_namespaces().names()
+            ['raw', 'sales']
+        """
+        counts: dict[str, dict[str, int]] = {}
+        for e in self.entries():
+            formats = counts.setdefault(e.ident.namespace, {})
+            formats[e.format] = formats.get(e.format, 0) + 1
+        return NamespacesResult([NamespaceInfo(ns, sum(f.values()), dict(sorted(f.items())))
+                                 for ns, f in sorted(counts.items())])  # fmt: skip
+
+    def rename_table(self, old: str | TableIdent, new: str | TableIdent) -> RenameResult:
+        """Give a table a new name (another namespace allowed): the catalog entry only, no JVM; its files stay where
+        they are, and its mirrors follow it. A name taken by a table of any format is refused.
+
+        Raises:
+            TableNotFoundError: no table ``old``.
+            TableAlreadyExistsError: ``new`` is taken.
+            UnsupportedOperationError: the table's format cannot rename (exit 3).
+
+        Example:
+            >>> cat.rename_table("sales.orders", "sales.orders_2025").name
+        """
+        entry = self.entry(old)
+        target = new if isinstance(new, TableIdent) else TableIdent.parse(new)
+        if (target.namespace, target.name) == (entry.ident.namespace, entry.ident.name):
+            raise InvalidArgumentError(f"{entry.ident} has that name already")
+        existing = self.find_entry(target)
+        if existing is not None:
+            raise TableAlreadyExistsError(f"cannot rename {entry.ident} to {target}: table {target} already exists "
+                                          f"({existing.format})")  # fmt: skip
+        adapter = get_format(entry.format)
+        adapter.require("rename", f"rename {entry.ident}")
+        renamed = adapter.rename(self, entry, target)
+        return RenameResult(str(entry.ident), str(renamed.ident), renamed.format, renamed.location,
+                            mirror.mirrors(renamed))  # fmt: skip
 
     def table_exists(self, name: str | TableIdent) -> bool:
         ident = name if isinstance(name, TableIdent) else TableIdent.parse(name)
@@ -418,10 +483,29 @@ class Catalog:
         # each batch's commit is followed by the format's post-commit step (the mirrors follow), in the stream itself
         return run_ingest(self, table, source, opts, on_progress=on_progress, stop_event=stop_event)
 
-    # --- maintenance (lakecat/maintenance.py) ---------------------------------------------------
+    # --- maintenance (lakecat/maintenance.py, lakecat/service.py) --------------------------------------
+    @overload
     def maintain(self, pattern: str | None = None, *, plan: str | Path | dict[str, Any] | None = None,
                  dry_run: bool = False, auto: bool = False, progress: Callable[[str, int, int], None] | None = None,
-                 allow_empty: bool = False, engine: str | None = None) -> MaintainResult:  # fmt: skip
+                 allow_empty: bool = False, prometheus: str | Path | None = None, every: None = None,
+                 max_minutes: float | None = None, parallel: int | None = None, metrics_port: int | None = None,
+                 stop: threading.Event | None = None, on_pass: Callable[[PassResult], None] | None = None,
+                 on_start: Callable[[], None] | None = None, engine: str | None = None) -> MaintainResult: ...  # fmt: skip
+
+    @overload
+    def maintain(self, pattern: str | None = None, *, plan: str | Path | dict[str, Any] | None = None,
+                 dry_run: bool = False, auto: bool = False, progress: Callable[[str, int, int], None] | None = None,
+                 allow_empty: bool = False, prometheus: str | Path | None = None, every: str | timedelta,
+                 max_minutes: float | None = None, parallel: int | None = None, metrics_port: int | None = None,
+                 stop: threading.Event | None = None, on_pass: Callable[[PassResult], None] | None = None,
+                 on_start: Callable[[], None] | None = None, engine: str | None = None) -> ServiceResult: ...  # fmt: skip
+
+    def maintain(self, pattern: str | None = None, *, plan: str | Path | dict[str, Any] | None = None,
+                 dry_run: bool = False, auto: bool = False, progress: Callable[[str, int, int], None] | None = None,
+                 allow_empty: bool = False, prometheus: str | Path | None = None, every: str | timedelta | None = None,
+                 max_minutes: float | None = None, parallel: int | None = None, metrics_port: int | None = None,
+                 stop: threading.Event | None = None, on_pass: Callable[[PassResult], None] | None = None,
+                 on_start: Callable[[], None] | None = None, engine: str | None = None) -> MaintainResult | ServiceResult:  # fmt: skip
         """Run each matching table's maintenance policy (compact, expire, clean orphans, metadata upkeep).
 
         ``engine`` ("light", "spark", None: lakecat chooses per step) forces the engine of expiry, orphan cleanup and
@@ -430,18 +514,87 @@ class Catalog:
         With ``auto``, each table runs only what its health calls for (see ``health``). Carries on past a
         failing table; ``report.failed`` counts failures. A ``pattern`` that matches no table raises
         ``NoTableMatchesError`` (a typo would otherwise maintain nothing and succeed) unless ``allow_empty``.
+        ``prometheus``: afterwards, write the tables' health gauges to this file (Prometheus' text format).
+
+        With ``every`` (``"10m"``; needs ``auto``) it is the maintenance service: a pass every ``every`` until
+        ``stop`` is set, each working on the most urgent tables first, at most ``max_minutes`` of new work a pass,
+        ``parallel`` tables at a time, ``/metrics`` served on ``metrics_port``; ``on_start`` is called once the
+        options are checked, ``on_pass`` after each pass; returns a ``ServiceResult``. The service runs until
+        stopped, so ``dry_run`` and ``prometheus`` (one pass's) are refused with it, and the service's own options
+        without it.
 
         Example:
             >>> cat.maintain("sales.*", dry_run=True).to_dict()
+            >>> stop = threading.Event(); threading.Timer(3600, stop.set).start()
+            >>> cat.maintain("sales.*", auto=True, every="10m", max_minutes=5, stop=stop).runs
         """
-        if auto:
-            return health.maintain_auto(
-                self, pattern, plan=plan, dry_run=dry_run, progress=progress, allow_empty=allow_empty, engine=engine
-            )
+        if every is None:
+            if any(v is not None for v in (max_minutes, parallel, metrics_port, stop, on_pass, on_start)):
+                raise invalid("max_minutes, parallel, metrics_port, stop, on_pass and on_start go with every= "
+                              "(the service)", "--max-minutes, --parallel and --metrics-port go with --every "
+                              "(the service)")  # fmt: skip
+            if prometheus is not None:
+                require_client()  # a missing extra before any table is maintained
+            if auto:
+                report = health.maintain_auto(self, pattern, plan=plan, dry_run=dry_run, progress=progress,
+                                              allow_empty=allow_empty, engine=engine)  # fmt: skip
+            else:
+                report = maintenance.maintain(self, pattern, plan=plan, dry_run=dry_run, progress=progress,
+                                              allow_empty=allow_empty, engine=engine)  # fmt: skip
+            if prometheus is not None:  # the state the maintenance left behind, read on the light path
+                write_health_textfile(self.health(pattern, allow_empty=True), prometheus)
+            return report
+        if engine is not None:
+            raise invalid("engine= goes with one pass (the service chooses the engine per step)",
+                          "--engine goes with one pass (the service chooses the engine per step)")  # fmt: skip
+        if not auto:
+            raise invalid("every= needs auto=True: the service runs what each table's health calls for",
+                          "--every needs --auto: the service runs what each table's health calls for")  # fmt: skip
+        if dry_run or prometheus is not None:
+            python, cli = ("dry_run=True", "--dry-run") if dry_run else ("prometheus=", "--prometheus")
+            raise invalid(f"every= runs until stopped: {python} goes with one pass (maintain(auto=True)); the "
+                          "service serves metrics_port", f"--every runs until stopped: {cli} goes with one pass "
+                          "(maintain --auto), the service serves --metrics-port")  # fmt: skip
+        service.ServiceOptions(every=parse_duration(every), max_minutes=max_minutes, parallel=parallel or 1).check()
+        if metrics_port is not None:
+            require_client()
+        return service.serve(self, pattern, every=every, max_minutes=max_minutes, parallel=parallel or 1,
+                             plan=plan if not isinstance(plan, dict) else None, metrics_port=metrics_port, stop=stop,
+                             on_pass=on_pass, allow_empty=allow_empty, on_start=on_start)  # fmt: skip
 
-        return maintenance.maintain(
-            self, pattern, plan=plan, dry_run=dry_run, progress=progress, allow_empty=allow_empty, engine=engine
-        )
+    def maintenance_log(self, pattern: str | None = None, *, since: str | timedelta | None = None,
+                        limit: int = 200) -> RunLogResult:  # fmt: skip
+        """What maintenance ran on the matching tables (fnmatch; None: all), newest first, at most ``limit`` runs,
+        only those started within ``since`` (``"1d"``): ``maintain`` and the service keep every action in the
+        metastore (outcome, files and bytes before and after, error). No JVM.
+
+        Example:
+            >>> cat.maintenance_log("sales.*", since="1d")
+        """
+        window = parse_duration(since) if since is not None else None
+        if limit < 1:
+            raise invalid("invalid limit: must be at least 1", "invalid --limit: must be at least 1")
+        return RunLogResult(RunLog(self.metastore).runs(pattern, since=window, limit=limit))
+
+    def set_policy(self, pattern: str, values: dict[str, str] | None = None, *,
+                   unset: list[str] | tuple[str, ...] = ()) -> PolicySetResult:  # fmt: skip
+        """Set (and ``unset``) maintenance policy keys (``{"expire.retain-last": "10"}``, with or without
+        ``lakecat.``) for a table (``sales.orders``: its properties), a namespace (``sales.*``) or the catalog
+        (``*``); tables inherit catalog → namespace → table. A namespace's or the catalog's policy needs no JVM.
+
+        Example:
+            >>> cat.set_policy("sales.*", {"compact.target-file-size": "256MB"})
+        """
+        return set_policy(self, pattern, dict(values or {}), unset=list(unset))
+
+    def policy(self, name: str | TableIdent, *, plan: str | Path | None = None) -> PolicyShowResult:
+        """A table's effective maintenance policy, each key with where it comes from (default, catalog, namespace,
+        table property, ``plan``). No JVM.
+
+        Example:
+            >>> cat.policy("sales.orders").policy["lakecat.expire.retain-last"]
+        """
+        return show_policy(self, str(name), plan=plan)
 
     def health(
         self,
@@ -449,14 +602,28 @@ class Catalog:
         *,
         progress: Callable[[str, int, int], None] | None = None,
         allow_empty: bool = False,
+        fail_on: str | None = None,
+        html: str | Path | None = None,
+        prometheus: str | Path | None = None,
     ) -> HealthResult:
         """Each matching table's health from metadata alone (no JVM): files, deletes, versions, a verdict.
 
         A ``pattern`` that matches no table raises ``NoTableMatchesError`` unless ``allow_empty`` (then the result
-        has no tables).
+        has no tables). ``fail_on`` (``compact``, ``expire`` or ``any``) is checked before any table is read;
+        ``result.failing(fail_on)`` then names the tables that trip it. ``html``
+        writes one self-contained page (histograms, versions, verdicts, the tables' recent maintenance runs);
+        ``prometheus`` writes the health gauges in Prometheus' text format (node-exporter's textfile collector).
 
         Example:
             >>> [(t.name, t.verdict) for t in cat.health("sales.*").tables]
+            >>> cat.health("sales.*", html="health.html")
         """
-
-        return health.health(self, pattern, progress=progress, allow_empty=allow_empty)
+        health.check_fail_on(fail_on)  # a usage error before any table is read
+        if prometheus is not None:
+            require_client()  # a missing extra before the tables are read
+        result = health.health(self, pattern, progress=progress, allow_empty=allow_empty)
+        if html is not None:
+            write_html(result, html, RunLog(self.metastore).runs(pattern, limit=100))
+        if prometheus is not None:
+            write_health_textfile(result, prometheus)
+        return result

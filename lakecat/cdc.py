@@ -603,7 +603,7 @@ def _check_source(table: TableLike, uri: str, fmt: str, *, keys: list[str], dele
                 return pa.timestamp("us") if sql.startswith("TIMESTAMP") else pa.null()
             return pa.type_for_alias(alias)
 
-        check_columns(delete_when, pa.schema([pa.field(f.name, kind(f)) for f in shape]), what="--delete-when")
+        check_columns(delete_when, pa.schema([pa.field(f.name, kind(f)) for f in shape]), what="delete_when")
 
 
 def _read_path(spark: SparkSession, uri: str, fmt: str, fields: list[StructField]) -> tuple[DataFrame, str]:

@@ -24,7 +24,7 @@ class LakecatError(Exception):
     def cli_message(self) -> str:
         """The message as the command line says it: each Python term (``force=True``) as its option (``--force``)."""
         text = str(self)
-        for python, cli in self.cli_terms.items():
+        for python, cli in {**self.cli_terms, **CLI_TERMS}.items():
             text = text.replace(python, cli)
         return text
 
@@ -32,6 +32,12 @@ class LakecatError(Exception):
         """Say how the command line spells the message's Python terms; returns the error, for ``raise``."""
         self.cli_terms = terms
         return self
+
+
+#: Phrases any library message may use for a parameter, and how the command line says them (every error's
+#: ``cli_message`` translates them, beside its own ``cli_terms``).
+CLI_TERMS = {"invalid where predicate": "invalid --where predicate",
+             "invalid delete_when predicate": "invalid --delete-when predicate"}  # fmt: skip
 
 
 class ConfigError(LakecatError):
@@ -111,6 +117,14 @@ class InternalError(LakecatError):
     """A bug in lakecat (exit code 4)."""
 
     exit_code = 4
+
+
+def invalid(python: str, cli: str) -> InvalidArgumentError:
+    """A usage error that says ``python`` to a caller of the library (``every=``, ``confirm=True``) and ``cli`` on the
+    command line (``--every``, ``--yes``)."""
+    error = InvalidArgumentError(python)
+    error.with_cli_terms({python: cli})
+    return error
 
 
 EXIT_OK = 0

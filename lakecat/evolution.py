@@ -10,10 +10,10 @@ the table to enable something first (Delta's column mapping) is refused unless t
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
-from .errors import InvalidArgumentError, RefExistsError, VersionNotFoundError
+from .errors import InvalidArgumentError, RefExistsError, VersionNotFoundError, invalid
 from .identifiers import validate_part
 from .partitioning import parse_partition_spec, source_column
 from .results import AlterResult, TagResult, TagsResult
@@ -31,7 +31,9 @@ _WHAT = {"add": "alter --add-column", "rename": "alter --rename-column", "drop":
          "widen": "alter --widen", "comment": "alter --set-comment"}  # fmt: skip
 
 
-def _pairs(items: Iterable[str] | None, option: str) -> list[tuple[str, str]]:
+def _pairs(items: Mapping[str, str] | Iterable[str] | None, option: str) -> list[tuple[str, str]]:
+    if isinstance(items, Mapping):
+        return [(str(k).strip(), str(v).strip()) for k, v in items.items()]
     out = []
     for item in items or []:
         if "=" not in item:
@@ -46,12 +48,13 @@ def _pairs(items: Iterable[str] | None, option: str) -> list[tuple[str, str]]:
 def schema_changes(
     *,
     add_columns: Iterable[str] = (),
-    rename_columns: Iterable[str] = (),
+    rename_columns: Mapping[str, str] | Iterable[str] = (),
     drop_columns: Iterable[str] = (),
-    widen: Iterable[str] = (),
-    comments: Iterable[str] = (),
+    widen: Mapping[str, str] | Iterable[str] = (),
+    comments: Mapping[str, str] | Iterable[str] = (),
 ) -> list[SchemaChange]:
-    """The CLI's spellings (``"c INT AFTER x"``, ``"old=new"``, ``"c=BIGINT"``, ``"c=text"``) as schema changes."""
+    """Schema changes from ``"c INT AFTER x"`` column definitions, column names and mappings (``{"old": "new"}``,
+    ``{"c": "BIGINT"}``, ``{"c": "text"}``; the older ``"old=new"`` strings are read too)."""
     changes: list[SchemaChange] = []
     for text in add_columns or []:
         col, position = parse_column_def(text)
@@ -133,13 +136,14 @@ def alter(
     partition_by: str | list[str] | None = None,
     rewrite: bool = False,
     dry_run: bool = False,
-    yes: bool = False,
+    confirm: bool = False,
 ) -> AlterResult:
     """Evolve the table's schema (one commit per change) and/or its partitioning. See ``Table.alter``."""
     changes = list(changes or [])
     if not changes and partition_by is None:
-        raise InvalidArgumentError("nothing to change: give --add-column, --rename-column, --drop-column, --widen, "
-                                   "--set-comment or --partition-by")  # fmt: skip
+        raise invalid("nothing to change: give add_columns, rename_columns, drop_columns, widen, comments or "
+                      "partition_by", "nothing to change: give --add-column, --rename-column, --drop-column, --widen, "
+                      "--set-comment or --partition-by")  # fmt: skip
     adapter = table.adapter
     for ch in changes:  # every part is possible before anything changes
         adapter.require(_CAPABILITY[ch.kind], _WHAT[ch.kind])
@@ -171,10 +175,10 @@ def alter(
         note = adapter.schema_upgrade(table, kind)
         if note and note not in (n for _, n in upgrades):  # one upgrade serves every change that needs it
             upgrades.append((kind, note))
-    if upgrades and not yes and not dry_run:
+    if upgrades and not confirm and not dry_run:
         raise InvalidArgumentError(
-            f"alter {table.name}: {upgrades[0][1]} — pass yes=True to enable it; nothing changed"
-        ).with_cli_terms({"yes=True": "--yes"})
+            f"alter {table.name}: {upgrades[0][1]} — pass confirm=True to enable it; nothing changed"
+        ).with_cli_terms({"confirm=True": "--yes"})
     rewrite_files = rewrite_bytes = 0
     if widens:  # planned (or refused: generated columns ...) before anything changes
         rewrite_files, rewrite_bytes = adapter.widen_by_rewrite(table, widens, True)

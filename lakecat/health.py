@@ -22,11 +22,11 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .errors import InvalidArgumentError, LakecatError
+from .errors import LakecatError, invalid
 from .files import no_cyclic_gc
 from .maintenance import DEFAULT_EXPIRE_WINDOW, DEFAULT_TARGET_FILE_SIZE, maintain, matching_entries, resolve_policy
 from .metastore import MaintenanceLog
-from .results import HealthResult, MaintainResult, SizeBucket, TableHealth, VersionPoint
+from .results import FAIL_ON, HealthResult, MaintainResult, SizeBucket, TableHealth, VersionPoint
 from .units import format_duration, from_millis, human_size, iso, parse_duration, parse_size, plural
 
 if TYPE_CHECKING:
@@ -34,9 +34,6 @@ if TYPE_CHECKING:
     from .protocols import CatalogLike, TableLike
 
 VERDICTS = ("compact", "purge", "cluster", "expire", "clean", "healthy")
-# purge and cluster rewrite files as compaction does: --fail-on compact trips on them too
-FAIL_ON = {"compact": {"compact", "purge", "cluster"}, "expire": {"expire"},
-           "any": {"compact", "purge", "cluster", "expire", "clean", "failed"}}  # fmt: skip
 DEFAULT_SMALL_FILES = 12  # compact once this many small files share partitions with another small file
 DEFAULT_DELETED_ROWS_PERCENT = 10  # purge once deletes hide this share of the rows
 DEFAULT_CLUSTERING_DEPTH = 4  # recluster once a key value may be in this many files on average
@@ -316,15 +313,9 @@ def check_fail_on(value: str | None) -> set[str]:
     if value is None:
         return set()
     if value not in FAIL_ON:
-        raise InvalidArgumentError(f"invalid --fail-on {value!r}: use compact, expire or any")
+        raise invalid(f"invalid fail_on {value!r}: use compact, expire or any",
+                      f"invalid --fail-on {value!r}: use compact, expire or any")  # fmt: skip
     return FAIL_ON[value]
-
-
-def failing(result: HealthResult, fail_on: str | None) -> list[TableHealth]:
-    """The tables that make ``health`` exit 1: those whose metadata could not be read, and those whose verdict
-    (or any need) trips ``--fail-on``."""
-    verdicts = check_fail_on(fail_on) | {"failed"}
-    return [h for h in result.tables if h.verdict in verdicts or verdicts & set(h.needs)]
 
 
 # --- maintenance that follows the verdict ----------------------------------------------------------

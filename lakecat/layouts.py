@@ -10,25 +10,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .errors import InvalidArgumentError
 from .partitioning import Layout, parse_cluster_by
 from .results import AlterResult
 from .schema import Column
 
 if TYPE_CHECKING:
     from .protocols import TableLike
-
-
-def parse_switch(value: str | bool | None, option: str) -> bool | None:
-    """``on``/``off`` (``true``/``false``) as a bool; None stays None."""
-    if value is None or isinstance(value, bool):
-        return value
-    word = value.strip().lower()
-    if word in ("on", "true", "yes"):
-        return True
-    if word in ("off", "false", "no"):
-        return False
-    raise InvalidArgumentError(f"invalid {option} {value!r}: use on or off")
 
 
 def alter_layout(table: TableLike, *, cluster_by: str | list[str] | None = None, deletion_vectors: bool | None = None,

@@ -34,6 +34,7 @@ from .errors import (
     UnsupportedOperationError,
     columns_note,
     did_you_mean,
+    invalid,
 )
 from .files import DataFile, exists, file_sizes, no_cyclic_gc, norm_path
 from .identifiers import parse_columns
@@ -110,7 +111,7 @@ def validate_predicate(spark: SparkSession, text: str | None, table: TableLike |
     try:
         parse_expression(spark, pred)
     except Exception as e:  # noqa: BLE001 - any parser complaint is the user's predicate
-        raise InvalidArgumentError(f"invalid --where predicate {text!r}: {java_message(e)}") from None
+        raise InvalidArgumentError(f"invalid where predicate {text!r}: {java_message(e)}") from None
     if table is not None:
         df = table.to_spark()
         allowed = table.adapter.compaction_predicate_columns(table)
@@ -118,13 +119,13 @@ def validate_predicate(spark: SparkSession, text: str | None, table: TableLike |
         if allowed is not None:
             hint = f" ({table.format} compaction takes predicates on partition columns only: {', '.join(allowed) or 'none'})"
             if not allowed:
-                raise InvalidArgumentError(f"invalid --where predicate {text!r}: {table.name} is not partitioned{hint}")
+                raise InvalidArgumentError(f"invalid where predicate {text!r}: {table.name} is not partitioned{hint}")
             # a fresh, empty frame: Spark would resolve a Filter on a column dropped by a select
             df = spark.createDataFrame([], df.select(*[f"`{c}`" for c in allowed]).schema)
         try:
             df.where(pred).schema  # noqa: B018 - analysis only, nothing runs
         except Exception as e:  # noqa: BLE001 - an unknown column or a type error in the user's predicate
-            raise InvalidArgumentError(f"invalid --where predicate {text!r}: {java_message(e)}{hint}") from None
+            raise InvalidArgumentError(f"invalid where predicate {text!r}: {java_message(e)}{hint}") from None
     return pred
 
 
@@ -132,10 +133,10 @@ def predicate_text(text: str) -> str:
     """A ``--where`` predicate's text, stripped; refuses an empty one and statement tricks (``;``, comments)."""
     pred = str(text).strip()
     if not pred:
-        raise InvalidArgumentError("invalid --where predicate: it is empty")
+        raise InvalidArgumentError("invalid where predicate: it is empty")
     if any(tok in pred for tok in _FORBIDDEN_IN_PREDICATE):
         raise InvalidArgumentError(
-            f"invalid --where predicate {text!r}: ';' and SQL comments are not allowed in a predicate"
+            f"invalid where predicate {text!r}: ';' and SQL comments are not allowed in a predicate"
         )
     return pred
 
@@ -150,17 +151,17 @@ def _check_where(table: TableLike, where: str) -> None:
         return
     hint = f" ({table.format} compaction takes predicates on partition columns only: {', '.join(allowed) or 'none'})"
     if not allowed:
-        raise InvalidArgumentError(f"invalid --where predicate {where!r}: {table.name} is not partitioned{hint}")
+        raise InvalidArgumentError(f"invalid where predicate {where!r}: {table.name} is not partitioned{hint}")
     try:
         check_predicate_columns(table, where, table.adapter.current_version(table), columns=allowed)
     except InvalidArgumentError as e:
         raise InvalidArgumentError(f"{e}{hint}") from None
 
 
-def _window(text: str | timedelta | None, default: timedelta, what: str) -> timedelta:
+def _window(text: str | timedelta | None, default: timedelta) -> timedelta:
     delta = parse_duration(text) if text is not None else default
     if delta.total_seconds() < 0:
-        raise InvalidArgumentError(f"invalid {what}: must not be negative")
+        raise invalid("invalid older_than: must not be negative", "invalid --older-than: must not be negative")
     return delta
 
 
@@ -246,9 +247,10 @@ def compact(
     if keys and strategy == "binpack":  # the table's declared layout: compaction keeps it clustered
         strategy, cols = "cluster", keys
     elif full:
-        raise InvalidArgumentError(
-            f"--full reclusters a clustered table by its own keys; {table.name} "
-            + ("is compacted by --strategy, which rewrites every file anyway" if keys else "has no clustering keys")
+        why = "is compacted by {}, which rewrites every file anyway" if keys else "has no clustering keys"
+        raise invalid(
+            f"full=True reclusters a clustered table by its own keys; {table.name} {why.format('strategy=')}",
+            f"--full reclusters a clustered table by its own keys; {table.name} {why.format('--strategy')}",
         )
     target = _policy_size(table, target_file_size)
     files_before = data_files(table)
@@ -309,9 +311,11 @@ def _check_strategy(table: TableLike, strategy: str, by: list[str] | tuple[str, 
         raise InvalidArgumentError(f"invalid strategy {strategy!r}: use binpack, sort or zorder")
     cols = parse_columns(by) if (by and (not isinstance(by, str) or by.strip())) else []
     if strategy in ("sort", "zorder") and not cols:
-        raise InvalidArgumentError(f"--strategy {strategy} needs --by COLS")
+        raise invalid(f"strategy={strategy!r} needs by=[columns]", f"--strategy {strategy} needs --by COLS")
     if strategy == "binpack" and cols:
-        raise InvalidArgumentError("--by only applies to --strategy sort or zorder")
+        raise invalid(
+            "by= only applies to strategy='sort' or 'zorder'", "--by only applies to --strategy sort or zorder"
+        )
     if strategy not in adapter.compact_strategies:
         others = [s for s in adapter.compact_strategies if s != "binpack"]
         raise UnsupportedOperationError(
@@ -322,9 +326,8 @@ def _check_strategy(table: TableLike, strategy: str, by: list[str] | tuple[str, 
         known = [c.name for c in table.describe().schema]
         unknown = [c for c in cols if c not in known]
         if unknown:
-            raise InvalidArgumentError(
-                f"--by: table {table.name} has no column {', '.join(unknown)}{columns_note(known)}"
-            )
+            what = f"table {table.name} has no column {', '.join(unknown)}{columns_note(known)}"
+            raise invalid(f"by: {what}", f"--by: {what}")
     return strategy, cols
 
 
@@ -365,10 +368,13 @@ def expire(
         older_than = policy["lakecat.expire.older-than"]
     if retain_last is None and "lakecat.expire.retain-last" in policy:
         retain_last = int(policy["lakecat.expire.retain-last"])
-    window = _window(older_than, DEFAULT_EXPIRE_WINDOW, "--older-than")
+    window = _window(older_than, DEFAULT_EXPIRE_WINDOW)
     keep = 1 if retain_last is None else int(retain_last)
     if keep < 1:
-        raise InvalidArgumentError("invalid --retain-last: must be at least 1 (the current version is always kept)")
+        raise invalid(
+            "invalid retain_last: must be at least 1 (the current version is always kept)",
+            "invalid --retain-last: must be at least 1 (the current version is always kept)",
+        )
     _check_floor(table, window, force, "expire")
     table.refresh()
     choice = engine_for(table, "expire", requested, policy)
@@ -405,7 +411,7 @@ def clean_orphans(
     policy = table_policy(table) if policy is None else policy
     if older_than is None and "lakecat.orphans.older-than" in policy:
         older_than = policy["lakecat.orphans.older-than"]
-    window = _window(older_than, adapter.default_orphan_window, "--older-than")
+    window = _window(older_than, adapter.default_orphan_window)
     _check_floor(table, window, force, "clean orphan files")
     table.refresh()
     adapter.current_version(table)  # a table whose metadata is gone fails here, in one line, before any engine work

@@ -11,15 +11,17 @@ from __future__ import annotations
 import fnmatch
 import logging
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import timedelta
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
+from . import display
 from .errors import ConfigError
 from .metastore import add_missing_columns
 from .results import MaintainAction, Result
-from .units import from_millis, iso, parse_timestamp
+from .units import from_millis, human_size, iso, parse_timestamp
 
 if TYPE_CHECKING:
     import sqlalchemy as sa
@@ -66,6 +68,22 @@ class RunLogResult(Result):
 
     def to_dict(self) -> list[dict[str, Any]]:  # type: ignore[override]
         return [r.to_dict() for r in self.runs]
+
+    def __iter__(self) -> Iterator[MaintenanceRun]:
+        return iter(self.runs)
+
+    def __len__(self) -> int:
+        return len(self.runs)
+
+    def _repr_html_(self) -> str:
+        return display.table(
+            ["started (UTC)", "table", "action", "outcome", "seconds", "files", "bytes", "detail"],
+            ([r.started, r.table, r.action + (f" ({r.tier})" if r.tier else ""), r.outcome, round(r.seconds, 1),
+              f"{r.files_before:,} → {r.files_after:,}" if r.files_before is not None and r.files_after is not None
+              else "", f"{human_size(r.bytes_before)} → {human_size(r.bytes_after)}" if r.bytes_before is not None
+              and r.bytes_after is not None else "", r.error or ""] for r in self.runs),
+            title="maintenance log", empty="no maintenance runs",
+        )  # fmt: skip
 
 
 _INTS = ("files_before", "files_after", "bytes_before", "bytes_after", "bytes_rewritten", "files_deleted",

@@ -265,6 +265,13 @@ class Registry:
                 .values(properties=json.dumps(properties, sort_keys=True))
             )
 
+    def rename(self, ident: TableIdent, new: TableIdent) -> None:
+        """The entry of ``ident`` takes the name ``new`` (its location and properties stay)."""
+        t = self.t
+        with self.metastore.engine.begin() as con:
+            con.execute(t.update().where(*where_table(self.metastore, t, ident))
+                        .values(table_namespace=new.namespace, table_name=new.name))  # fmt: skip
+
     def unregister(self, ident: TableIdent) -> bool:
         t = self.t
         with self.metastore.engine.begin() as con:

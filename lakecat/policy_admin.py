@@ -14,7 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .errors import InvalidArgumentError
+from . import display
+from .errors import InvalidArgumentError, invalid
 from .health import DEFAULT_DELETED_ROWS_PERCENT, DEFAULT_SMALL_FILES
 from .identifiers import TableIdent, validate_part
 from .maintenance import DEFAULT_EXPIRE_WINDOW, DEFAULT_MIN_INPUT_FILES, DEFAULT_TARGET_FILE_SIZE, set_properties
@@ -57,6 +58,11 @@ class PolicyShowResult(Result):
     enabled: bool
     policy: dict[str, dict[str, str]] = field(default_factory=dict)  # key -> {"value", "source"}
 
+    def _repr_html_(self) -> str:
+        return display.table(["key", "value", "from"], ([k, v["value"], v["source"]] for k, v in self.policy.items()),
+                             title=f"{self.table} ({self.format}) policy"
+                             + ("" if self.enabled else " — maintenance disabled"))  # fmt: skip
+
 
 def parse_target(pattern: str) -> PolicyTarget:
     """``*``, ``ns.*`` or ``ns.table``; any other pattern is a usage error (a policy is set on one scope)."""
@@ -95,7 +101,8 @@ def set_policy(
     target = parse_target(pattern)
     props, removed = validate_policy(policy_keys(values)), policy_keys(list(unset))
     if not props and not removed:
-        raise InvalidArgumentError("nothing to change: give at least one KEY=VALUE or --unset KEY")
+        raise invalid("nothing to change: give at least one policy key, or unset=[KEY]",
+                      "nothing to change: give at least one KEY=VALUE or --unset KEY")  # fmt: skip
     if target.kind == "table":
         table = catalog.load_table(target.name)
         after = set_properties(table, props, unset=removed).properties

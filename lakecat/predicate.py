@@ -113,7 +113,7 @@ def sql_literal(value: str) -> str:
 
 
 class _Parser:
-    def __init__(self, text: str, schema: pa.Schema, what: str = "--where") -> None:
+    def __init__(self, text: str, schema: pa.Schema, what: str = "where") -> None:
         self.what = what
         self.toks = _tokens(text)
         self.i = 0
@@ -322,19 +322,19 @@ class _Parser:
                 try:
                     date.fromisoformat(text)
                 except ValueError:
-                    raise InvalidArgumentError(f"invalid --where predicate: no such date {text!r}") from None
+                    raise InvalidArgumentError(f"invalid where predicate: no such date {text!r}") from None
                 return f"DATE {sql_literal(text)}", "date"
             if not _TIMESTAMP.match(text):
                 raise NotExactError(f"TIMESTAMP literal {text!r} outside the form YYYY-MM-DD HH:MM[:SS[.ffffff]]")
             try:
                 datetime.fromisoformat(text)
             except ValueError:
-                raise InvalidArgumentError(f"invalid --where predicate: no such timestamp {text!r}") from None
+                raise InvalidArgumentError(f"invalid where predicate: no such timestamp {text!r}") from None
             return f"TIMESTAMP {sql_literal(text.replace('T', ' '))}", "timestamp"
         raise NotExactError(f"the light path does not read {tok.text or 'the end'!r} in the predicate")
 
 
-def to_duckdb(predicate: str, schema: pa.Schema, *, what: str = "--where") -> str:
+def to_duckdb(predicate: str, schema: pa.Schema, *, what: str = "where") -> str:
     """The predicate as a DuckDB expression over ``schema``'s columns (``what``: the option errors name).
 
     Raises:
@@ -344,7 +344,7 @@ def to_duckdb(predicate: str, schema: pa.Schema, *, what: str = "--where") -> st
     return _Parser(predicate, schema, what).parse()
 
 
-def check_columns(predicate: str, schema: pa.Schema, *, what: str = "--where") -> None:
+def check_columns(predicate: str, schema: pa.Schema, *, what: str = "where") -> None:
     """Refuse a predicate that names a column ``schema`` lacks, where the light parser reads the predicate (anything
     else is left to Spark, which checks it on its own).
 

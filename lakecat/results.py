@@ -13,6 +13,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import display
+from .units import human_size
+
 #: Keys whose values are versions (Delta versions, Iceberg snapshot ids), wherever they appear in a JSON document.
 VERSION_KEYS = frozenset({
     "version", "current_version", "since_version", "until_version", "from_version", "to_version", "source_version",
@@ -64,12 +67,8 @@ class Result:
         return dataclasses.asdict(self)  # type: ignore[call-overload]
 
     def _repr_html_(self) -> str:
-        data = self.to_dict()
-        rows = "".join(
-            f"<tr><th style='text-align:left'>{html.escape(str(k))}</th><td>{html.escape(str(v))}</td></tr>"
-            for k, v in (data.items() if isinstance(data, dict) else enumerate(data))
-        )
-        return f"<table>{rows}</table>"
+        """A list of records as rows and columns, a record as its fields (lists of records as tables of their own)."""
+        return display.of(self.to_dict())
 
 
 @dataclass
@@ -95,6 +94,55 @@ class ListResult(Result):
 
     def __len__(self) -> int:
         return len(self.tables)
+
+    def _repr_html_(self) -> str:
+        return display.table(["table", "format", "location", "mirrors"],
+                             ([t.name, t.format, t.location, t.mirrors] for t in self.tables),
+                             title=f"{len(self.tables):,} tables", empty="no tables")  # fmt: skip
+
+
+@dataclass
+class NamespaceInfo(Result):
+    """One row of ``list_namespaces``: a namespace and how many tables of each format it holds."""
+
+    name: str
+    tables: int
+    formats: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class NamespacesResult(Result):
+    """What ``list_namespaces`` answers, sorted by name; its JSON is the list of namespaces."""
+
+    namespaces: list[NamespaceInfo]
+
+    def to_dict(self) -> list[dict[str, Any]]:  # type: ignore[override]
+        return [n.to_dict() for n in self.namespaces]
+
+    def __iter__(self) -> Iterator[NamespaceInfo]:
+        return iter(self.namespaces)
+
+    def __len__(self) -> int:
+        return len(self.namespaces)
+
+    def names(self) -> list[str]:
+        return [n.name for n in self.namespaces]
+
+    def _repr_html_(self) -> str:
+        return display.table(["namespace", "tables", "formats"],
+                             ([n.name, n.tables, n.formats] for n in self.namespaces),
+                             title=f"{len(self.namespaces):,} namespaces", empty="no namespaces")  # fmt: skip
+
+
+@dataclass
+class RenameResult(Result):
+    """What ``rename_table`` did: the catalog entry's new name (the files stay at ``location``)."""
+
+    old_name: str
+    name: str
+    format: str
+    location: str
+    mirrors: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -226,6 +274,28 @@ class CatalogInfo(Result):
 
 
 @dataclass
+class CatalogsResult(Result):
+    """What ``list_catalogs`` answers: every catalog config lakecat finds; its JSON is the list of them."""
+
+    catalogs: list[CatalogInfo]
+
+    def to_dict(self) -> list[dict[str, Any]]:  # type: ignore[override]
+        return [c.to_dict() for c in self.catalogs]
+
+    def __iter__(self) -> Iterator[CatalogInfo]:
+        return iter(self.catalogs)
+
+    def __len__(self) -> int:
+        return len(self.catalogs)
+
+    def _repr_html_(self) -> str:
+        return display.table(["", "name", "kind", "config", "problem"],
+                             (["*" if c.active else "", c.name, c.kind, c.source, c.problem or ""]
+                              for c in self.catalogs if c.active or not c.example),
+                             title="catalogs (* active)")  # fmt: skip
+
+
+@dataclass
 class HistoryEntry(Result):
     """One commit: ``version`` is the Delta version or the Iceberg snapshot id."""
 
@@ -257,6 +327,16 @@ class HistoryResult(Result):
 
     def __getitem__(self, i: int) -> HistoryEntry:
         return self.entries[i]
+
+    def _repr_html_(self) -> str:
+        more = (
+            f" (newest {len(self.entries):,} of {self.total:,})"
+            if self.total and self.total > len(self.entries)
+            else ""
+        )
+        return display.table(["version", "timestamp", "operation", "summary"],
+                             ([str(e.version), e.timestamp, e.operation, e.summary] for e in self.entries),
+                             title=f"{self.name} ({self.format}) history{more}", empty="no commits")  # fmt: skip
 
 
 @dataclass
@@ -302,6 +382,19 @@ class ReadResult(Result):
             data.update(columns=self.columns, rows=self.rows, returned=len(self.rows), limit=self.limit,
                         truncated=self.truncated)  # fmt: skip
         return data
+
+    def _repr_html_(self) -> str:
+        if self.since_version is not None:
+            title = f"{self.name}: changes after version {self.since_version} up to version {self.until_version}"
+        elif self.version is None:
+            title = f"{self.name} (nothing committed yet)"
+        else:
+            title = f"{self.name} at version {self.version}" + (f", as of {self.as_of}" if self.as_of else "")
+        if self.rows is None:
+            return display.table(["rows"], [[self.count]], title=title)
+        more = f" (first {len(self.rows):,})" if self.truncated else ""
+        return display.table(self.columns or [], ([row.get(c) for c in self.columns or []] for row in self.rows),
+                             title=title + more, empty="no rows")  # fmt: skip
 
 
 @dataclass
@@ -504,6 +597,17 @@ class MaintainResult(Result):
     duration_s: float = 0.0
     auto: bool = False
 
+    def _repr_html_(self) -> str:
+        title = (f"maintenance of {self.pattern or 'every table'}{' (auto)' if self.auto else ''}"
+                 f"{' (dry run)' if self.dry_run else ''}: {self.succeeded} maintained, {self.skipped} needed nothing, "
+                 f"{self.failed} failed")  # fmt: skip
+        return display.table(
+            ["table", "format", "status", "actions", "seconds", "error"],
+            ([t.name, t.format, t.status, [f"{a.action} {a.status}" for a in t.actions if a.status != "skipped"],
+              round(t.duration_s, 1), t.error] for t in self.tables),
+            title=title,
+        )  # fmt: skip
+
 
 @dataclass
 class SizeBucket(Result):
@@ -571,6 +675,11 @@ class TableHealth(Result):
     duration_s: float = 0.0
 
 
+# purge and cluster rewrite files as compaction does: fail_on="compact" trips on them too
+FAIL_ON = {"compact": {"compact", "purge", "cluster"}, "expire": {"expire"},
+           "any": {"compact", "purge", "cluster", "expire", "clean", "failed"}}  # fmt: skip
+
+
 @dataclass
 class HealthResult(Result):
     """``lakecat health``: every matching table, with counts per verdict."""
@@ -579,6 +688,20 @@ class HealthResult(Result):
     tables: list[TableHealth]
     verdicts: dict[str, int] = field(default_factory=dict)
     duration_s: float = 0.0
+
+    def failing(self, fail_on: str | None = None) -> list[TableHealth]:
+        """The tables that fail a gate: those whose metadata could not be read, and those whose verdict (or any need)
+        trips ``fail_on`` (``compact``, ``expire`` or ``any``; ``lakecat health --fail-on``)."""
+        verdicts = FAIL_ON.get(fail_on or "", set()) | {"failed"}
+        return [h for h in self.tables if h.verdict in verdicts or verdicts & set(h.needs)]
+
+    def _repr_html_(self) -> str:
+        return display.table(
+            ["table", "format", "verdict", "files", "small files", "size", "versions", "old versions hold", "reason"],
+            ([h.name, h.format, h.verdict, h.data_files, h.small_files, human_size(h.data_bytes), h.versions,
+              human_size(h.old_version_bytes), h.error or h.reason] for h in self.tables),
+            title=f"health of {self.pattern or 'every table'}: " + (display.text(self.verdicts) or "no tables"),
+        )  # fmt: skip
 
 
 @dataclass

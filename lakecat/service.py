@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .engine import is_connect
-from .errors import InvalidArgumentError, LakecatError
+from .errors import LakecatError, invalid
 from .health import table_health
 from .maintenance import AUTO_MIN_INPUT_FILES, maintain_table, matching_entries
 from .maintenance_log import RETENTION, RunLog
@@ -56,11 +56,12 @@ class ServiceOptions:
 
     def check(self) -> ServiceOptions:
         if self.every.total_seconds() <= 0:
-            raise InvalidArgumentError("invalid --every: must be longer than 0s")
+            raise invalid("invalid every: must be longer than 0s", "invalid --every: must be longer than 0s")
         if self.max_minutes is not None and self.max_minutes <= 0:
-            raise InvalidArgumentError("invalid --max-minutes: must be a positive number")
+            raise invalid("invalid max_minutes: must be a positive number",
+                          "invalid --max-minutes: must be a positive number")  # fmt: skip
         if self.parallel < 1:
-            raise InvalidArgumentError("invalid --parallel: must be at least 1")
+            raise invalid("invalid parallel: must be at least 1", "invalid --parallel: must be at least 1")
         return self
 
 
@@ -371,12 +372,13 @@ def serve(
     stop: threading.Event | None = None,
     on_pass: Callable[[PassResult], None] | None = None,
     allow_empty: bool = False,
+    on_start: Callable[[], None] | None = None,
 ) -> ServiceResult:
     """Run the maintenance service until ``stop`` is set (``lakecat maintain --auto --every``); see the module.
 
     A ``pattern`` that matches no table when the service starts raises ``NoTableMatchesError`` (a typo would
     otherwise serve nothing for ever) unless ``allow_empty`` (tables created later are picked up by the next pass,
-    and a pass that finds none goes on).
+    and a pass that finds none goes on). ``on_start`` is called once the options are checked, before the first pass.
 
     Example:
         >>> stop = threading.Event()
@@ -390,6 +392,8 @@ def serve(
     if metrics_port is not None:
         exporter = ServiceExporter(metrics_port)
     try:
+        if on_start is not None:
+            on_start()
         return Service(catalog, options, stop=stop, metrics=exporter, on_pass=on_pass).run()
     finally:
         if exporter is not None:

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+import warnings
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from . import cdc, evolution, health, layouts, maintenance, mirror, versions, writes
+from . import cdc, display, evolution, health, layouts, maintenance, mirror, versions, writes
 from .engine import spark_errors
-from .errors import InvalidArgumentError
+from .errors import InvalidArgumentError, LakecatError, invalid
 from .formats import get_format
 from .records import input_fields
+from .units import human_size
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -43,7 +45,7 @@ if TYPE_CHECKING:
         UpsertResult,
         WriteResult,
     )
-    from .versions import TableAsOf, TableChanges
+    from .versions import ResolvedVersion, TableAsOf, TableChanges
 
 R = TypeVar("R")
 
@@ -72,6 +74,21 @@ class Table:
 
     def __repr__(self) -> str:
         return f"Table({self.name!r}, format={self.format!r})"
+
+    def _repr_html_(self) -> str:
+        """Name, format, version, files and size, then the columns (metadata only, no JVM)."""
+        try:
+            d = self.describe()
+        except LakecatError as e:  # a table whose metadata cannot be read is still shown, with why
+            return display.table(["table", "format", "location", "error"], [[self.name, self.format, self.location,
+                                                                             str(e)]])  # fmt: skip
+        head = display.table(
+            ["table", "format", "version", "files", "size", "partitioning", "location"],
+            [[d.name, d.format, "" if d.current_version is None else str(d.current_version), d.files,
+              human_size(d.size_bytes), d.partitioning, d.location]],
+        )  # fmt: skip
+        return head + display.table(["column", "type", "nullable", "comment"],
+                                    ([c.name, c.type, c.nullable, c.comment] for c in d.schema), title="schema")  # fmt: skip
 
     @property
     def name(self) -> str:
@@ -168,6 +185,21 @@ class Table:
         """The table's commits, newest first (``version`` = Delta version / Iceberg snapshot id); no JVM."""
         return versions.history(self, limit=limit)
 
+    def resolve_version(self, *, version: int | None = None, timestamp: str | datetime | None = None,
+                        tag: str | None = None) -> ResolvedVersion:  # fmt: skip
+        """Which commit ``version``, ``timestamp`` (the newest at or before it) or ``tag`` names (exactly one of
+        them), from metadata; no JVM. The answer has ``version`` and ``timestamp``.
+
+        Example:
+            >>> t.resolve_version(timestamp="2026-01-31T12:00:00").version
+        """
+        if tag is not None:
+            if version is not None or timestamp is not None:
+                raise invalid("give one of version, timestamp or tag", "give one of --version, --as-of or --tag")
+            self.adapter.require("tags", "--tag")
+            version = versions.find_ref(self, tag).version
+        return versions.resolve_version(self, version=version, timestamp=timestamp)
+
     def as_of(self, *, version: int | None = None, timestamp: str | None = None, tag: str | None = None,
               engine: str | None = None) -> TableAsOf:  # fmt: skip
         """A read-only view pinned to ``version`` (or the version tagged ``tag``), or to the newest version at or
@@ -194,23 +226,38 @@ class Table:
 
     # --- evolution and named versions (lakecat/evolution.py) ---------------------------------------
     @_commits
-    def alter(self, *, add_columns: list[str] | tuple[str, ...] = (), rename_columns: list[str] | tuple[str, ...] = (),
-              drop_columns: list[str] | tuple[str, ...] = (), widen: list[str] | tuple[str, ...] = (),
-              comments: list[str] | tuple[str, ...] = (), partition_by: str | None = None, rewrite: bool = False,
-              cluster_by: str | None = None, deletion_vectors: bool | None = None, dry_run: bool = False,
-              yes: bool = False) -> AlterResult:  # fmt: skip
+    def alter(self, *, add_columns: list[str] | tuple[str, ...] = (),
+              rename_columns: Mapping[str, str] | list[str] | tuple[str, ...] = (),
+              drop_columns: list[str] | tuple[str, ...] = (), widen: Mapping[str, str] | list[str] | tuple[str, ...] = (),
+              comments: Mapping[str, str] | list[str] | tuple[str, ...] = (), partition_by: str | None = None,
+              rewrite: bool = False, cluster_by: str | None = None, deletion_vectors: bool | None = None,
+              dry_run: bool = False, confirm: bool = False, yes: bool | None = None) -> AlterResult:  # fmt: skip
         """Evolve the schema (one commit per change) and/or the partitioning.
 
-        ``add_columns``: ``"c TYPE [NOT NULL] [COMMENT '...'] [AFTER x | FIRST]"``; ``rename_columns``:
-        ``"old=new"``; ``widen``: ``"c=BIGINT"``; ``comments``: ``"c=text"``. ``yes`` allows what the format must
-        enable first (Delta's column mapping for rename and drop, type widening for an in-place widen); ``rewrite``
-        makes Delta rewrite the data for ``partition_by`` or ``widen`` instead. ``cluster_by`` (``"a, b"``,
-        ``"zorder(a, b)"``, ``"none"``) changes the clustering keys and ``deletion_vectors`` whether deletes mark rows,
-        each in an alter of its own. Returns an ``AlterResult``.
+        ``add_columns``: ``["c TYPE [NOT NULL] [COMMENT '...'] [AFTER x | FIRST]"]``; ``rename_columns``:
+        ``{"old": "new"}``; ``drop_columns``: ``["c"]``; ``widen``: ``{"c": "BIGINT"}``; ``comments``:
+        ``{"c": "text"}``. ``confirm`` allows what the format must enable first (Delta's column mapping for rename and
+        drop, type widening for an in-place widen); ``rewrite`` makes Delta rewrite the data for ``partition_by`` or
+        ``widen`` instead. ``cluster_by`` (``"a, b"``, ``"zorder(a, b)"``, ``"none"``) changes the clustering keys and
+        ``deletion_vectors`` whether deletes mark rows, each in an alter of its own. Returns an ``AlterResult``.
+
+        Deprecated, read for one more release with a ``DeprecationWarning``: lists of ``"old=new"`` / ``"c=BIGINT"``
+        / ``"c=text"`` strings, and ``yes=`` for ``confirm=``.
 
         Example:
-            >>> t.alter(add_columns=["discount DECIMAL(5,2) AFTER amount"], rename_columns=["cust=customer_id"], yes=True)
+            >>> t.alter(add_columns=["discount DECIMAL(5,2) AFTER amount"], rename_columns={"cust": "customer_id"},
+            ...         confirm=True)
         """
+        for param, value in (("rename_columns", rename_columns), ("widen", widen), ("comments", comments)):
+            if value and not isinstance(value, Mapping):
+                warnings.warn(f"Table.alter({param}=[...'k=v' strings]) is deprecated: pass a dict, "
+                              f"{param}={{'k': 'v'}}", DeprecationWarning, stacklevel=2)  # fmt: skip
+        if yes is not None:
+            warnings.warn("Table.alter(yes=...) is deprecated: pass confirm=...", DeprecationWarning, stacklevel=2)
+            confirm = confirm or yes
+        if isinstance(deletion_vectors, str):
+            raise invalid(f"invalid deletion_vectors {deletion_vectors!r}: use True or False",
+                          f"invalid --deletion-vectors {deletion_vectors!r}: use on or off")  # fmt: skip
         changes = evolution.schema_changes(add_columns=add_columns, rename_columns=rename_columns, drop_columns=drop_columns,
                                  widen=widen, comments=comments)  # fmt: skip
         if cluster_by is not None or deletion_vectors is not None:
@@ -222,7 +269,7 @@ class Table:
                                                        dry_run=dry_run)  # fmt: skip
         else:
             result = evolution.alter(
-                self, changes=changes, partition_by=partition_by, rewrite=rewrite, dry_run=dry_run, yes=yes
+                self, changes=changes, partition_by=partition_by, rewrite=rewrite, dry_run=dry_run, confirm=confirm
             )
         return result
 
@@ -378,15 +425,29 @@ class Table:
         """
         return mirror.mirror(self, as_format=as_format, purge_deletes=purge_deletes)
 
-    def sync_mirrors(self, *, purge_deletes: bool = False) -> list[MirrorResult]:
-        """Bring the table's mirrors up to its current version (commits other writers made); ``purge_deletes`` first
-        rewrites away Delta's deletion vectors, which a mirror skips the versions of up to a version without them."""
-        return mirror.sync(self, purge_deletes=purge_deletes)
+    def sync_mirrors(self, *, as_format: str | None = None, purge_deletes: bool = False) -> list[MirrorResult]:
+        """Bring the table's mirrors (or its mirror as ``as_format``) up to its current version (commits other writers
+        made); ``purge_deletes`` first rewrites away Delta's deletion vectors, which a mirror skips the versions of up
+        to a version without them."""
+        return mirror.sync(self, as_format=self._mirrored(as_format), purge_deletes=purge_deletes)
 
-    def verify_mirrors(self) -> list[MirrorVerifyResult]:
-        """Compare the table with each mirror at the mirrored version: row count and a checksum of every column."""
-        return mirror.verify(self)
+    def verify_mirrors(self, *, as_format: str | None = None) -> list[MirrorVerifyResult]:
+        """Compare the table with each mirror (or its mirror as ``as_format``) at the mirrored version: row count and a
+        checksum of every column."""
+        return mirror.verify(self, as_format=self._mirrored(as_format))
 
-    def drop_mirrors(self) -> list[str]:
-        """Remove the table's mirrors from the catalog (the data files stay: they are the table's)."""
-        return mirror.drop(self.catalog, self.entry)
+    def drop_mirrors(self, *, as_format: str | None = None) -> list[str]:
+        """Remove the table's mirrors (or its mirror as ``as_format``) from the catalog (the data files stay: they
+        are the table's)."""
+        return mirror.drop(self.catalog, self.entry, as_format=self._mirrored(as_format))
+
+    def _mirrored(self, as_format: str | None) -> str | None:
+        """``as_format`` as the name of one of the table's mirrors (None: all of them)."""
+        if as_format is None:
+            return None
+        name = get_format(as_format).name
+        if name not in mirror.mirrors(self.refresh()):
+            raise InvalidArgumentError(f"{self.name} has no {name} mirror; mirror(as_format={name!r}) makes one"
+                                       ).with_cli_terms({f"mirror(as_format={name!r})":
+                                                         f"`lakecat mirror {self.name} --as {name}`"})  # fmt: skip
+        return name

@@ -1,4 +1,4 @@
-"""Durations, sizes and timestamps as users type them."""
+"""Durations, sizes and timestamps as users type them and as lakecat shows them (a public module: ``lakecat.units``)."""
 
 from __future__ import annotations
 
@@ -6,6 +6,9 @@ import re
 from datetime import UTC, datetime, timedelta
 
 from .errors import InvalidArgumentError
+
+__all__ = ["format_duration", "from_millis", "human_size", "iso", "parse_duration", "parse_size", "parse_timestamp",
+           "plural"]  # fmt: skip
 
 _DURATION = re.compile(r"\s*(\d+)\s*(s|m|h|d|w)\s*\Z", re.IGNORECASE)
 _DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
@@ -56,6 +59,7 @@ def parse_size(text: str | int) -> int:
 
 
 def human_size(n: int | float | None) -> str:
+    """Bytes in binary units, one decimal: ``human_size(1536)`` is ``1.5 KiB``; None is ``-``."""
     if n is None:
         return "-"
     value = float(n)
@@ -101,4 +105,5 @@ def iso(dt: datetime | None) -> str | None:
 
 
 def from_millis(ms: int) -> datetime:
+    """Milliseconds since the epoch (a commit's timestamp) as an aware UTC datetime."""
     return datetime.fromtimestamp(ms / 1000, tz=UTC)

@@ -18,8 +18,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from . import display
 from .engine import first_line, spark_errors
-from .errors import InvalidArgumentError, LakecatError, NotExactError, VersionNotFoundError
+from .errors import InvalidArgumentError, LakecatError, NotExactError, VersionNotFoundError, invalid
 from .extras import require
 from .identifiers import quote
 from .predicate import SPARK_WORDS, _kind_of, _tokens, quote_ident, to_duckdb
@@ -124,10 +125,23 @@ def _tagged(table: TableLike, version: int | None, tag: str | None, what: str = 
 
 
 @dataclass
-class _Resolved:
+class ResolvedVersion(Result):
+    """The commit a version, a timestamp or a tag names: its ``version``, when it was committed, and the ``as_of``
+    time asked for (None when a version or tag was)."""
+
     version: int
     timestamp_ms: int | None
     as_of: str | None
+
+    @property
+    def timestamp(self) -> str | None:
+        return iso(from_millis(self.timestamp_ms)) if self.timestamp_ms is not None else None
+
+    def to_dict(self) -> dict[str, Any]:  # type: ignore[override]
+        return {"version": self.version, "timestamp": self.timestamp, "as_of": self.as_of}
+
+
+_Resolved = ResolvedVersion
 
 
 def resolve_version(
@@ -138,7 +152,7 @@ def resolve_version(
     A timestamp between two commits resolves to the earlier one; before the first commit is an error.
     """
     if (version is None) == (timestamp is None):
-        raise InvalidArgumentError("give exactly one of a version (--version) or a timestamp (--as-of)")
+        raise invalid("give exactly one of version or timestamp", "give exactly one of --version or --as-of")
     v = table.adapter.versions(table)
     commits = {c.version: c for c in v.commits()}
     if version is not None:
@@ -371,6 +385,10 @@ class TableAsOf(Result):
         return {"name": self.name, "format": self.format, "version": self.version,
                 "version_timestamp": self.version_timestamp, "as_of": self.as_of}  # fmt: skip
 
+    def _repr_html_(self) -> str:
+        """The version and its first rows (read as ``read`` reads them: the light path when exact)."""
+        return self.read(limit=display.MAX_ROWS)._repr_html_()
+
     def _source(self) -> Any:
         """The version's rows as a streaming Arrow source, read without a JVM (NotExactError: only Spark reads it)."""
         if self.version is None:
@@ -529,7 +547,7 @@ def _where(df: DataFrame, where: str | None) -> DataFrame:
         out.schema  # noqa: B018 - analysed now (Spark Connect analyses lazily), so a bad predicate is a usage error
         return out
     except Exception as e:  # noqa: BLE001 - any failure to analyse the predicate is the caller's mistake
-        raise InvalidArgumentError(f"invalid --where predicate {where!r}: {first_line(str(e))}") from None
+        raise InvalidArgumentError(f"invalid where predicate {where!r}: {first_line(str(e))}") from None
 
 
 # --- changes ------------------------------------------------------------------------------------
@@ -553,6 +571,10 @@ class TableChanges(Result):
     def to_dict(self) -> dict[str, Any]:  # type: ignore[override]
         return {"name": self.name, "format": self.format, "since_version": self.since_version,
                 "until_version": self.until_version, "until_timestamp": self.until_timestamp}  # fmt: skip
+
+    def _repr_html_(self) -> str:
+        """The range and its first change rows (read as ``read`` reads them: the light path when exact)."""
+        return self.read(limit=display.MAX_ROWS)._repr_html_()
 
     def to_spark(self) -> DataFrame:
         """The change rows as a Spark DataFrame (unordered)."""

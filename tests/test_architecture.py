@@ -488,3 +488,65 @@ def test_an_external_iceberg_catalog_is_named_in_the_metastore_line(tmp_path):
         get_format("iceberg").metastore_status(config, set(), lambda t: set()) == "Iceberg tables in the rest catalog"
     )
     assert get_format("delta").metastore_status(config, set(), lambda t: set()) == "no Delta tables yet"
+
+
+# --- the CLI is a twin of the public API --------------------------------------------------------------------------
+#: What ``commands/`` may import from lakecat (docs/architecture.md, "The public API"): the names of ``lakecat.__all__``
+#: and these documented public modules (all their names, or those of their ``__all__``).
+PUBLIC_MODULES = ("lakecat.errors", "lakecat.results", "lakecat.units", "lakecat.local")
+
+
+def _public_names(module: str) -> set[str] | None:
+    """The names ``module`` exports (its ``__all__``), or None when every name of it is public."""
+    import importlib
+
+    return set(getattr(importlib.import_module(module), "__all__", ())) or None
+
+
+def test_commands_use_only_the_public_api():
+    """Every lakecat import of the CLI names the package's public API: ``from lakecat import X`` with X in
+    ``lakecat.__all__`` (or a public module), ``lakecat.X`` after ``import lakecat`` likewise, or a public module; a
+    notebook can then do whatever a command does."""
+    import lakecat
+
+    top = set(lakecat.__all__) | {m.rsplit(".", 1)[1] for m in PUBLIC_MODULES}
+    found = []
+    for path in sorted((ROOT / "commands").rglob("*.py")):
+        rel = path.relative_to(ROOT)
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".")[0] == "lakecat":
+                module = node.module or ""
+                if module == "lakecat":
+                    bad = [a.name for a in node.names if a.name not in top]
+                elif module in PUBLIC_MODULES:
+                    public = _public_names(module)
+                    bad = [a.name for a in node.names if public is not None and a.name not in public]
+                else:
+                    bad = [module]
+                found += [f"{rel}:{node.lineno}: {ast.unparse(node)} ({b})" for b in bad]
+            elif isinstance(node, ast.Import):
+                found += [f"{rel}:{node.lineno}: {ast.unparse(node)}" for a in node.names
+                          if a.name.split(".")[0] == "lakecat" and a.name not in ("lakecat", *PUBLIC_MODULES)]  # fmt: skip
+            elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "lakecat":
+                if node.attr not in top:
+                    found.append(f"{rel}:{node.lineno}: lakecat.{node.attr}")
+    assert not found, "the CLI reaches past the public API (export it, or keep it in commands/):\n" + "\n".join(found)
+
+
+def test_the_public_api_is_importable_and_documented():
+    """Every name the public API exports exists, and the Python API reference names each public module."""
+    import importlib
+
+    import lakecat
+
+    for module in ("lakecat", *PUBLIC_MODULES):
+        mod = importlib.import_module(module)
+        for name in getattr(mod, "__all__", ()):
+            assert getattr(mod, name, None) is not None, f"{module}.{name}"
+    reference = "\n".join(p.read_text() for p in (ROOT / "docs" / "python-api").glob("*.md"))
+    for module in PUBLIC_MODULES:
+        assert module in reference, f"{module} is public: docs/python-api names it"
+    rules = (ROOT / "docs/architecture.md").read_text() + (ROOT / "docs/contributing.md").read_text()
+    assert all(m in rules for m in PUBLIC_MODULES), "docs/architecture.md and contributing.md state the rule"
+    assert "commands" not in " ".join(lakecat.__all__)

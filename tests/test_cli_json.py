@@ -42,6 +42,8 @@ COVERED_ELSEWHERE = {
     ("policy", "show"): "tests/test_policy.py::test_policy_inherits_catalog_namespace_table_without_a_jvm",
     ("append",): "tests/test_writes.py::test_cli_append_and_delete_without_a_jvm",
     ("delete",): "tests/test_writes.py::test_cli_append_and_delete_without_a_jvm",
+    ("namespaces",): "tests/test_facade.py::test_rename_moves_the_catalog_entry_not_the_files",
+    ("rename",): "tests/test_facade.py::test_rename_moves_the_catalog_entry_not_the_files",
 }
 
 # The keys the command pages document for each command's --json (docs/commands/*.md; more are fine).

@@ -125,7 +125,7 @@ def test_schema_evolution_one_commit_each_ingest_and_upsert_around_a_rename(
 def test_widen_types(catalog, spark, ns, table_format):
     """In place: Iceberg's own type promotion; Delta's type widening (a protocol upgrade, hence ``yes``)."""
     t = make(catalog, spark, ns, table_format, "w")
-    res = t.alter(widen=["n=BIGINT", "f=DOUBLE", "amount=DECIMAL(10,2)"], yes=True)
+    res = t.alter(widen={"n": "BIGINT", "f": "DOUBLE", "amount": "DECIMAL(10,2)"}, confirm=True)
     types = {c.name: c.type for c in res.schema}
     assert (types["n"], types["f"], types["amount"]) == ("BIGINT", "DOUBLE", "DECIMAL(10,2)")
     schema = {k: v.replace(" ", "") for k, v in independent_schema(catalog, t).items()}
@@ -426,10 +426,10 @@ def test_unsupported_parts_are_refused_before_any_change(catalog, spark, ns, tab
     before = t.describe().to_dict()
     if t.adapter.supports("widen_by_rewrite"):  # Delta: an overwrite makes every column nullable (id is NOT NULL)
         with pytest.raises(UnsupportedOperationError, match="alter --widen --rewrite on a table with NOT NULL"):
-            t.alter(add_columns=["z INT"], widen=["n=BIGINT"], rewrite=True)
+            t.alter(add_columns=["z INT"], widen={"n": "BIGINT"}, rewrite=True)
     else:  # a format that widens in place for every reader has nothing to rewrite: a usage error
         with pytest.raises(InvalidArgumentError, match="nothing to rewrite"):
-            t.alter(add_columns=["z INT"], widen=["n=BIGINT"], rewrite=True)
+            t.alter(add_columns=["z INT"], widen={"n": "BIGINT"}, rewrite=True)
     assert t.describe().to_dict()["schema"] == before["schema"]
 
 

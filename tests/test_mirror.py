@@ -183,7 +183,7 @@ def test_spark_written_table_kept_in_step_with_lakecat_commits(catalog, spark, n
     assert _spark_iceberg_checksums(catalog, spark, name) == _delta_checksums(t.location)
 
     # column mapping turned on (a rename) and a new column: the mirror follows by Delta's column ids
-    t.alter(add_columns=["channel STRING"], rename_columns=["note=comment"], yes=True)
+    t.alter(add_columns=["channel STRING"], rename_columns={"note": "comment"}, confirm=True)
     spark.sql(f"INSERT INTO delta.`{t.location}` (id, ts, region, amount, comment, channel) VALUES "
               "(20, TIMESTAMP'2026-01-04 00:00:00', 'eu west', 5.0, 'e', 'web')")  # fmt: skip
     res = t.sync_mirrors()[0]

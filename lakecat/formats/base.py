@@ -282,6 +282,7 @@ CAPABILITY_METHODS: dict[str, tuple[str, ...]] = {
     "expire": ("expire",),
     "clean_orphans": ("find_orphans", "delete_orphans"),
     "rewrite_metadata": ("rewrite_metadata",),
+    "rename": ("rename",),
     "health": ("health_facts",),
     "register": ("find_table", "register"),
     "convert": ("convert",),
@@ -450,6 +451,11 @@ class TableFormat(ABC):
     @abstractmethod
     def drop(self, ctx: CatalogContext, entry: TableEntry) -> None:
         """Remove the table from the catalog (light path); data files are left in place."""
+
+    def rename(self, ctx: CatalogContext, entry: TableEntry, new: TableIdent) -> TableEntry:
+        """Give the table the name ``new`` in the catalog (light path): its files stay where they are, its mirrors
+        follow. The caller has checked that ``new`` is free in every format."""
+        raise self.unsupported("rename")
 
     # --- existing tables (register, convert) ---------------------------------------------------
     def owns_location(self, location: str) -> bool:

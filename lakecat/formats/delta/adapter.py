@@ -333,6 +333,19 @@ class DeltaFormat(DeltaVersions, DeltaMaintenance, DeltaHealth, DeltaEvolution, 
         self._registry(ctx.metastore).unregister(entry.ident)
         TagStore(ctx.metastore).remove(entry.ident)
 
+    def rename(self, ctx: CatalogContext, entry: TableEntry, new: TableIdent) -> TableEntry:
+        registry = self._registry(ctx.metastore)
+        registry.rename(entry.ident, new)
+        try:
+            self.rename_mirrors(ctx, entry, new)
+        except BaseException:  # a mirror that could not follow: the table keeps its old name, nothing half-renamed
+            registry.rename(new, entry.ident)
+            raise
+        TagStore(ctx.metastore).rename(entry.ident, new)
+        renamed = registry.get(new)
+        assert renamed is not None
+        return renamed
+
     # --- reads ------------------------------------------------------------------------------
     def read_current(self, table: TableHandle) -> DataFrame:
         return table.catalog.session().read.format("delta").load(table.location)

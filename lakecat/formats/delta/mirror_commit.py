@@ -42,6 +42,7 @@ from .mirror import (
 )
 
 if TYPE_CHECKING:
+    from ...identifiers import TableIdent
     from ..base import CatalogContext, TableFormat, TableHandle
 
 log = logging.getLogger(__name__)
@@ -434,6 +435,13 @@ class DeltaMirror:
                                    "mirror") from e  # fmt: skip
             out |= {norm_path(quote(p, safe="/:")) for p in files}  # a location, not a log's %-escaped path
         return out
+
+    def rename_mirrors(self, ctx: CatalogContext, entry: TableEntry, new: TableIdent) -> None:
+        """A renamed table's mirrors follow it: each mirror's catalog entry takes the new name (no file moves)."""
+        for name in self.mirrors(entry):
+            catalog = get_format(name).library_catalog(ctx)
+            catalog.create_namespace_if_not_exists(new.namespace)
+            catalog.rename_table((entry.ident.namespace, entry.ident.name), (new.namespace, new.name))
 
     def drop_mirror(self, ctx: CatalogContext, entry: TableEntry, target: TableFormat) -> None:
         from pyiceberg.exceptions import NoSuchTableError

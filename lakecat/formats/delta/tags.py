@@ -70,6 +70,12 @@ class TagStore:
                 retain_ms=int(retain.total_seconds() * 1000) if retain is not None else None,
             ))  # fmt: skip
 
+    def rename(self, ident: TableIdent, new: TableIdent) -> None:
+        """The tags of ``ident`` follow the table to its new name."""
+        with self.metastore.engine.begin() as con:
+            con.execute(self.t.update().where(*self._where(ident))
+                        .values(table_namespace=new.namespace, table_name=new.name))  # fmt: skip
+
     def remove(self, ident: TableIdent, name: str | None = None) -> int:
         where = self._where(ident) + ([self.t.c.tag_name == name] if name is not None else [])
         with self.metastore.engine.begin() as con:

@@ -536,6 +536,16 @@ class IcebergFormat(IcebergVersions, IcebergMaintenance, IcebergHealth, IcebergE
         with rest.rest_errors(ctx.config, f"drop {entry.ident}"):
             self.sql_catalog(ctx).drop_table((entry.ident.namespace, entry.ident.name))
 
+    def rename(self, ctx: CatalogContext, entry: TableEntry, new: TableIdent) -> TableEntry:
+        catalog = self.sql_catalog(ctx)
+        with rest.rest_errors(ctx.config, f"rename {entry.ident}"):
+            catalog.create_namespace_if_not_exists(new.namespace)
+            catalog.rename_table((entry.ident.namespace, entry.ident.name), (new.namespace, new.name))
+        renamed = self.get_entry(ctx, new)
+        if renamed is None:
+            raise LakecatError(f"renamed {entry.ident} to {new}, but the catalog does not list {new}")
+        return renamed
+
     # --- reads ------------------------------------------------------------------------------
     def refreshed_session(self, table: TableHandle) -> Any:
         spark = table.catalog.session()
