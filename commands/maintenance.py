@@ -14,7 +14,7 @@ from lakecat.errors import InvalidArgumentError
 from lakecat.layouts import parse_switch
 from lakecat.units import human_size, parse_duration, plural
 
-from ._options import CatalogOpt, JsonOpt, VerboseOpt, connect, parse_properties
+from ._options import CatalogOpt, JsonOpt, MetadataEngineOpt, VerboseOpt, connect, parse_properties, say_engine
 from ._output import Output, run
 from ._render import exact_size, human_duration, human_time, key, num, print_table, table
 
@@ -415,6 +415,7 @@ def policy_set(
         typer.Argument(metavar="KEY=VALUE...", help="Policy keys, with or without 'lakecat.' (expire.retain-last=10)."),
     ] = None,
     unset: Annotated[list[str] | None, typer.Option("--unset", help="Remove a key at this scope (repeatable).")] = None,
+    engine: MetadataEngineOpt = None,
     catalog: CatalogOpt = None,
     json_: JsonOpt = False,
     verbose: VerboseOpt = False,
@@ -435,7 +436,7 @@ def policy_set(
                 raise InvalidArgumentError(f"invalid policy {item!r}: use KEY=VALUE")
             k, v = item.split("=", 1)
             props[k.strip()] = v.strip()
-        return set_policy(connect(catalog), pattern, props, unset=list(unset or []))
+        return say_engine(out, set_policy(connect(catalog), pattern, props, unset=list(unset or []), engine=engine))
 
     def human(console, r):  # type: ignore[no-untyped-def]
         t = table(
@@ -597,6 +598,14 @@ def alter(
     ] = None,
     dry_run: DryRunOpt = False,
     yes: YesOpt = False,
+    engine: Annotated[
+        str | None,
+        typer.Option(
+            "--engine",
+            help="For --property/--unset: light (no JVM: pyiceberg / delta-rs) or spark; default: "
+            "light where it commits exactly what Spark does, else spark.",
+        ),
+    ] = None,
     catalog: CatalogOpt = None,
     json_: JsonOpt = False,
     verbose: VerboseOpt = False,
@@ -613,9 +622,12 @@ def alter(
         props = parse_properties(property)
         if evolving and (props or unset):
             raise InvalidArgumentError("give --property/--unset or schema/partition changes, not both in one alter")
+        if evolving and engine is not None:
+            raise InvalidArgumentError("--engine applies to --property/--unset; schema and partition changes choose "
+                                       "their engine themselves")  # fmt: skip
         t = connect(catalog).load_table(name)
         if not evolving:
-            return t.set_properties(props, unset=list(unset or []))
+            return say_engine(out, t.set_properties(props, unset=list(unset or []), engine=engine))
         with out.status(f"altering {name}"):
             return t.alter(add_columns=add_column or (), rename_columns=rename_column or (), drop_columns=drop_column or (),
                            widen=widen or (), comments=set_comment or (), partition_by=partition_by, rewrite=rewrite,

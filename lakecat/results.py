@@ -163,11 +163,28 @@ class DescribeResult(Result):
 
 
 @dataclass
+class CreateResult(DescribeResult):
+    """What ``create`` answers: the new table as ``describe`` shows it, and the engine that created it."""
+
+    #: ``light`` (no JVM: pyiceberg / delta-rs) or ``spark``; ``engine_reason``: why Spark ran. None: the table existed.
+    engine: str | None = None
+    engine_reason: str | None = None
+
+    @classmethod
+    def of(cls, description: DescribeResult, engine: str | None, engine_reason: str | None) -> CreateResult:
+        fields = {f.name: getattr(description, f.name) for f in dataclasses.fields(description)}
+        return cls(**fields, engine=engine, engine_reason=engine_reason)
+
+
+@dataclass
 class DropResult(Result):
     name: str
     format: str
     location: str
     purged: bool
+    #: ``light`` (no JVM) or ``spark``; ``engine_reason``: why Spark ran.
+    engine: str = "light"
+    engine_reason: str | None = None
 
 
 @dataclass
@@ -459,6 +476,9 @@ class PropertiesResult(Result):
     table: str
     format: str
     properties: dict[str, str]
+    #: ``light`` (no JVM: pyiceberg / delta-rs) or ``spark``; ``engine_reason``: why Spark ran.
+    engine: str = "light"
+    engine_reason: str | None = None
 
 
 @dataclass
