@@ -324,7 +324,8 @@ def _serve(out: Output, catalog: str | None, pattern: str | None, *, plan: Path 
 
         def on_pass(p):  # type: ignore[no-untyped-def]
             runs = ", ".join(f"{n} {k}" for k, n in p.runs.items())
-            out.err.print(f"pass {p.number}: {plural(p.tables, 'table')} read, {p.queued} queued, {p.worked} worked on "
+            out.err.print(f"pass {p.number}: {plural(p.tables, 'table')} read ({p.evaluated} judged, {p.unchanged} "
+                          f"unchanged since), {p.queued} queued, {p.worked} worked on "
                           f"({runs}), {p.deferred} left for the next pass, in {human_duration(p.seconds)}"
                           + (f"; pass failed: {p.error}" if p.error else ""), markup=False)  # fmt: skip
 

@@ -577,6 +577,9 @@ class TableHealth(Result):
     clustering_depth: float | None = None  # files a key value may be in, on average (1.0: perfectly clustered)
     stream_last_commit: str | None = None
     thresholds: dict[str, Any] = field(default_factory=dict)
+    #: When time alone next changes what the table needs (a version passes the expiry window, the orphan window
+    #: elapses since a rewrite); None: only a commit, a maintenance run or a policy change does.
+    next_due: str | None = None
     timeline: list[VersionPoint] = field(default_factory=list)
     error: str | None = None
     error_type: str | None = None

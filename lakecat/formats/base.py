@@ -774,6 +774,12 @@ class TableFormat(ABC):
         raise self.unsupported(f"mirror --as {target.name}")
 
     # --- health (light path) ---------------------------------------------------------------
+    def change_pointer(self, table: TableHandle) -> str | None:
+        """A token that changes with every commit to the table, read cheaply: no log replay, no manifest (the
+        maintenance service judges again only the tables whose token moved). None: the format has none, and the
+        table is judged at every pass."""
+        return None
+
     def health_facts(self, table: TableHandle) -> HealthFacts:
         """Files, deletes, versions and what only old versions hold, from metadata alone (no JVM)."""
         raise self.unsupported("health")
