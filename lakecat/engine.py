@@ -388,6 +388,10 @@ def to_int(value: Any) -> int | None:
         return None
 
 
+#: Keys Spark's CREATE TABLE / ALTER TABLE keep as the table's own (its comment, owner, location, provider), not as
+#: properties: a light engine leaves them to Spark, which says what to use instead.
+SPARK_RESERVED_PROPERTIES = frozenset({"comment", "owner", "location", "provider", "external", "is_managed_location"})
+
 #: The engines an operation may be asked to run on (``engine=`` / ``--engine``).
 ENGINES = ("light", "spark")
 

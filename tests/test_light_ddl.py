@@ -188,3 +188,15 @@ def test_iceberg_format_version_3_is_created_by_spark(catalog, ns):
     t = catalog.create_table(f"{ns}.v3", schema="id BIGINT", format="iceberg", format_version=3)
     assert t.engine == "spark" and "format version 3" in t.engine_reason
     assert _iceberg(catalog, t.name).format_version == 3
+
+
+def test_the_light_engine_leaves_spark_reserved_keys_to_spark(catalog, ns, table_format):
+    """`comment`, `owner`, `location` are the table's own to Spark, not properties: the light engine refuses to set them
+    as properties (Spark says what to use instead), and writes nothing."""
+    from lakecat.errors import NotExactError
+
+    with pytest.raises(NotExactError, match="comment"):
+        catalog.create_table(f"{ns}.reserved", schema="id BIGINT", format=table_format, properties={"comment": "x"},
+                             engine="light")  # fmt: skip
+    assert not catalog.table_exists(f"{ns}.reserved")
+    assert not catalog.local_path(f"{catalog.config.warehouse_uri}/{ns}/reserved").exists()

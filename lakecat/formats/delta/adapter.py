@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from ...engine import first_line, spark_errors, sql_string, tblproperties, with_retries
+from ...engine import SPARK_RESERVED_PROPERTIES, first_line, spark_errors, sql_string, tblproperties, with_retries
 from ...errors import CommitConflictError, InvalidArgumentError, LakecatError, NotExactError, TableAlreadyExistsError
 from ...extras import installed_version
 from ...files import exists
@@ -88,16 +88,11 @@ def delta_type_sql(t: Any) -> str:
     return _PRIMITIVE_SQL.get(text, text.upper())
 
 
-#: Keys Spark's ALTER TABLE / CREATE TABLE treat as the table's own (its comment, owner, location, provider), not as
-#: properties.
-_RESERVED_KEYS = frozenset({"comment", "owner", "location", "provider", "external", "is_managed_location"})
-
-
 def _light_property(key: str, value: str, *, create: bool, writer: int = 0) -> bool:
     """Whether delta-rs sets ``key`` to ``value`` exactly as Spark does: any key of the user's or lakecat's; of Delta's
     own ``delta.*`` settings (which Spark checks, and some of which change the protocol) only those lakecat creates
     tables with, and the change data feed where the protocol already has it."""
-    if key.lower() in _RESERVED_KEYS:
+    if key.lower() in SPARK_RESERVED_PROPERTIES:
         return False
     if not key.startswith("delta."):
         return True

@@ -15,7 +15,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ...config import pyiceberg_io_properties
-from ...engine import first_line, spark_errors, sql_string, tblproperties, with_retries
+from ...engine import SPARK_RESERVED_PROPERTIES, first_line, spark_errors, sql_string, tblproperties, with_retries
 from ...errors import CommitConflictError, InvalidArgumentError, LakecatError, NotExactError, TableAlreadyExistsError
 from ...extras import installed_version
 from ...files import exists, fs_for
@@ -441,6 +441,8 @@ class IcebergFormat(IcebergVersions, IcebergMaintenance, IcebergHealth, IcebergE
         from pyiceberg.transforms import IdentityTransform
 
         props, clustering = self._create_properties(ctx, properties, layout)
+        if reserved := sorted(k for k in props if k.lower() in SPARK_RESERVED_PROPERTIES):
+            raise NotExactError(f"Spark reserves {', '.join(reserved)} (not a table property)")
         if int(props["format-version"]) >= 3:
             raise NotExactError("pyiceberg does not write format version 3 metadata as Iceberg's Java library does")
         kind = rest.kind(ctx.config)
