@@ -22,6 +22,21 @@ CatalogOpt = Annotated[
 VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="Show tracebacks and engine details on errors.")]
 
 
+MetadataEngineOpt = Annotated[
+    str | None,
+    typer.Option("--engine", help="light (no JVM: pyiceberg / delta-rs) or spark; default: light where it does exactly "
+                 "what Spark does, else spark (the result's engine says which ran, --verbose why)."),
+]  # fmt: skip
+
+
+def say_engine(out, result):  # type: ignore[no-untyped-def]
+    """With --verbose, say which engine ran and, when Spark did, why the light one did not."""
+    if out.verbose and getattr(result, "engine", None):
+        why = f" ({result.engine_reason})" if result.engine == "spark" and result.engine_reason else ""
+        out.info(f"done by {result.engine}{why}")
+    return result
+
+
 def connect(catalog: str | None):  # type: ignore[no-untyped-def]
     import lakecat
 

@@ -13,7 +13,17 @@ from rich.text import Text
 from lakecat.errors import InvalidArgumentError
 from lakecat.units import human_size, plural
 
-from ._options import CatalogOpt, JsonOpt, VerboseOpt, connect, parse_pairs, parse_properties, parse_switch
+from ._options import (
+    CatalogOpt,
+    JsonOpt,
+    MetadataEngineOpt,
+    VerboseOpt,
+    connect,
+    parse_pairs,
+    parse_properties,
+    parse_switch,
+    say_engine,
+)
 from ._output import Output, run
 from ._render import exact_size, human_duration, human_time, key, num, print_table, table
 
@@ -326,7 +336,8 @@ def _serve(out: Output, catalog: str | None, pattern: str | None, *, plan: Path 
 
         def on_pass(p):  # type: ignore[no-untyped-def]
             runs = ", ".join(f"{n} {k}" for k, n in p.runs.items())
-            out.err.print(f"pass {p.number}: {plural(p.tables, 'table')} read, {p.queued} queued, {p.worked} worked on "
+            out.err.print(f"pass {p.number}: {plural(p.tables, 'table')} read ({p.evaluated} judged, {p.unchanged} "
+                          f"unchanged since), {p.queued} queued, {p.worked} worked on "
                           f"({runs}), {p.deferred} left for the next pass, in {human_duration(p.seconds)}"
                           + (f"; pass failed: {p.error}" if p.error else ""), markup=False)  # fmt: skip
 
@@ -414,6 +425,7 @@ def policy_set(
         typer.Argument(metavar="KEY=VALUE...", help="Policy keys, with or without 'lakecat.' (expire.retain-last=10)."),
     ] = None,
     unset: Annotated[list[str] | None, typer.Option("--unset", help="Remove a key at this scope (repeatable).")] = None,
+    engine: MetadataEngineOpt = None,
     catalog: CatalogOpt = None,
     json_: JsonOpt = False,
     verbose: VerboseOpt = False,
@@ -427,7 +439,7 @@ def policy_set(
 
     def api():  # type: ignore[no-untyped-def]
         props = parse_pairs(values, "policy", "KEY=VALUE")
-        return connect(catalog).set_policy(pattern, props, unset=list(unset or []))
+        return say_engine(out, connect(catalog).set_policy(pattern, props, unset=list(unset or []), engine=engine))
 
     def human(console, r):  # type: ignore[no-untyped-def]
         t = table(
@@ -587,6 +599,14 @@ def alter(
     ] = None,
     dry_run: DryRunOpt = False,
     yes: YesOpt = False,
+    engine: Annotated[
+        str | None,
+        typer.Option(
+            "--engine",
+            help="For --property/--unset: light (no JVM: pyiceberg / delta-rs) or spark; default: "
+            "light where it commits exactly what Spark does, else spark.",
+        ),
+    ] = None,
     catalog: CatalogOpt = None,
     json_: JsonOpt = False,
     verbose: VerboseOpt = False,
@@ -607,9 +627,12 @@ def alter(
         switch = parse_switch(deletion_vectors, "--deletion-vectors")
         if evolving and (props or unset):
             raise InvalidArgumentError("give --property/--unset or schema/partition changes, not both in one alter")
+        if evolving and engine is not None:
+            raise InvalidArgumentError("--engine applies to --property/--unset; schema and partition changes choose "
+                                       "their engine themselves")  # fmt: skip
         t = connect(catalog).load_table(name)
         if not evolving:
-            return t.set_properties(props, unset=list(unset or []))
+            return say_engine(out, t.set_properties(props, unset=list(unset or []), engine=engine))
         with out.status(f"altering {name}"):
             return t.alter(add_columns=add_column or (), rename_columns=renames, drop_columns=drop_column or (),
                            widen=widens, comments=comments, partition_by=partition_by, rewrite=rewrite,

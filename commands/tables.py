@@ -6,9 +6,10 @@ from typing import Annotated
 
 import typer
 
+from lakecat.results import CreateResult
 from lakecat.units import human_size, plural
 
-from ._options import CatalogOpt, JsonOpt, VerboseOpt, connect, parse_properties
+from ._options import CatalogOpt, JsonOpt, MetadataEngineOpt, VerboseOpt, connect, parse_properties, say_engine
 from ._output import Output, confirm, run
 from ._render import human_age, human_time, key, num, print_table, table
 
@@ -49,11 +50,12 @@ def create(
             "of rewriting files (default: the catalog config's [tables] deletion-vectors, else off).",
         ),
     ] = None,
+    engine: MetadataEngineOpt = None,
     catalog: CatalogOpt = None,
     json_: JsonOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
-    """Create a partitioned or clustered Iceberg or Delta table.
+    """Create a partitioned or clustered Iceberg or Delta table (no JVM where pyiceberg / delta-rs create it exactly).
 
     Example: lakecat create sales.orders --format delta --schema "id BIGINT, ts TIMESTAMP" --partition-by "days(ts)"
     """
@@ -73,8 +75,9 @@ def create(
                 cluster_by=cluster_by,
                 format_version=format_version,
                 deletion_vectors=deletion_vectors,
+                engine=engine,
             )
-        return t.describe()
+        return say_engine(out, CreateResult.of(t.describe(), t.engine, t.engine_reason))
 
     run(out, api, _render_description)
 
@@ -158,11 +161,14 @@ def drop(
     name: Annotated[str, typer.Argument(metavar="TABLE", help="namespace.table")],
     purge: Annotated[bool, typer.Option("--purge", help="Also delete the table's data and metadata files.")] = False,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+    engine: Annotated[
+        str | None, typer.Option("--engine", help="light (default: no JVM) or spark (Spark's catalog drops the entry).")
+    ] = None,
     catalog: CatalogOpt = None,
     json_: JsonOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
-    """Drop a table from the catalog (with --purge, delete its files too)."""
+    """Drop a table from the catalog (with --purge, delete its files too); no JVM starts."""
     out = Output(json_, verbose)
 
     def api():  # type: ignore[no-untyped-def]
@@ -170,7 +176,7 @@ def drop(
         entry = cat.entry(name)
         what = "drop and DELETE ALL FILES of" if purge else "drop"
         confirm(out, f"{what} {entry.format} table {entry.ident} at {entry.location}?", yes)
-        return cat.drop_table(name, purge=purge)
+        return say_engine(out, cat.drop_table(name, purge=purge, engine=engine))
 
     def human(console, r):  # type: ignore[no-untyped-def]
         console.print(

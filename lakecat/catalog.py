@@ -21,6 +21,7 @@ from .config import (
     resolve_config,
     use_store,
 )
+from .engine import check_engine, light_or_spark
 from .engine_local import engine_url
 from .errors import (
     ConfigError,
@@ -299,8 +300,12 @@ class Catalog:
         cluster_by: str | list[str] | None = None,
         format_version: int | None = None,
         deletion_vectors: bool | None = None,
+        engine: str | None = None,
     ) -> Table:
         """Create a table of either format.
+
+        Without a JVM where the light library (pyiceberg, delta-rs) creates exactly what Spark's CREATE TABLE would,
+        else through Spark; the returned table's ``engine`` says which ran (``engine_reason``: why Spark did).
 
         Args:
             name: ``namespace.table``.
@@ -314,13 +319,16 @@ class Catalog:
             format_version: Iceberg's format version (2 or 3); None: the catalog config's ``[tables]`` default, else 2.
             deletion_vectors: mark deleted rows instead of rewriting files (Delta's deletion vectors, Iceberg's
                 merge-on-read); None: the catalog config's ``[tables]`` default, else off.
+            engine: ``"light"`` (no JVM; ``NotExactError``, exit 3, where the light library cannot create the table
+                exactly as Spark does), ``"spark"``, or None: light where it is exact, else Spark.
 
         Raises:
-            InvalidArgumentError: bad name, schema, transform or property.
+            InvalidArgumentError: bad name, schema, transform, property or engine.
             UnsupportedOperationError: a transform the format cannot express (bucket on Delta).
             TableAlreadyExistsError: the name is taken (by a table of either format).
         """
 
+        check_engine(engine)
         ident = name if isinstance(name, TableIdent) else TableIdent.parse(name)
         adapter = get_format(format)
         columns = parse_schema(schema)
@@ -336,12 +344,18 @@ class Catalog:
         adapter.check_partitioning(fields, columns)  # refuse what the format cannot express before Spark starts
         adapter.check_layout(layout, fields)
         try:
-            entry = adapter.create(self, ident, columns, fields, props, layout=layout)
+            entry, used, reason = light_or_spark(
+                engine, f"create {ident}",
+                lambda: adapter.create_light(self, ident, columns, fields, props, layout=layout),
+                lambda: adapter.create(self, ident, columns, fields, props, layout=layout),
+            )  # fmt: skip
         except TableAlreadyExistsError:
             if if_not_exists and (existing := self.find_entry(ident)) is not None:
                 return Table(self, existing)
             raise
-        return Table(self, entry)
+        table = Table(self, entry)
+        table.engine, table.engine_reason = used, reason
+        return table
 
     def register_table(self, name: str | TableIdent, *, location: str, format: str | None = None) -> RegisterResult:
         """Add an existing table to the catalog by its location, without touching its files.
@@ -383,17 +397,26 @@ class Catalog:
             self, name, source=source, format=format, partition_by=partition_by, dry_run=dry_run
         )
 
-    def drop_table(self, name: str | TableIdent, *, purge: bool = False) -> DropResult:
-        """Remove a table from the catalog; with ``purge`` also delete its data and metadata files."""
+    def drop_table(self, name: str | TableIdent, *, purge: bool = False, engine: str | None = None) -> DropResult:
+        """Remove a table from the catalog; with ``purge`` also delete its data and metadata files.
+
+        No JVM starts: the catalog entry goes from the metastore (or the REST catalog), the files through the
+        filesystem. ``engine="spark"`` removes the entry through Spark's catalog instead.
+        """
+        wanted = check_engine(engine)
         entry = self.entry(name)
         adapter = get_format(entry.format)
         if purge:
             self._check_purge_location(entry)
         mirror.drop(self, entry)  # a mirror is the table read as another format: it goes with the table
-        adapter.drop(self, entry)
+        if wanted == "spark":
+            adapter.drop_spark(self, entry)
+        else:
+            adapter.drop(self, entry)
         if purge:
             self._delete_location(entry.location)
-        return DropResult(str(entry.ident), entry.format, entry.location, purge)
+        return DropResult(str(entry.ident), entry.format, entry.location, purge, engine=wanted or "light",
+                          engine_reason="asked for Spark (--engine spark)" if wanted == "spark" else None)  # fmt: skip
 
     def _check_purge_location(self, entry: TableEntry) -> None:
         tail = f"/{entry.ident.namespace}/{entry.ident.name}"
@@ -576,16 +599,17 @@ class Catalog:
             raise invalid("invalid limit: must be at least 1", "invalid --limit: must be at least 1")
         return RunLogResult(RunLog(self.metastore).runs(pattern, since=window, limit=limit))
 
-    def set_policy(self, pattern: str, values: dict[str, str] | None = None, *,
-                   unset: list[str] | tuple[str, ...] = ()) -> PolicySetResult:  # fmt: skip
+    def set_policy(self, pattern: str, values: dict[str, str] | None = None, *, unset: list[str] | tuple[str, ...] = (),
+                   engine: str | None = None) -> PolicySetResult:  # fmt: skip
         """Set (and ``unset``) maintenance policy keys (``{"expire.retain-last": "10"}``, with or without
         ``lakecat.``) for a table (``sales.orders``: its properties), a namespace (``sales.*``) or the catalog
-        (``*``); tables inherit catalog → namespace → table. A namespace's or the catalog's policy needs no JVM.
+        (``*``); tables inherit catalog → namespace → table. A namespace's or the catalog's policy needs no JVM; a
+        table's is a property change (``engine`` as for ``Table.set_properties``).
 
         Example:
             >>> cat.set_policy("sales.*", {"compact.target-file-size": "256MB"})
         """
-        return set_policy(self, pattern, dict(values or {}), unset=list(unset))
+        return set_policy(self, pattern, dict(values or {}), unset=list(unset), engine=engine)
 
     def policy(self, name: str | TableIdent, *, plan: str | Path | None = None) -> PolicyShowResult:
         """A table's effective maintenance policy, each key with where it comes from (default, catalog, namespace,

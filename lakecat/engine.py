@@ -21,6 +21,7 @@ from .errors import (
     EngineOutOfMemoryError,
     InvalidArgumentError,
     LakecatError,
+    NotExactError,
     TableAlreadyExistsError,
     TableNotFoundError,
 )
@@ -385,3 +386,44 @@ def to_int(value: Any) -> int | None:
         return int(value)
     except (TypeError, ValueError):
         return None
+
+
+#: Keys Spark's CREATE TABLE / ALTER TABLE keep as the table's own (its comment, owner, location, provider), not as
+#: properties: a light engine leaves them to Spark, which says what to use instead.
+SPARK_RESERVED_PROPERTIES = frozenset({"comment", "owner", "location", "provider", "external", "is_managed_location"})
+
+#: The engines an operation may be asked to run on (``engine=`` / ``--engine``).
+ENGINES = ("light", "spark")
+
+
+def check_engine(engine: str | None) -> str | None:
+    """``engine`` checked and normalised (None: let the operation choose)."""
+    if engine is None:
+        return None
+    value = str(engine).strip().lower()
+    if value in ("", "auto"):
+        return None
+    if value not in ENGINES:
+        raise InvalidArgumentError(f"invalid engine {engine!r}: use light (no JVM), spark or auto")
+    return value
+
+
+def light_or_spark(
+    engine: str | None, what: str, light: Callable[[], T], spark: Callable[[], T]
+) -> tuple[T, str, str | None]:
+    """Run ``light()`` (no JVM) unless Spark was asked for; when it raises ``NotExactError`` (it must do so before it
+    changes anything) run ``spark()`` instead, or, when the light engine was asked for, fail with exit 3 and the reason.
+
+    Returns:
+        (the result, the engine that ran: ``light`` or ``spark``, why Spark ran — None when light did)
+    """
+    wanted = check_engine(engine)
+    reason = "asked for Spark (--engine spark)"
+    if wanted != "spark":
+        try:
+            return light(), "light", None
+        except NotExactError as e:
+            if wanted == "light":
+                raise NotExactError(f"{what} without a JVM: {e}; use --engine spark") from None
+            reason = str(e)
+    return spark(), "spark", reason

@@ -12,13 +12,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .errors import InvalidArgumentError, UnsupportedOperationError
+from .engine import check_engine
+from .errors import UnsupportedOperationError
 from .units import human_size, parse_size
 
 if TYPE_CHECKING:
     from .protocols import TableLike
 
-ENGINES = ("light", "spark")
 LIGHT_MAX_BYTES_KEY = "lakecat.maintain.light-max-bytes"
 #: The most bytes a light step reads and rewrites in one process (pyarrow holds a partition's rows in memory while it
 #: rewrites them); larger work goes to Spark, which spills and spreads it over the cores.
@@ -31,18 +31,6 @@ class EngineChoice:
 
     engine: str
     reason: str
-
-
-def check_engine(engine: str | None) -> str | None:
-    """``engine`` normalised (None: let lakecat choose)."""
-    if engine is None:
-        return None
-    value = str(engine).strip().lower()
-    if value in ("", "auto"):
-        return None
-    if value not in ENGINES:
-        raise InvalidArgumentError(f"invalid engine {engine!r}: use light, spark or auto")
-    return value
 
 
 def light_max_bytes(policy: dict[str, str]) -> int:

@@ -235,6 +235,25 @@ def _reasons(h: TableHealth, facts: HealthFacts, commits: list[Commit], th: dict
     return reasons
 
 
+def _next_due(facts: HealthFacts, commits: list[Commit], th: dict[str, Any], now_ms: int, last_expire: int | None,
+              last_clean: int | None) -> int | None:  # fmt: skip
+    """When time alone next changes the table's needs (epoch ms): the first version not yet past the expiry window
+    that will pass it (one of the newest ``retain_last`` never does), the orphan window elapsing since the oldest
+    rewrite no orphan cleanup followed. None: nothing changes with time alone."""
+    window_ms = th["expire_older_than_s"] * 1000
+    kept = {c.version for c in commits[-th["retain_last"] :]} | {facts.current_version}
+    due = [
+        int(c.timestamp_ms + window_ms)
+        for c in commits
+        if c.version not in kept and c.timestamp_ms >= now_ms - window_ms
+    ]
+    churn = [c.timestamp_ms for c in commits if c.operation in _REWRITES] + ([last_expire] if last_expire else [])
+    since_clean = [t for t in churn if last_clean is None or t > last_clean]
+    if since_clean and (clean_at := int(min(since_clean) + th["orphans_older_than_s"] * 1000)) > now_ms:
+        due.append(clean_at)
+    return min(due, default=None)
+
+
 def judge(table: TableLike, facts: HealthFacts, policy: dict[str, str], runs: dict[tuple[str, str], int],
           now_ms: int | None = None) -> TableHealth:  # fmt: skip
     """Figures and a verdict from one table's facts, its policy and lakecat's record of maintenance runs."""
@@ -249,6 +268,7 @@ def judge(table: TableLike, facts: HealthFacts, policy: dict[str, str], runs: di
     _judge_versions(h, facts, commits, th, now_ms, runs.get((table.name, "expire")))
     last_expire, last_clean = _judge_maintenance(h, table, facts, commits, runs)
     reasons = _reasons(h, facts, commits, th, now_ms, last_expire, last_clean)
+    h.next_due = _iso_ms(_next_due(facts, commits, th, now_ms, last_expire, last_clean))
     h.needs = [v for v in VERDICTS if v in reasons]
     if h.needs:
         h.verdict = h.needs[0]

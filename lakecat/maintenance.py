@@ -24,8 +24,17 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .engine import RETRY_ATTEMPTS, java_message, now, parse_expression, validate_properties, with_retries
-from .engine_choice import EngineChoice, check_engine, choose_engine
+from .engine import (
+    RETRY_ATTEMPTS,
+    check_engine,
+    java_message,
+    light_or_spark,
+    now,
+    parse_expression,
+    validate_properties,
+    with_retries,
+)
+from .engine_choice import EngineChoice, choose_engine
 from .errors import (
     CommitConflictError,
     InvalidArgumentError,
@@ -472,16 +481,25 @@ def _policy_size(table: TableLike, explicit: int | str | None) -> int:
 
 
 def set_properties(
-    table: TableLike, properties: dict[str, str] | None = None, *, unset: list[str] | tuple[str, ...] = ()
+    table: TableLike,
+    properties: dict[str, str] | None = None,
+    *,
+    unset: list[str] | tuple[str, ...] = (),
+    engine: str | None = None,
 ) -> PropertiesResult:
-    """Set (and unset) table properties — maintenance policies included — in the table's own metadata."""
+    """Set (and unset) table properties — maintenance policies included — in the table's own metadata, in one commit:
+    without a JVM where the light library makes the change exactly as Spark does (``engine`` as for ``create``)."""
+    check_engine(engine)
     table.adapter.require("alter_properties", "alter")
     props = validate_policy(properties or {})
     removed = list(validate_properties({k: "" for k in unset}))
     if not props and not removed:
         raise InvalidArgumentError("nothing to change: give at least one key=value or a key to unset")
-    table.adapter.set_properties(table, props, removed)
-    return PropertiesResult(table.name, table.format, dict(table.describe().properties))
+    adapter = table.adapter
+    _, used, reason = light_or_spark(engine, f"alter {table.name}",
+                                     lambda: adapter.set_properties_light(table, props, removed),
+                                     lambda: adapter.set_properties_spark(table, props, removed))  # fmt: skip
+    return PropertiesResult(table.name, table.format, dict(table.describe().properties), used, reason)
 
 
 # --- maintain ----------------------------------------------------------------------------------

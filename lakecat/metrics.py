@@ -190,6 +190,11 @@ class ServiceExporter:
                                "time).", registry=registry)  # fmt: skip
         self.last_pass_duration = Gauge("lakecat_maintenance_last_pass_duration_seconds", "Wall time of the last pass.",
                                         registry=registry)  # fmt: skip
+        self.evaluated = Counter("lakecat_maintenance_tables_evaluated", "Table health computations: the table's "
+                                 "commit pointer moved, a window came due, or its policy or runs changed.",
+                                 registry=registry)  # fmt: skip
+        self.unchanged = Counter("lakecat_maintenance_tables_unchanged", "Tables a pass found unchanged since their "
+                                 "health was last computed (no metadata read).", registry=registry)  # fmt: skip
         self.tables = Gauge("lakecat_maintenance_tables", "Tables by health verdict at the last pass (disabled: "
                             "lakecat.maintain.enabled=false).", ["verdict"], registry=registry)  # fmt: skip
         for action in ("compact", "expire", "clean-orphans"):  # every series exists from the first scrape, at 0
@@ -221,6 +226,8 @@ class ServiceExporter:
             self.pass_errors.inc()
         if p.deferred:
             self.deferred.inc(p.deferred)
+        self.evaluated.inc(p.evaluated)
+        self.unchanged.inc(p.unchanged)
         self.last_pass.set(time.time())
         self.last_pass_duration.set(p.seconds)
 

@@ -47,6 +47,10 @@ class PolicySetResult(Result):
     scope: str  # catalog | namespace | table
     target: str  # * | the namespace | the table
     policy: dict[str, str] = field(default_factory=dict)
+    #: For a table: the engine that committed its properties (``light``: no JVM, or ``spark``) and why Spark did; None
+    #: for a namespace or the catalog (lakecat's metastore, no engine).
+    engine: str | None = None
+    engine_reason: str | None = None
 
 
 @dataclass
@@ -91,9 +95,16 @@ def policy_keys(values: dict[str, str] | list[str] | tuple[str, ...]) -> Any:
 
 
 def set_policy(
-    catalog: CatalogLike, pattern: str, values: dict[str, str], *, unset: list[str] | tuple[str, ...] = ()
+    catalog: CatalogLike,
+    pattern: str,
+    values: dict[str, str],
+    *,
+    unset: list[str] | tuple[str, ...] = (),
+    engine: str | None = None,
 ) -> PolicySetResult:
     """Set (and unset) policy keys for a table (its properties), a namespace (``ns.*``) or the catalog (``*``).
+
+    ``engine`` (a table only): as for ``Table.set_properties`` — no JVM where the light library commits exactly.
 
     Example:
         >>> set_policy(cat, "sales.*", {"expire.retain-last": "10"})  # doctest: +SKIP
@@ -105,8 +116,9 @@ def set_policy(
                       "nothing to change: give at least one KEY=VALUE or --unset KEY")  # fmt: skip
     if target.kind == "table":
         table = catalog.load_table(target.name)
-        after = set_properties(table, props, unset=removed).properties
-        return PolicySetResult("table", target.name, {k: v for k, v in after.items() if k in POLICY_KEYS})
+        done = set_properties(table, props, unset=removed, engine=engine)
+        return PolicySetResult("table", target.name, {k: v for k, v in done.properties.items() if k in POLICY_KEYS},
+                               done.engine, done.engine_reason)  # fmt: skip
     store = ScopedPolicies(catalog.metastore)
     return PolicySetResult(target.kind, target.name, store.set(target.name, props, removed))
 

@@ -211,11 +211,28 @@ class DescribeResult(Result):
 
 
 @dataclass
+class CreateResult(DescribeResult):
+    """What ``create`` answers: the new table as ``describe`` shows it, and the engine that created it."""
+
+    #: ``light`` (no JVM: pyiceberg / delta-rs) or ``spark``; ``engine_reason``: why Spark ran. None: the table existed.
+    engine: str | None = None
+    engine_reason: str | None = None
+
+    @classmethod
+    def of(cls, description: DescribeResult, engine: str | None, engine_reason: str | None) -> CreateResult:
+        fields = {f.name: getattr(description, f.name) for f in dataclasses.fields(description)}
+        return cls(**fields, engine=engine, engine_reason=engine_reason)
+
+
+@dataclass
 class DropResult(Result):
     name: str
     format: str
     location: str
     purged: bool
+    #: ``light`` (no JVM) or ``spark``; ``engine_reason``: why Spark ran.
+    engine: str = "light"
+    engine_reason: str | None = None
 
 
 @dataclass
@@ -560,6 +577,9 @@ class PropertiesResult(Result):
     table: str
     format: str
     properties: dict[str, str]
+    #: ``light`` (no JVM: pyiceberg / delta-rs) or ``spark``; ``engine_reason``: why Spark ran.
+    engine: str = "light"
+    engine_reason: str | None = None
 
 
 @dataclass
@@ -669,6 +689,9 @@ class TableHealth(Result):
     clustering_depth: float | None = None  # files a key value may be in, on average (1.0: perfectly clustered)
     stream_last_commit: str | None = None
     thresholds: dict[str, Any] = field(default_factory=dict)
+    #: When time alone next changes what the table needs (a version passes the expiry window, the orphan window
+    #: elapses since a rewrite); None: only a commit, a maintenance run or a policy change does.
+    next_due: str | None = None
     timeline: list[VersionPoint] = field(default_factory=list)
     error: str | None = None
     error_type: str | None = None

@@ -244,3 +244,17 @@ def widening_allowed(old: str, new: str) -> bool:
     d_old = re.fullmatch(r"DECIMAL\((\d+),(\d+)\)", old)
     d_new = re.fullmatch(r"DECIMAL\((\d+),(\d+)\)", new)
     return bool(d_old and d_new and d_old.group(2) == d_new.group(2) and int(d_new.group(1)) > int(d_old.group(1)))
+
+
+def split_type_arguments(text: str) -> list[str]:
+    """The comma-separated parts of a type's arguments, commas inside ``<...>`` kept (``"STRING, ARRAY<INT>"``)."""
+    parts, depth, cur = [], 0, ""
+    for ch in text:
+        depth += ch == "<"
+        depth -= ch == ">"
+        if ch == "," and depth == 0:
+            parts.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    return [*parts, cur]

@@ -92,6 +92,10 @@ class PassResult(Result):
     runs: dict[str, int] = field(default_factory=lambda: {"ok": 0, "failed": 0, "skipped": 0})
     bytes_rewritten: int = 0
     verdicts: dict[str, int] = field(default_factory=dict)
+    #: Tables whose health was computed this pass (their commit pointer moved, or a window came due, or their policy
+    #: or maintenance runs changed), and tables judged unchanged since the pass that last computed it (no health read).
+    evaluated: int = 0
+    unchanged: int = 0
     error: str | None = None  # the pass itself failed (say, the metastore did not answer); the next one tries again
 
 
@@ -105,6 +109,21 @@ class ServiceResult(Result):
     seconds: float = 0.0
     stopped_by: str | None = None
     last_pass: PassResult | None = None
+    #: Over every pass: health computations, and tables passed over as unchanged.
+    evaluated: int = 0
+    unchanged: int = 0
+
+
+@dataclass
+class _Judged:
+    """A table's health as last computed, and what it was computed from: the table's commit pointer, the policy layers
+    kept in the metastore, lakecat's record of the table's runs; ``due_ms``: when time alone changes it."""
+
+    pointer: str
+    inputs: tuple[Any, ...]
+    policy: dict[str, str]
+    health: TableHealth | None  # None: maintenance is disabled by the policy
+    due_ms: int | None
 
 
 def urgency(h: TableHealth) -> float:
@@ -185,6 +204,7 @@ class Service:
         # when a purge or recluster last rewrote nothing on a table (ms): the engine may keep a file it judges done
         # (a one-file Delta cluster keeps its deletion vector), and asking again before new data would change nothing
         self._futile: dict[str, int] = {}
+        self._judged: dict[str, _Judged] = {}  # table -> its last health, reused while nothing it was judged on moved
 
     def run(self) -> ServiceResult:
         """Pass after pass until ``stop`` is set; returns what was done."""
@@ -214,6 +234,7 @@ class Service:
         p.seconds = round(time.monotonic() - began, 3)
         r = self.result
         r.passes, r.last_pass, r.bytes_rewritten = number, p, r.bytes_rewritten + p.bytes_rewritten
+        r.evaluated, r.unchanged = r.evaluated + p.evaluated, r.unchanged + p.unchanged
         for k, n in p.runs.items():
             r.runs[k] = r.runs.get(k, 0) + n
         if self.metrics is not None:
@@ -228,14 +249,23 @@ class Service:
         entries = matching_entries(self.catalog, pattern, allow_empty=True)
         scoped = ScopedPolicies(self.catalog.metastore).all()
         runs = MaintenanceLog(self.catalog.metastore).last_runs()
+        runs_of: dict[str, list[tuple[str, int]]] = {}
+        for (name, action), ms in sorted(runs.items()):
+            runs_of.setdefault(name, []).append((action, ms))
         last_major = self._majors()
         now_ms = int(time.time() * 1000)
         queue: list[QueueItem] = []
+        for gone in set(self._judged) - {str(e.ident) for e in entries}:  # dropped, or no longer matching
+            del self._judged[gone]
         for entry in entries:
             if self.stop.is_set():
                 break
             try:
-                item = self._plan_one(entry, p, scoped=scoped, runs=runs, last_major=last_major, now_ms=now_ms)
+                namespace = entry.ident.namespace
+                inputs = (scoped.get(ScopedPolicies.CATALOG_SCOPE), scoped.get(namespace),
+                          tuple(runs_of.get(str(entry.ident), ())))  # fmt: skip
+                item = self._plan_one(entry, p, scoped=scoped, runs=runs, last_major=last_major, now_ms=now_ms,
+                                      inputs=inputs)  # fmt: skip
             except Exception as e:  # a table dropped mid-pass, or unreadable: the other tables are still maintained
                 log.warning("maintenance service: %s: %s", entry.ident, str(e).splitlines()[0] if str(e) else e)
                 p.verdicts["failed"] = p.verdicts.get("failed", 0) + 1
@@ -248,23 +278,54 @@ class Service:
         return queue
 
     def _plan_one(self, entry: Any, p: PassResult, *, scoped: Any, runs: Any, last_major: dict[str, int],
-                  now_ms: int) -> QueueItem | None:  # fmt: skip
-        """One table's health and what is due on it (None: nothing, or a table health does not judge)."""
+                  now_ms: int, inputs: tuple[Any, ...] = ()) -> QueueItem | None:  # fmt: skip
+        """One table's health and what is due on it (None: nothing, or a table health does not judge).
+
+        The health is computed again only when the table's commit pointer moved since it was last computed, when its
+        policy layers or maintenance runs (``inputs``) changed, or when a window it depends on came due; otherwise the
+        last one serves (what is due is still decided now: a major compaction's interval, say)."""
         table = self.catalog.table_of(entry)
         if not table.adapter.supports("health"):
             return None
         p.tables += 1
-        policy = resolve_policy(table, self.plan, scoped=scoped)
-        if policy.get("lakecat.maintain.enabled", "true").lower() == "false":
+        pointer = self._pointer(table)
+        last = self._judged.get(table.name)
+        if (last is not None and pointer is not None and last.pointer == pointer and last.inputs == inputs
+                and (last.due_ms is None or now_ms < last.due_ms)):  # fmt: skip
+            p.unchanged += 1
+            policy, judged = last.policy, last.health
+        else:
+            p.evaluated += 1
+            policy = resolve_policy(table, self.plan, scoped=scoped)
+            judged = None
+            if policy.get("lakecat.maintain.enabled", "true").lower() != "false":
+                judged = table_health(table, policy=policy, runs=runs)
+            if pointer is None or (judged is not None and judged.verdict == "failed"):
+                self._judged.pop(table.name, None)  # judged again next pass
+            else:
+                due = parse_timestamp(judged.next_due) if judged is not None and judged.next_due else None
+                self._judged[table.name] = _Judged(pointer, inputs, policy, judged,
+                                                   int(due.timestamp() * 1000) if due else None)  # fmt: skip
+        if judged is None:
             p.verdicts["disabled"] = p.verdicts.get("disabled", 0) + 1
             return None
-        h = table_health(table, policy=policy, runs=runs)
+        h = judged
         p.verdicts[h.verdict] = p.verdicts.get(h.verdict, 0) + 1
         if h.verdict == "failed":
             return None
         item = plan_item(h, policy, last_major.get(table.name), now_ms,
                          last_compact_started_ms=self._compact_started.get(table.name))  # fmt: skip
         return without_futile(item, h, self._futile.get(table.name))
+
+    @staticmethod
+    def _pointer(table: Any) -> str | None:
+        """The table's commit pointer (``TableFormat.change_pointer``); None when it cannot be read (then health is
+        computed, and says what is wrong)."""
+        try:
+            return table.adapter.change_pointer(table)
+        except Exception as e:  # noqa: BLE001 - an unreadable pointer only means the table is judged in full
+            log.debug("maintenance service: %s: no commit pointer (%s)", table.name, e)
+            return None
 
     def _majors(self) -> dict[str, int]:
         """When each table's last major compaction began (from the run log at the first pass, then kept up here);

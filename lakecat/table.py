@@ -71,6 +71,10 @@ class Table:
         self.catalog = catalog
         self.entry = entry
         self.branch_name = branch
+        #: On the table ``create_table`` returns: the engine that created it (``light``: no JVM, or ``spark``) and
+        #: why Spark did; None otherwise (and when ``if_not_exists`` found the table).
+        self.engine: str | None = None
+        self.engine_reason: str | None = None
 
     def __repr__(self) -> str:
         return f"Table({self.name!r}, format={self.format!r})"
@@ -410,10 +414,18 @@ class Table:
 
     @_commits
     def set_properties(
-        self, properties: dict[str, str] | None = None, *, unset: list[str] | tuple[str, ...] = ()
+        self,
+        properties: dict[str, str] | None = None,
+        *,
+        unset: list[str] | tuple[str, ...] = (),
+        engine: str | None = None,
     ) -> PropertiesResult:
-        """Set or unset table properties (maintenance policies ``lakecat.*`` are validated)."""
-        return maintenance.set_properties(self, properties, unset=unset)
+        """Set or unset table properties (maintenance policies ``lakecat.*`` are validated) in one commit.
+
+        ``engine``: ``"light"`` (no JVM: pyiceberg / delta-rs; exit 3 where it cannot make the change exactly as Spark
+        does), ``"spark"``, or None: light where it is exact, else Spark. The result's ``engine`` says which ran.
+        """
+        return maintenance.set_properties(self, properties, unset=unset, engine=engine)
 
     # --- mirrors (lakecat/mirror.py) --------------------------------------------------------------
     def mirror(self, *, as_format: str, purge_deletes: bool = False) -> MirrorResult:

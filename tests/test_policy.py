@@ -22,13 +22,15 @@ def test_policy_inherits_catalog_namespace_table_without_a_jvm(catalog, light_cl
         assert policy("set", "*", "expire.retain-last=3", "orphans.older-than=9d") == {
             "scope": "catalog", "target": "*",
             "policy": {"lakecat.expire.retain-last": "3", "lakecat.orphans.older-than": "9d"},
+            "engine": None, "engine_reason": None,  # the metastore's: no engine
         }  # fmt: skip
         # in a process that must not load Spark: a namespace's policy, an Iceberg table's (a property, by pyiceberg)
         doc = light_cli("policy", "set", f"{ns}.*", "lakecat.expire.retain-last=5", "compact.target-file-size=64MB",
                         forbid=("pyspark", "py4j"))  # fmt: skip
         assert doc["scope"] == "namespace" and doc["target"] == ns
         doc = light_cli("policy", "set", iceberg, "compact.target-file-size=32MB")
-        assert doc == {"scope": "table", "target": iceberg, "policy": {"lakecat.compact.target-file-size": "32MB"}}
+        assert doc == {"scope": "table", "target": iceberg, "policy": {"lakecat.compact.target-file-size": "32MB"},
+                       "engine": "light", "engine_reason": None}  # fmt: skip
 
         shown = light_cli("policy", "show", iceberg)
         p = shown["policy"]

@@ -139,7 +139,8 @@ def test_pyiceberg_rest_catalog_reads_a_table_lakecat_wrote(served, rest_server,
     t = served.create_table(
         f"{ns}.orders", schema="id BIGINT, region STRING", format="iceberg", partition_by=["region"]
     )
-    spark.sql(f"INSERT INTO {t.spark_name} VALUES (1, 'eu'), (2, 'us'), (3, 'eu')")
+    # the served catalog's session (its Iceberg catalog is set up there; the create itself started no JVM)
+    served.session().sql(f"INSERT INTO {t.spark_name} VALUES (1, 'eu'), (2, 'us'), (3, 'eu')")
     remote = RestCatalog("any-engine", uri=rest_server).load_table((ns, "orders"))
     assert sorted(remote.scan().to_arrow().column("id").to_pylist()) == [1, 2, 3]
     assert remote.metadata.current_snapshot_id == served.table(f"{ns}.orders").describe().current_version

@@ -20,7 +20,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
-from ..engine import engine_facts, first_line, to_int
+from ..engine import engine_facts, first_line, light_or_spark, to_int
 from ..errors import NotExactError, UnsupportedOperationError, VersionNotFoundError
 from ..files import local_path
 from ..partitioning import Clustering, Layout, LayoutInfo
@@ -268,7 +268,7 @@ CAPABILITY_METHODS: dict[str, tuple[str, ...]] = {
     "rollback": ("rollback",),
     "ingest": ("append_batch", "committed_batch", "read_current"),
     "merge": ("merge_marker_conf", "committed_batch", "read_current"),
-    "alter_properties": ("set_properties",),
+    "alter_properties": ("set_properties_spark",),
     "add_column": ("add_column",),
     "rename_column": ("rename_column",),
     "drop_column": ("drop_column",),
@@ -430,7 +430,15 @@ class TableFormat(ABC):
     @abstractmethod
     def create(self, ctx: CatalogContext, ident: TableIdent, columns: list[Column], partitioning: list[PartitionField],
                properties: dict[str, str], *, layout: Layout | None = None) -> TableEntry:  # fmt: skip
-        """Create the table (laid out as ``layout`` says) and record it in the catalog."""
+        """Create the table (laid out as ``layout`` says) through Spark and record it in the catalog."""
+
+    def create_light(self, ctx: CatalogContext, ident: TableIdent, columns: list[Column],
+                     partitioning: list[PartitionField], properties: dict[str, str], *,
+                     layout: Layout | None = None) -> TableEntry:  # fmt: skip
+        """Create the table as ``create`` does, with the format's light library (no JVM): the same schema, field ids,
+        partitioning, properties and version. Raises ``NotExactError``, before it writes anything, for what the library
+        cannot create exactly as Spark does (the caller then runs ``create``)."""
+        raise NotExactError(f"{self.name} tables are created by Spark")
 
     def layout(self, table: TableHandle) -> LayoutInfo:
         """The table's clustering keys, format version and delete mode, from metadata (no JVM)."""
@@ -456,6 +464,10 @@ class TableFormat(ABC):
         """Give the table the name ``new`` in the catalog (light path): its files stay where they are, its mirrors
         follow. The caller has checked that ``new`` is free in every format."""
         raise self.unsupported("rename")
+
+    def drop_spark(self, ctx: CatalogContext, entry: TableEntry) -> None:
+        """Remove the table from the catalog through Spark (``engine="spark"``), data files left in place."""
+        self.drop(ctx, entry)
 
     # --- existing tables (register, convert) ---------------------------------------------------
     def owns_location(self, location: str) -> bool:
@@ -612,7 +624,19 @@ class TableFormat(ABC):
         raise self.unsupported("adding columns")
 
     def set_properties(self, table: TableHandle, properties: dict[str, str], removed: list[str]) -> None:
+        """Set and unset table properties in one commit: without a JVM where the light library does it exactly, else
+        through Spark."""
+        light_or_spark(None, f"alter {table.name}", lambda: self.set_properties_light(table, properties, removed),
+                       lambda: self.set_properties_spark(table, properties, removed))  # fmt: skip
+
+    def set_properties_spark(self, table: TableHandle, properties: dict[str, str], removed: list[str]) -> None:
+        """Set and unset table properties in one commit through Spark."""
         raise self.unsupported("alter")
+
+    def set_properties_light(self, table: TableHandle, properties: dict[str, str], removed: list[str]) -> None:
+        """``set_properties`` with the format's light library (no JVM); ``NotExactError``, before any commit, for a
+        change it cannot make exactly as Spark does (a property that changes the table's protocol)."""
+        raise NotExactError(f"{self.name} table properties are changed by Spark")
 
     def record_key(self, table: TableHandle, keys: list[str]) -> list[str]:
         """Record a change-event key in the format's own terms; returns notes for the user."""
@@ -839,6 +863,12 @@ class TableFormat(ABC):
         raise self.unsupported(f"mirror --as {target.name}")
 
     # --- health (light path) ---------------------------------------------------------------
+    def change_pointer(self, table: TableHandle) -> str | None:
+        """A token that changes with every commit to the table, read cheaply: no log replay, no manifest (the
+        maintenance service judges again only the tables whose token moved). None: the format has none, and the
+        table is judged at every pass."""
+        return None
+
     def health_facts(self, table: TableHandle) -> HealthFacts:
         """Files, deletes, versions and what only old versions hold, from metadata alone (no JVM)."""
         raise self.unsupported("health")

@@ -11,8 +11,8 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from ...config import delta_storage_options
-from ...engine import first_line, spark_errors, sql_string, tblproperties, with_retries
-from ...errors import InvalidArgumentError, LakecatError, TableAlreadyExistsError
+from ...engine import SPARK_RESERVED_PROPERTIES, first_line, spark_errors, sql_string, tblproperties, with_retries
+from ...errors import CommitConflictError, InvalidArgumentError, LakecatError, NotExactError, TableAlreadyExistsError
 from ...extras import installed_version
 from ...files import exists
 from ...identifiers import quote
@@ -20,7 +20,7 @@ from ...metastore import Registry, TableEntry
 from ...partitioning import Clustering, LayoutInfo
 from ...records import GENERATED_KEY
 from ...results import ColumnInfo, DescribeResult
-from ...schema import schema_ddl
+from ...schema import Column, schema_ddl, split_type_arguments
 from ...units import from_millis, iso
 from ..base import FoundTable, TableFormat
 from .clustering import MAX_CLUSTERING_KEYS, clustering_columns
@@ -43,7 +43,6 @@ if TYPE_CHECKING:
     from ...identifiers import TableIdent
     from ...metastore import Metastore
     from ...partitioning import Layout, PartitionField
-    from ...schema import Column
     from ..base import CatalogContext, TableHandle
 
 REGISTRY_TABLE = "lakecat_delta_tables"
@@ -89,6 +88,58 @@ def delta_type_sql(t: Any) -> str:
     if text.startswith("decimal"):
         return text.replace(" ", "").upper()
     return _PRIMITIVE_SQL.get(text, text.upper())
+
+
+def _light_property(key: str, value: str, *, create: bool, writer: int = 0) -> bool:
+    """Whether delta-rs sets ``key`` to ``value`` exactly as Spark does: any key of the user's or lakecat's; of Delta's
+    own ``delta.*`` settings (which Spark checks, and some of which change the protocol) only those lakecat creates
+    tables with, and the change data feed where the protocol already has it."""
+    if key.lower() in SPARK_RESERVED_PROPERTIES:
+        return False
+    if not key.startswith("delta."):
+        return True
+    if key == CDF_PROPERTY:
+        return value in ("true", "false") and (create or writer >= 4 or value == "false")
+    return create and key == "delta.checkpoint.writeStatsAsStruct" and value == "true"
+
+
+_DELTA_TYPES = {
+    "BOOLEAN": "boolean", "TINYINT": "byte", "SMALLINT": "short", "INT": "integer", "BIGINT": "long",
+    "FLOAT": "float", "DOUBLE": "double", "STRING": "string", "BINARY": "binary", "DATE": "date",
+    "TIMESTAMP": "timestamp", "TIMESTAMP_NTZ": "timestamp_ntz",
+}  # fmt: skip
+
+
+def delta_type(sql: str) -> Any:
+    """lakecat's normalised SQL type as a delta-rs type, nullable inside as Spark makes it (``containsNull``,
+    ``valueContainsNull``, struct fields)."""
+    from deltalake.schema import ArrayType, Field, MapType, PrimitiveType, StructType
+
+    text = sql.strip()
+    upper = text.upper()
+    if upper in _DELTA_TYPES:
+        return PrimitiveType(_DELTA_TYPES[upper])
+    if upper.startswith("DECIMAL("):
+        return PrimitiveType(upper.replace(" ", "").lower())
+    inner = text[text.index("<") + 1 : text.rindex(">")]
+    if upper.startswith("ARRAY<"):
+        return ArrayType(delta_type(inner), contains_null=True)
+    if upper.startswith("MAP<"):
+        key, value = split_type_arguments(inner)
+        return MapType(delta_type(key), delta_type(value), value_contains_null=True)
+    fields = []
+    for part in split_type_arguments(inner):
+        name, _, ftype = part.partition(":")
+        fields.append(Field(name.strip().strip("`"), delta_type(ftype), nullable=True))
+    return StructType(fields)
+
+
+def delta_schema(columns: list[Column]) -> Any:
+    """A new table's columns as a delta-rs schema: Spark's types, NOT NULL, comments in the field metadata."""
+    from deltalake import Field, Schema
+
+    return Schema([Field(c.name, delta_type(c.type), nullable=c.nullable,
+                         metadata={"comment": c.comment} if c.comment else {}) for c in columns])  # fmt: skip
 
 
 class DeltaFormat(DeltaVersions, DeltaMaintenance, DeltaHealth, DeltaEvolution, DeltaMirror, DeltaWrites, TableFormat):
@@ -210,20 +261,26 @@ class DeltaFormat(DeltaVersions, DeltaMaintenance, DeltaHealth, DeltaEvolution, 
             raise InvalidArgumentError(f"--cluster-by {clustering}: Delta clusters by at most {MAX_CLUSTERING_KEYS} "
                                        "columns; keep the ones queries filter on most")  # fmt: skip
 
-    def create(self, ctx: CatalogContext, ident: TableIdent, columns: list[Column], partitioning: list[PartitionField],
-               properties: dict[str, str], *, layout: Layout | None = None) -> TableEntry:  # fmt: skip
-        extra, part_cols = delta_generated_columns(partitioning, columns)
+    def _prepare_create(self, ctx: CatalogContext, ident: TableIdent, columns: list[Column], extra: list[str],
+                        partitioning: list[PartitionField]) -> tuple[str, dict[str, Any], TableEntry | None]:  # fmt: skip
+        """The new table's location and catalog metadata; the entry of the empty table an interrupted create left
+        there (adopted), else None. A location holding anything else is refused."""
         location = self.default_location(ctx, ident)
         registry, meta = self._registry(ctx.metastore), {"partitioning": [str(f) for f in partitioning]}
         local = self.local_dir(location)
         if local is not None and local.exists() and any(local.iterdir()):
             if self._interrupted_create(local, location, [c.name for c in columns], len(extra)):
                 log.info("create %s: adopting the empty table an interrupted create left at %s", ident, location)
-                return registry.register(ident, location, meta)
+                return location, meta, registry.register(ident, location, meta)
             raise TableAlreadyExistsError(
                 f"create {ident}: its location {location} is not empty (data of a dropped table?); "
                 "remove it or drop the old table with --purge"
             )
+        return location, meta, None
+
+    @staticmethod
+    def _create_properties(ctx: CatalogContext, properties: dict[str, str], layout: Layout | None) -> dict[str, str]:
+        """The properties a new table gets: the change data feed on, checkpoint stats as structs, deletion vectors."""
         props = {CDF_PROPERTY: "true", "delta.checkpoint.writeStatsAsStruct": "true", **properties}
         dv = (
             layout.deletion_vectors
@@ -232,6 +289,52 @@ class DeltaFormat(DeltaVersions, DeltaMaintenance, DeltaHealth, DeltaEvolution, 
         )
         if dv:
             props[DV_PROPERTY] = "true"
+        return props
+
+    def create_light(self, ctx: CatalogContext, ident: TableIdent, columns: list[Column],
+                     partitioning: list[PartitionField], properties: dict[str, str], *,
+                     layout: Layout | None = None) -> TableEntry:  # fmt: skip
+        """delta-rs's create of version 0: the schema with Spark's types, nullability and comments, the partition
+        columns and properties. delta-rs states the protocol in legacy versions (the change data feed: writer version
+        4, which Spark reads and writes as it does its own table features); what delta-rs would write differently
+        from Spark — generated columns, liquid clustering, deletion vectors, Spark's ``delta.*`` settings — is Spark's."""
+        from deltalake import DeltaTable
+        from deltalake.exceptions import DeltaError
+
+        extra, part_cols = delta_generated_columns(partitioning, columns)
+        props = self._create_properties(ctx, properties, layout)
+        if extra:
+            generated = ", ".join(str(f) for f in partitioning if f.transform != "identity")
+            raise NotExactError(f"partitioning by {generated} needs Delta generated columns, whose expressions Spark "
+                                "writes and checks")  # fmt: skip
+        if layout and layout.clustering:
+            raise NotExactError("delta-rs does not create tables with liquid clustering")
+        if props.get(DV_PROPERTY, "").lower() == "true":
+            raise NotExactError(
+                "delta-rs enables deletion vectors with table features Spark does not add (variantType)"
+            )
+        if spark_keys := sorted(k for k in props if not _light_property(k, props[k], create=True)):
+            raise NotExactError(f"Spark checks and applies {', '.join(spark_keys)}")
+        location, meta, adopted = self._prepare_create(ctx, ident, columns, extra, partitioning)
+        if adopted is not None:
+            return adopted
+        try:
+            DeltaTable.create(location, delta_schema(columns), mode="error", partition_by=part_cols or None,
+                              configuration=props, raise_if_key_not_exists=False)  # fmt: skip
+        except DeltaError as e:
+            if "exists" in str(e).lower():
+                raise TableAlreadyExistsError(f"create {ident}: a Delta table exists at {location} already") from e
+            raise LakecatError(f"create {ident}: {first_line(str(e))}") from e
+        return self._registry(ctx.metastore).register(ident, location, meta)
+
+    def create(self, ctx: CatalogContext, ident: TableIdent, columns: list[Column], partitioning: list[PartitionField],
+               properties: dict[str, str], *, layout: Layout | None = None) -> TableEntry:  # fmt: skip
+        extra, part_cols = delta_generated_columns(partitioning, columns)
+        location, meta, adopted = self._prepare_create(ctx, ident, columns, extra, partitioning)
+        if adopted is not None:
+            return adopted
+        registry = self._registry(ctx.metastore)
+        props = self._create_properties(ctx, properties, layout)
         cols = ", ".join([schema_ddl(columns), *extra])
         parts = f" PARTITIONED BY ({', '.join(quote(c) for c in part_cols)})" if part_cols else ""
         if layout and layout.clustering:
@@ -346,6 +449,11 @@ class DeltaFormat(DeltaVersions, DeltaMaintenance, DeltaHealth, DeltaEvolution, 
         assert renamed is not None
         return renamed
 
+    def drop_spark(self, ctx: CatalogContext, entry: TableEntry) -> None:
+        with spark_errors("drop", entry.ident):  # the name a session gave the table (``Catalog.spark``); files stay
+            ctx.session().sql(f"DROP TABLE IF EXISTS spark_catalog.{entry.ident.quoted}")
+        self.drop(ctx, entry)
+
     # --- reads ------------------------------------------------------------------------------
     def read_current(self, table: TableHandle) -> DataFrame:
         return table.catalog.session().read.format("delta").load(table.location)
@@ -380,7 +488,34 @@ class DeltaFormat(DeltaVersions, DeltaMaintenance, DeltaHealth, DeltaEvolution, 
         with spark_errors("add columns to", table.entry.ident):
             table.catalog.session().sql(f"ALTER TABLE {spark_path(table.location)} ADD COLUMNS ({cols})")
 
-    def set_properties(self, table: TableHandle, properties: dict[str, str], removed: list[str]) -> None:
+    def set_properties_light(self, table: TableHandle, properties: dict[str, str], removed: list[str]) -> None:
+        """delta-rs's SET TBLPROPERTIES commit, where it writes the table's metadata alone: on a protocol of legacy
+        versions (delta-rs restates a protocol of table features in its own terms), for keys that change no protocol."""
+        from deltalake import PostCommitHookProperties
+        from deltalake.exceptions import CommitFailedError
+
+        if removed:
+            raise NotExactError("delta-rs cannot unset a table property")
+        protocol = self.load(table).protocol()
+        if protocol.min_writer_version >= 7 or protocol.min_reader_version >= 3:
+            raise NotExactError(f"delta-rs rewrites the table features of a writer version {protocol.min_writer_version} "
+                                "protocol when it commits properties")  # fmt: skip
+        if spark_keys := sorted(k for k in properties if not _light_property(k, properties[k], create=False,
+                                                                           writer=protocol.min_writer_version)):  # fmt: skip
+            raise NotExactError(f"Spark checks and applies {', '.join(spark_keys)}")
+
+        def commit() -> None:
+            try:
+                self.load(table).alter.set_table_properties(
+                    properties, raise_if_not_exists=False,
+                    post_commithook_properties=PostCommitHookProperties(create_checkpoint=False, cleanup_expired_logs=False),
+                )  # fmt: skip
+            except CommitFailedError as e:
+                raise CommitConflictError(f"alter {table.name}: commit conflict: {first_line(str(e))}") from e
+
+        with_retries(commit, what=f"alter {table.name}")
+
+    def set_properties_spark(self, table: TableHandle, properties: dict[str, str], removed: list[str]) -> None:
         spark = table.catalog.session()
         name = spark_path(table.location)
 

@@ -77,6 +77,13 @@ def _bounds(dt: Any, columns: list[str], location: str) -> dict[str, tuple[tuple
 class DeltaHealth:
     """The health half of the Delta adapter (mixed into ``DeltaFormat``)."""
 
+    def change_pointer(self, table: TableHandle) -> str | None:
+        """The newest commit of the log, from a listing of ``_delta_log`` (names and times; no file is read): its
+        version, and its file's time (a table dropped and created again at the location starts over at version 0)."""
+        commits = [e for e in log_entries(table.location, table.name) if e.name == f"{e.version:020d}.json"]
+        newest = max(commits, key=lambda e: e.version, default=None)
+        return None if newest is None else f"{newest.version}@{newest.mtime_ms}"
+
     def health_facts(self, table: TableHandle) -> HealthFacts:
         dt = self.load(table)  # type: ignore[attr-defined]
         commits = sorted((c for c in (_commit(h) for h in dt.history()) if c is not None), key=lambda c: c.version)

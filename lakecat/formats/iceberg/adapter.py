@@ -6,6 +6,7 @@ Spark with Iceberg's runtime. Versions live in ``versions.py``, maintenance in `
 
 from __future__ import annotations
 
+import getpass
 import json
 import logging
 import re
@@ -14,8 +15,8 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ...config import pyiceberg_io_properties
-from ...engine import first_line, spark_errors, sql_string, tblproperties, with_retries
-from ...errors import CommitConflictError, InvalidArgumentError, LakecatError, TableAlreadyExistsError
+from ...engine import SPARK_RESERVED_PROPERTIES, first_line, spark_errors, sql_string, tblproperties, with_retries
+from ...errors import CommitConflictError, InvalidArgumentError, LakecatError, NotExactError, TableAlreadyExistsError
 from ...extras import installed_version
 from ...files import exists, fs_for
 from ...identifiers import TableIdent, quote
@@ -27,7 +28,15 @@ from ...units import from_millis, iso
 from ..base import FoundTable, LocalServerFactory, TableFormat
 from . import rest
 from . import spark as spark_setup
-from .evolution import ZORDER_PROPERTY, IcebergEvolution, iceberg_transform_word, zorder_keys
+from .evolution import (
+    ZORDER_PROPERTY,
+    IcebergEvolution,
+    _transform,
+    iceberg_schema,
+    iceberg_transform_word,
+    spec_field_name,
+    zorder_keys,
+)
 from .health import IcebergHealth
 from .maintenance import IcebergMaintenance
 from .markers import MARKER_BATCH, MARKER_PROPERTY_PREFIX, MARKER_QUERY, stream_markers
@@ -401,10 +410,10 @@ class IcebergFormat(IcebergVersions, IcebergMaintenance, IcebergHealth, IcebergE
             raise InvalidArgumentError(f"--format-version {layout.format_version}: lakecat creates Iceberg tables of "
                                        "format version 2 or 3")  # fmt: skip
 
-    def create(self, ctx: CatalogContext, ident: TableIdent, columns: list[Column], partitioning: list[PartitionField],
-               properties: dict[str, str], *, layout: Layout | None = None) -> TableEntry:  # fmt: skip
-        spark = ctx.session()
-        name = f"{quote(ctx.name)}.{ident.quoted}"
+    @staticmethod
+    def _create_properties(ctx: CatalogContext, properties: dict[str, str],
+                           layout: Layout | None) -> tuple[dict[str, str], Clustering]:  # fmt: skip
+        """The properties a new table gets (format version, codec, delete modes, z-order keys) and its clustering."""
         version = layout.format_version if layout and layout.format_version else ctx.config.default_format_version
         props = {"format-version": "2", "write.parquet.compression-codec": "zstd", **properties}
         if version:
@@ -419,6 +428,61 @@ class IcebergFormat(IcebergVersions, IcebergMaintenance, IcebergHealth, IcebergE
         clustering = layout.clustering if layout else Clustering()
         if clustering.zorder:
             props[ZORDER_PROPERTY] = str(clustering)
+        return props, clustering
+
+    def create_light(self, ctx: CatalogContext, ident: TableIdent, columns: list[Column],
+                     partitioning: list[PartitionField], properties: dict[str, str], *,
+                     layout: Layout | None = None) -> TableEntry:  # fmt: skip
+        """pyiceberg's create, with what Spark's CREATE TABLE writes: the same field ids and partition field names, the
+        ``owner`` property Spark adds, the table at ``<warehouse>/<namespace>/<table>`` as Spark's JDBC catalog puts it
+        (a REST catalog chooses the location itself, for both engines), a sort order with Spark's range distribution."""
+        from pyiceberg.exceptions import TableAlreadyExistsError as PyIcebergExists
+        from pyiceberg.partitioning import PartitionField as SpecField
+        from pyiceberg.partitioning import PartitionSpec
+        from pyiceberg.table.sorting import NullOrder, SortDirection, SortField, SortOrder
+        from pyiceberg.transforms import IdentityTransform
+
+        props, clustering = self._create_properties(ctx, properties, layout)
+        if reserved := sorted(k for k in props if k.lower() in SPARK_RESERVED_PROPERTIES):
+            raise NotExactError(f"Spark reserves {', '.join(reserved)} (not a table property)")
+        if int(props["format-version"]) >= 3:
+            raise NotExactError("pyiceberg does not write format version 3 metadata as Iceberg's Java library does")
+        kind = rest.kind(ctx.config)
+        if rest.is_external(ctx.config) and not rest.is_rest(ctx.config):
+            raise NotExactError(f"a {kind} catalog places new tables by its own rules, which Spark's {kind} catalog "
+                                "applies; pyiceberg's may differ")  # fmt: skip
+        schema = iceberg_schema(columns)
+        ids = {f.name: f.field_id for f in schema.fields}
+        spec = PartitionSpec(*(SpecField(source_id=ids[f.column], field_id=1000 + i, transform=_transform(f),
+                                         name=spec_field_name(f)) for i, f in enumerate(partitioning)))  # fmt: skip
+        order = SortOrder()
+        if clustering and not clustering.zorder:  # Spark's WRITE ORDERED BY: ascending, nulls first, range distribution
+            order = SortOrder(*(SortField(source_id=ids[c], transform=IdentityTransform(), direction=SortDirection.ASC,
+                                          null_order=NullOrder.NULLS_FIRST) for c in clustering.columns))  # fmt: skip
+            props["write.distribution-mode"] = "range"
+        owner = getpass.getuser()
+        props = {"owner": owner, **props}
+        catalog = self.sql_catalog(ctx)
+        with rest.rest_errors(ctx.config, f"create {ident}"):
+            catalog.create_namespace_if_not_exists(
+                ident.namespace, {"owner": owner} if rest.is_rest(ctx.config) else {"exists": "true", "owner": owner}
+            )
+            try:
+                catalog.create_table((ident.namespace, ident.name), schema, partition_spec=spec, sort_order=order,
+                                     location=None if rest.is_rest(ctx.config) else self.default_location(ctx, ident),
+                                     properties=props)  # fmt: skip
+            except PyIcebergExists as e:
+                raise TableAlreadyExistsError(f"table {ident} already exists") from e
+        entry = self.get_entry(ctx, ident)
+        if entry is None:  # pragma: no cover - pyiceberg said yes but the catalog row is missing
+            raise LakecatError(f"create {ident}: pyiceberg reported success but the table is not in the catalog")
+        return entry
+
+    def create(self, ctx: CatalogContext, ident: TableIdent, columns: list[Column], partitioning: list[PartitionField],
+               properties: dict[str, str], *, layout: Layout | None = None) -> TableEntry:  # fmt: skip
+        spark = ctx.session()
+        name = f"{quote(ctx.name)}.{ident.quoted}"
+        props, clustering = self._create_properties(ctx, properties, layout)
         parts = f" PARTITIONED BY ({', '.join(partition_sql(f) for f in partitioning)})" if partitioning else ""
         with spark_errors("create", ident):
             spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {quote(ctx.name)}.{quote(ident.namespace)}")
@@ -546,6 +610,10 @@ class IcebergFormat(IcebergVersions, IcebergMaintenance, IcebergHealth, IcebergE
             raise LakecatError(f"renamed {entry.ident} to {new}, but the catalog does not list {new}")
         return renamed
 
+    def drop_spark(self, ctx: CatalogContext, entry: TableEntry) -> None:
+        with spark_errors("drop", entry.ident):  # Iceberg's catalog drops the entry; without PURGE no file goes
+            ctx.session().sql(f"DROP TABLE {self.spark_name(ctx, entry)}")
+
     # --- reads ------------------------------------------------------------------------------
     def refreshed_session(self, table: TableHandle) -> Any:
         spark = table.catalog.session()
@@ -585,20 +653,22 @@ class IcebergFormat(IcebergVersions, IcebergMaintenance, IcebergHealth, IcebergE
                 f"ALTER TABLE {self.spark_name(table.catalog, table.entry)} ADD COLUMNS ({cols})"
             )
 
-    def set_properties(self, table: TableHandle, properties: dict[str, str], removed: list[str]) -> None:
+    def set_properties_spark(self, table: TableHandle, properties: dict[str, str], removed: list[str]) -> None:
+        name = self.spark_name(table.catalog, table.entry)
+        statements = []
+        if properties:
+            items = ", ".join(f"{sql_string(k)} = {sql_string(v)}" for k, v in sorted(properties.items()))
+            statements.append(f"ALTER TABLE {name} SET TBLPROPERTIES ({items})")
+        if removed:
+            unset = ", ".join(sql_string(k) for k in removed)
+            statements.append(f"ALTER TABLE {name} UNSET TBLPROPERTIES IF EXISTS ({unset})")
+        self._spark_sql(table, "alter", lambda: statements)
+
+    def set_properties_light(self, table: TableHandle, properties: dict[str, str], removed: list[str]) -> None:
         from pyiceberg.exceptions import CommitFailedException
 
         if self.writes_through_spark(table):
-            name = self.spark_name(table.catalog, table.entry)
-            statements = []
-            if properties:
-                items = ", ".join(f"{sql_string(k)} = {sql_string(v)}" for k, v in sorted(properties.items()))
-                statements.append(f"ALTER TABLE {name} SET TBLPROPERTIES ({items})")
-            if removed:
-                unset = ", ".join(sql_string(k) for k in removed)
-                statements.append(f"ALTER TABLE {name} UNSET TBLPROPERTIES IF EXISTS ({unset})")
-            self._spark_sql(table, "alter", lambda: statements)
-            return
+            raise NotExactError("pyiceberg does not write format version 3 metadata")
 
         def commit() -> None:
             try:

@@ -4,7 +4,7 @@ pyiceberg's own metadata commits (no JVM, no data rewritten); publishing a branc
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -13,6 +13,7 @@ from ...errors import CommitConflictError, InvalidArgumentError, LakecatError
 from ...identifiers import quote
 from ...partitioning import Clustering
 from ...results import RefInfo
+from ...schema import split_type_arguments
 from ...units import format_duration, from_millis, iso
 
 if TYPE_CHECKING:
@@ -45,14 +46,14 @@ _PRIMITIVES = {
 }  # fmt: skip
 
 
-def iceberg_type(sql: str) -> Any:
+def iceberg_type(sql: str, ids: Iterator[int] | None = None) -> Any:
     """lakecat's normalised SQL type (``DECIMAL(12,2)``, ``ARRAY<STRING>``, ``STRUCT<`a`: INT>``) as a pyiceberg type.
 
-    Nested ids are placeholders: pyiceberg assigns fresh ids when the column is added.
+    Nested ids are placeholders (from ``ids``, else from 1): pyiceberg assigns fresh ids when the column is added.
     """
     from pyiceberg import types as it
 
-    counter = iter(range(1, 10_000))
+    counter = ids if ids is not None else iter(range(1, 10_000))
 
     def parse(text: str) -> Any:
         text = text.strip()
@@ -66,11 +67,11 @@ def iceberg_type(sql: str) -> Any:
         if upper.startswith("ARRAY<"):
             return it.ListType(next(counter), parse(inner), element_required=False)
         if upper.startswith("MAP<"):
-            key, value = _split(inner)
+            key, value = split_type_arguments(inner)
             return it.MapType(next(counter), parse(key), next(counter), parse(value), value_required=False)
         if upper.startswith("STRUCT<"):
             fields = []
-            for part in _split(inner):
+            for part in split_type_arguments(inner):
                 name, _, ftype = part.partition(":")
                 fields.append(it.NestedField(next(counter), name.strip().strip("`"), parse(ftype), required=False))
             return it.StructType(*fields)
@@ -92,19 +93,6 @@ def iceberg_transform_word(transform: str, source: str) -> str:
     return f"{t}({source})"
 
 
-def _split(text: str) -> list[str]:
-    parts, depth, cur = [], 0, ""
-    for ch in text:
-        depth += ch == "<"
-        depth -= ch == ">"
-        if ch == "," and depth == 0:
-            parts.append(cur)
-            cur = ""
-        else:
-            cur += ch
-    return [*parts, cur]
-
-
 def _transform(field: PartitionField) -> Any:
     from pyiceberg import transforms as tr
 
@@ -115,6 +103,30 @@ def _transform(field: PartitionField) -> Any:
     if field.transform == "bucket":
         return tr.BucketTransform(int(field.param or 0))
     return tr.TruncateTransform(int(field.param or 0))
+
+
+def iceberg_schema(columns: list[Column]) -> Any:
+    """A new table's columns as a pyiceberg schema with unique placeholder ids (top-level columns first, 1..n, as
+    Spark numbers them); pyiceberg's create assigns the fresh ids, in the same order as Iceberg's Java library."""
+    from pyiceberg.schema import Schema
+    from pyiceberg.types import NestedField
+
+    nested = iter(range(len(columns) + 1, 1_000_000))
+    return Schema(*(NestedField(i, c.name, iceberg_type(c.type, nested), required=not c.nullable, doc=c.comment)
+                    for i, c in enumerate(columns, start=1)))  # fmt: skip
+
+
+def spec_field_name(field: PartitionField) -> str:
+    """The name Spark's CREATE TABLE gives a partition field (``ts_day``, ``id_bucket``, ``region_trunc``)."""
+    suffix = {
+        "years": "year",
+        "months": "month",
+        "days": "day",
+        "hours": "hour",
+        "bucket": "bucket",
+        "truncate": "trunc",
+    }
+    return field.column if field.transform == "identity" else f"{field.column}_{suffix[field.transform]}"
 
 
 def _field_name(field: PartitionField) -> str:

@@ -81,6 +81,11 @@ def _file_bounds(f: Any, keys: list[tuple[str, int, Any]]) -> tuple[tuple[Any, A
 class IcebergHealth:
     """The health half of the Iceberg adapter (mixed into ``IcebergFormat``)."""
 
+    def change_pointer(self, table: TableHandle) -> str | None:
+        """The table's metadata location as its catalog entry names it (every commit writes a new metadata file);
+        a catalog whose listing does not name it (REST) hands the table out for it."""
+        return table.entry.metadata_location or self.load(table).metadata_location  # type: ignore[attr-defined]
+
     def health_facts(self, table: TableHandle) -> HealthFacts:
         from pyiceberg.manifest import DataFileContent
 
