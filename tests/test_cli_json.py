@@ -336,6 +336,9 @@ def _table_args(path: tuple[str, ...], tmp_path: Path) -> list[Any]:
         ("publish",): ["b1"],
         ("ingest",): ["--files", tmp_path],
         ("upsert",): ["--from", source, "--key", "id", "--file-format", "json"],
+        ("append",): ["--from", source, "--file-format", "json"],
+        ("delete",): ["--where", "id = 1"],
+        ("rename",): ["elsewhere.renamed"],
         ("register",): ["--location", tmp_path],
         ("convert",): ["--from", tmp_path, "--format", "delta"],
     }.get(path, [])
