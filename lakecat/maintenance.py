@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import mirror
 from .engine import RETRY_ATTEMPTS, java_message, now, parse_expression, validate_properties, with_retries
+from .engine_choice import EngineChoice, check_engine, choose_engine
 from .errors import (
     CommitConflictError,
     InvalidArgumentError,
@@ -50,6 +51,7 @@ from .results import (
     PropertiesResult,
     TableMaintenance,
 )
+from .smallfiles import DEFAULT_TARGET_FILE_SIZE, small_groups
 from .units import format_duration, iso, parse_duration, parse_size, parse_timestamp, plural
 from .versions import check_predicate_columns
 
@@ -60,8 +62,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-DEFAULT_TARGET_FILE_SIZE = 128 * 1000**2
-SMALL_FILE_RATIO = 0.75  # a file below 75% of the target is "small" (Iceberg's min-file-size-bytes default)
 DEFAULT_EXPIRE_WINDOW = timedelta(days=7)
 DEFAULT_MIN_INPUT_FILES = 5  # `maintain` compacts a partition once it has this many small files
 AUTO_MIN_INPUT_FILES = 2  # `maintain --auto` compacts what health counts: small files sharing a partition
@@ -183,15 +183,14 @@ def _record_run(table: TableLike, action: str) -> None:
 
 # --- compaction --------------------------------------------------------------------------------
 def _plan_compaction(files: list[DataFile], strategy: str, target: int) -> list[PartitionPlan]:
-    by_part: dict[str, list[DataFile]] = {}
-    for f in files:
-        by_part.setdefault(f.partition, []).append(f)
+    if strategy == "binpack":  # the small files of each partition that has two or more
+        groups = small_groups(files, target)
+    else:  # sort / zorder rewrite every file of a partition that has more than one
+        groups = {}
+        for f in files:
+            groups.setdefault(f.partition, []).append(f)
     plans = []
-    for part, group in sorted(by_part.items()):
-        if strategy == "binpack":
-            chosen = [f for f in group if f.size < SMALL_FILE_RATIO * target]
-        else:  # sort / zorder rewrite every file of a partition that has more than one
-            chosen = list(group)
+    for part, chosen in sorted(groups.items()):
         if len(chosen) < 2:
             continue
         total = sum(f.size for f in chosen)
@@ -210,8 +209,16 @@ def compact(
     apply_deletes: bool = False,
     full: bool = False,
     since: datetime | None = None,
+    engine: str | None = None,
+    policy: dict[str, str] | None = None,
 ) -> CompactResult:
     """Rewrite small files into fewer, larger ones (optionally sorted or z-ordered). See ``Table.compact``.
+
+    ``engine`` (``"light"``, ``"spark"``, None: lakecat chooses) is the engine that rewrites: a bin-pack of a table
+    the light libraries write exactly, whose planned bytes are within ``lakecat.maintain.light-max-bytes``, runs
+    without a JVM (pyiceberg / delta-rs); the rest on Spark (``lakecat.engine_choice``). A forced light run that
+    cannot be done exactly raises ``UnsupportedOperationError`` (exit code 3) before anything is written. ``policy``
+    is the resolved policy the limit is read from (``maintain``'s), else the table's own.
 
     ``since`` is the minor tier a service runs often: only the small files of the partitions that writes after that
     time (naive: UTC) added files to, in one commit, with fewer retries of a commit conflict (the next pass tries
@@ -224,6 +231,7 @@ def compact(
     started = time.monotonic()
     adapter = table.adapter
     adapter.require("compact", "compact")
+    requested = check_engine(engine)
     strategy, cols = _check_strategy(table, str(strategy).lower(), by)
     keys = list(adapter.layout(table).clustering.columns)
     if keys and strategy == "binpack":  # the table's declared layout: compaction keeps it clustered
@@ -234,6 +242,13 @@ def compact(
             + ("is compacted by --strategy, which rewrites every file anyway" if keys else "has no clustering keys")
         )
     target = _policy_size(table, target_file_size)
+    policy = table_policy(table) if policy is None else policy
+    # what sends the whole compaction to Spark before any plan: decided first, so a forced light run is refused
+    # before a predicate starts a JVM
+    spark_only = _spark_only(strategy, where, apply_deletes)
+    choice: EngineChoice | None = None
+    if spark_only:
+        choice = choose_engine(table, "compact", requested=requested, work_bytes=0, policy=policy, blockers=spark_only)
     files_before = data_files(table)
     if where is not None:
         _check_where(table, where)
@@ -248,12 +263,16 @@ def compact(
     plans = _plan_compaction(candidates, ("sort" if full else "binpack") if strategy == "cluster" else strategy, target)
     rewritten_est = sum(p.files for p in plans)
     bytes_before = sum(f.size for f in files_before)
+    if choice is None:
+        choice = choose_engine(table, "compact", requested=requested, work_bytes=sum(p.bytes for p in plans),
+                               policy=policy)  # fmt: skip
 
     def result(**kw: Any) -> CompactResult:
         return CompactResult(
             table=table.name, format=table.format, strategy=strategy, by=cols, target_file_size=target, where=where,
             files_before=len(files_before), bytes_before=bytes_before, partitions=plans, full=full,
-            since=iso(_utc(since)) if since is not None else None, **kw,
+            since=iso(_utc(since)) if since is not None else None, engine=choice.engine, engine_reason=choice.reason,
+            **kw,
         )  # fmt: skip
 
     if dry_run:
@@ -269,11 +288,20 @@ def compact(
                       dry_run=False, duration_s=round(time.monotonic() - started, 3))  # fmt: skip
 
     engine_started = time.monotonic()
-    scope = where if recent is None else _recent_scope(where, recent, plans)
+    if choice.engine == "light":  # the adapter plans again by the same rule at each try, on the version it commits to
+
+        def run() -> tuple[int, int]:
+            table.refresh()
+            return adapter.light_compact(table, target, None if recent is None else set(recent))
+
+    else:
+        scope = where if recent is None else _recent_scope(where, recent, plans)
+
+        def run() -> tuple[int, int]:
+            return adapter.compact(table, strategy, cols, target, scope, apply_deletes, full=full)
+
     (rewritten, added), retries = with_retries(
-        lambda: adapter.compact(table, strategy, cols, target, scope, apply_deletes, full=full),
-        what=f"compact {table.name}",
-        attempts=RETRY_ATTEMPTS if since is None else MINOR_COMPACT_ATTEMPTS,
+        run, what=f"compact {table.name}", attempts=RETRY_ATTEMPTS if since is None else MINOR_COMPACT_ATTEMPTS
     )
     engine_s = time.monotonic() - engine_started
     files_after, bytes_after = file_totals(table)
@@ -283,6 +311,18 @@ def compact(
         retries=retries, duration_s=round(time.monotonic() - started, 3),
         engine_s=round(engine_s, 3),
     )  # fmt: skip
+
+
+def _spark_only(strategy: str, where: str | None, apply_deletes: bool) -> list[str]:
+    """Why a compaction can only run on Spark whatever the table (empty: the light engine may run it)."""
+    out = []
+    if strategy != "binpack":
+        out.append(f"only Spark runs a {strategy} compaction (sort, z-order and clustering rewrites)")
+    if apply_deletes:
+        out.append("only Spark applies deletes while it rewrites (purge)")
+    if where is not None:
+        out.append("a where predicate is evaluated by Spark")
+    return out
 
 
 def _check_strategy(table: TableLike, strategy: str, by: list[str] | tuple[str, ...] | str) -> tuple[str, list[str]]:

@@ -703,6 +703,14 @@ class TableFormat(ABC):
         ``lakecat.engine_choice.choose_engine`` sends a blocked step to Spark (or refuses a forced light run)."""
         return [f"lakecat has no light engine for {action} of {self.name} tables"]
 
+    def light_compact(self, table: TableHandle, target: int, partitions: set[str] | None) -> tuple[int, int]:
+        """The light engine's bin-pack compaction (no JVM): merge the small files (``lakecat.smallfiles``) of each
+        partition (only ``partitions``, ``col=value/...`` texts, when given) into files of about ``target`` bytes, in
+        one commit that replaces them, against the version it planned from (a conflict raises
+        ``CommitConflictError``: the caller plans again); (files removed, files added). Called only when
+        ``light_blockers(table, "compact")`` is empty."""
+        raise self.unsupported("compact without Spark")
+
     def compact(self, table: TableHandle, strategy: str, by: list[str], target: int, where: str | None,
                 apply_deletes: bool = False, *, full: bool = False) -> tuple[int, int]:  # fmt: skip
         """Rewrite small files (with ``apply_deletes`` also files that deletes hide rows of, whatever their size);

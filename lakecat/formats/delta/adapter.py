@@ -25,6 +25,7 @@ from ..base import FoundTable, TableFormat
 from .clustering import MAX_CLUSTERING_KEYS, clustering_columns
 from .evolution import COLUMN_MAPPING, DeltaEvolution
 from .health import DeltaHealth
+from .light import DeltaLightCompaction
 from .maintenance import DeltaMaintenance, spark_path
 from .mirror_commit import DeltaMirror
 from .partitioning import delta_generated_columns, describe_delta_partitioning
@@ -89,7 +90,9 @@ def delta_type_sql(t: Any) -> str:
     return _PRIMITIVE_SQL.get(text, text.upper())
 
 
-class DeltaFormat(DeltaVersions, DeltaMaintenance, DeltaHealth, DeltaEvolution, DeltaMirror, TableFormat):
+class DeltaFormat(
+    DeltaVersions, DeltaMaintenance, DeltaLightCompaction, DeltaHealth, DeltaEvolution, DeltaMirror, TableFormat
+):
     name = "delta"
     partition_transforms = frozenset({"identity", "years", "months", "days", "hours", "truncate"})
     hidden_partitioning = False

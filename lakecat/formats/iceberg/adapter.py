@@ -29,6 +29,7 @@ from . import rest
 from . import spark as spark_setup
 from .evolution import ZORDER_PROPERTY, IcebergEvolution, iceberg_transform_word, zorder_keys
 from .health import IcebergHealth
+from .light import IcebergLightCompaction
 from .maintenance import IcebergMaintenance
 from .markers import MARKER_BATCH, MARKER_PROPERTY_PREFIX, MARKER_QUERY, stream_markers
 from .rest_server import LocalRestCatalog
@@ -214,7 +215,9 @@ def _location(metadata_location: str | None) -> str:
     return normalize_location(metadata_location.rsplit("/metadata/", 1)[0])
 
 
-class IcebergFormat(IcebergVersions, IcebergMaintenance, IcebergHealth, IcebergEvolution, TableFormat):
+class IcebergFormat(
+    IcebergVersions, IcebergMaintenance, IcebergLightCompaction, IcebergHealth, IcebergEvolution, TableFormat
+):
     name = "iceberg"
     partition_transforms = frozenset({"identity", "years", "months", "days", "hours", "bucket", "truncate"})
     hidden_partitioning = True

@@ -1,0 +1,173 @@
+"""Iceberg compaction without a JVM: pyiceberg reads a partition's small files, writes them anew as it writes any
+file (field ids, partition values, column metrics) and commits one ``replace`` snapshot, as ``rewrite_data_files``
+does (streaming readers skip it).
+
+The commit is made against the snapshot the plan read: a concurrent commit makes pyiceberg refresh and check that
+the replaced files are all still live and that no delete file was added against them, then rebase; if either check
+fails, nothing is committed, the files written are deleted and lakecat plans again on the new snapshot
+(``CommitConflictError``). What the light path does not do exactly goes to Spark (``light_compact_blockers``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import uuid
+from functools import cache
+from typing import TYPE_CHECKING, Any
+
+from ...engine import first_line
+from ...engine_choice import light_commit_point
+from ...errors import CommitConflictError
+from ...smallfiles import small_groups
+from .health import partition_paths
+
+if TYPE_CHECKING:
+    from ..base import TableHandle
+
+
+class _Entry:
+    """A live data file as the small-file rule sees it, with pyiceberg's ``DataFile``."""
+
+    __slots__ = ("file", "partition", "size")
+
+    def __init__(self, file: Any, partition: str) -> None:
+        self.file, self.partition, self.size = file, partition, int(file.file_size_in_bytes)
+
+
+@cache
+def _replace_producer() -> type:
+    """pyiceberg's overwrite producer committing operation ``replace`` (defined on first use: pyiceberg loads late).
+
+    It removes and adds exactly the files it is given; on a retry it checks only what a rewrite must (the removed
+    files are still live, no new delete applies to them): a concurrent append does not conflict with a compaction.
+    """
+    from pyiceberg.table.snapshots import Operation, Summary
+    from pyiceberg.table.update.snapshot import _OverwriteFiles
+    from pyiceberg.table.update.validate import _validate_data_files_exist, _validate_no_new_deletes_for_data_files
+
+    class ReplaceFiles(_OverwriteFiles):  # type: ignore[misc, valid-type]
+        def _summary(self, snapshot_properties: Any = None) -> Any:
+            # pyiceberg's running totals know append/overwrite/delete: computed as an overwrite, named a replace
+            self._operation = Operation.OVERWRITE
+            try:
+                summary = super()._summary(snapshot_properties or {})
+            finally:
+                self._operation = Operation.REPLACE
+            return Summary(operation=Operation.REPLACE, **summary.additional_properties)
+
+        def _validate_concurrency(self) -> None:
+            window = self._commit_window
+            if window is None or window.is_empty() or window.head is None:
+                return
+            table = self._transaction._table
+            _validate_data_files_exist(table, window.head, self._deleted_data_files, window.base)
+            _validate_no_new_deletes_for_data_files(table, window.head, None, self._deleted_data_files, window.base)
+
+    return ReplaceFiles
+
+
+class IcebergLightCompaction:
+    """The light engine's compaction of an Iceberg table (mixed into ``IcebergFormat``)."""
+
+    def light_blockers(self, table: TableHandle, action: str) -> list[str]:
+        if action == "compact":
+            return self.light_compact_blockers(table)
+        return super().light_blockers(table, action)  # type: ignore[misc, no-any-return]
+
+    def light_compact_blockers(self, table: TableHandle) -> list[str]:
+        """Why pyiceberg cannot compact this table exactly as ``rewrite_data_files`` would (empty: it can)."""
+        tbl = self.load(table)  # type: ignore[attr-defined]
+        meta = tbl.metadata
+        out = []
+        if int(meta.format_version) >= 3:
+            out.append("format version 3 (row lineage and deletion vectors): pyiceberg does not write it")
+        fmt = str(meta.properties.get("write.format.default", "parquet")).lower()
+        if fmt != "parquet":
+            out.append(f"its data files are written as {fmt}: the light engine writes Parquet only")
+        if len(meta.partition_specs) > 1:
+            out.append("its partition spec has evolved: Spark rewrites files of older specs into the current one")
+        snap = tbl.current_snapshot()
+        summary = dict(snap.summary.additional_properties) if snap is not None and snap.summary is not None else {}
+        deletes = int(summary.get("total-delete-files", "0") or 0)
+        if deletes:
+            out.append(f"{deletes} delete file(s) hide rows: only Spark applies deletes while it rewrites")
+        return out
+
+    def light_compact(self, table: TableHandle, target: int, partitions: set[str] | None) -> tuple[int, int]:
+        """Merge the small files of each partition (only ``partitions`` when given) into files of about ``target``
+        bytes, in one ``replace`` commit; (files removed, files added)."""
+        from pyiceberg.exceptions import CommitFailedException, ValidationException
+        from pyiceberg.expressions import AlwaysTrue
+        from pyiceberg.io.pyarrow import ArrowScan, _dataframe_to_data_files
+        from pyiceberg.manifest import ManifestContent
+        from pyiceberg.table import FileScanTask
+        from pyiceberg.table.snapshots import Operation
+
+        ident = (table.entry.ident.namespace, table.entry.ident.name)
+        tbl = self.sql_catalog(table.catalog).load_table(ident)  # type: ignore[attr-defined]
+        snap = tbl.current_snapshot()
+        if snap is None:
+            return 0, 0
+        path = partition_paths(tbl.specs(), tbl.schema())
+        live = [
+            _Entry(e.data_file, path(e.data_file.spec_id, e.data_file.partition))
+            for m in snap.manifests(tbl.io)
+            if m.content == ManifestContent.DATA
+            for e in m.fetch_manifest_entry(tbl.io, discard_deleted=True)
+        ]
+        groups = small_groups((f for f in live if partitions is None or f.partition in partitions), target)
+        if not groups:
+            return 0, 0
+        meta = tbl.metadata.model_copy(
+            update={"properties": {**tbl.metadata.properties, "write.target-file-size-bytes": str(target)}}
+        )
+        schema = tbl.schema()
+        write_uuid, counter = uuid.uuid4(), itertools.count(0)
+        removed: list[Any] = []
+        added: list[Any] = []
+        try:
+            for _, group in sorted(groups.items()):
+                rows = ArrowScan(meta, tbl.io, schema, AlwaysTrue()).to_table([FileScanTask(f.file) for f in group])
+                added.extend(_dataframe_to_data_files(meta, rows, tbl.io, write_uuid, counter))
+                removed.extend(f.file for f in group)
+            light_commit_point(table.name, "compact")
+            tx = tbl.transaction()
+            producer = _replace_producer()(operation=Operation.REPLACE, transaction=tx, io=tbl.io)
+            for f in removed:
+                producer.delete_data_file(f)
+            for f in added:
+                producer.append_data_file(f)
+            producer.commit()
+            tx.commit_transaction()
+        except (CommitFailedException, ValidationException) as e:  # nothing committed: the new files go
+            _delete(tbl.io, added)
+            raise CommitConflictError(f"compact {table.name}: commit conflict: {first_line(str(e))}") from e
+        except BaseException:  # noqa: BLE001 - any failure: its files go unless the commit landed, then re-raised
+            if not _committed(tbl, added):
+                _delete(tbl.io, added)
+            raise
+        return len(removed), len(added)
+
+
+def _committed(tbl: Any, added: list[Any]) -> bool:
+    """Whether the table's current snapshot references any of ``added`` (a commit whose answer was lost)."""
+    if not added:
+        return False
+    try:
+        tbl.refresh()
+        snap = tbl.current_snapshot()
+        return snap is not None and any(
+            e.data_file.file_path == added[0].file_path
+            for m in snap.manifests(tbl.io)
+            for e in m.fetch_manifest_entry(tbl.io, discard_deleted=True)
+        )
+    except Exception:  # noqa: BLE001 - unknown: keep the files (an orphan is safer than a missing data file)
+        return True
+
+
+def _delete(io: Any, files: list[Any]) -> None:
+    for f in files:
+        try:
+            io.delete(f.file_path)
+        except Exception:  # noqa: BLE001 - best effort: a file left behind is an orphan cleanup removes
+            pass
