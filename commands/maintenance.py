@@ -20,6 +20,15 @@ from ._render import exact_size, human_duration, human_time, key, num, print_tab
 
 DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Change nothing; report what would change.")]
 ForceOpt = Annotated[bool, typer.Option("--force", help="Allow a window shorter than the format's safety floor.")]
+EngineOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--engine",
+        metavar="ENGINE",
+        help="light (pyiceberg / delta-rs, no JVM; exit 3 where it cannot do the work exactly), spark, or auto "
+        "(default: light for a bin-pack of a table the light libraries write, within lakecat.maintain.light-max-bytes).",
+    ),
+]
 
 
 def compact(
@@ -40,13 +49,14 @@ def compact(
         bool,
         typer.Option("--full", help="A clustered table: recluster every file, not only the ones that need it."),
     ] = False,
+    engine: EngineOpt = None,
     dry_run: DryRunOpt = False,
     catalog: CatalogOpt = None,
     json_: JsonOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
-    """Rewrite small files into fewer, larger ones (Iceberg rewrite_data_files, Delta OPTIMIZE); a clustered table
-    is clustered by its keys.
+    """Rewrite small files into fewer, larger ones (Iceberg rewrite_data_files, Delta OPTIMIZE; a small bin-pack
+    without a JVM: pyiceberg's replace commit, delta-rs's OPTIMIZE); a clustered table is clustered by its keys.
 
     Example: lakecat compact sales.orders --strategy zorder --by user_id --target-file-size 128MB
     """
@@ -56,7 +66,8 @@ def compact(
         t = connect(catalog).load_table(name)
         with out.status(f"{'planning' if dry_run else 'compacting'} {name}"):
             return t.compact(
-                strategy=strategy, by=by or (), target_file_size=target_file_size, where=where, dry_run=dry_run, full=full
+                strategy=strategy, by=by or (), target_file_size=target_file_size, where=where, dry_run=dry_run, full=full,
+                engine=engine,
             )  # fmt: skip
 
     def human(console, r):  # type: ignore[no-untyped-def]
@@ -70,6 +81,7 @@ def compact(
             console.print(f"{r.table} ({r.format}, {how}): nothing to compact — {plural(r.files_before, 'file')}, "
                           f"{human_size(r.bytes_before)}; {why}{' matching --where' if r.where else ''}", markup=False)  # fmt: skip
             return
+        due = sum(p.due for p in r.partitions)
         verb = "would rewrite" if r.dry_run else "rewrote"
         console.print(
             f"{r.table} ({r.format}, {how}): {verb} {plural(r.files_rewritten, 'file')} into {r.files_added:,}"
@@ -78,11 +90,15 @@ def compact(
             + (f", {plural(r.retries, 'retry', 'retries')}" if r.retries else "") + took,
             markup=False,
         )  # fmt: skip
+        console.print(f"engine: {r.engine} — {r.engine_reason}", markup=False)
+        console.print(f"due: {due} of {plural(len(r.partitions), 'partition')} (a partition is due with {r.due_rule}; "
+                      "maintain compacts only those)", markup=False)  # fmt: skip
         if r.partitions:
-            t = table(key("partition"), num("files"), num("size"), num("estimated output files"),
+            t = table(key("partition"), num("files"), num("size"), num("estimated output files"), key("due"),
                       title="partitions to rewrite" if r.dry_run else "partitions rewritten")  # fmt: skip
             for p in r.partitions:
-                t.add_row(p.partition, f"{p.files:,}", human_size(p.bytes), f"{p.estimated_output_files:,}")
+                t.add_row(p.partition, f"{p.files:,}", human_size(p.bytes), f"{p.estimated_output_files:,}",
+                          "yes" if p.due else "no")  # fmt: skip
             print_table(console, t)
 
     run(out, api, human)
@@ -227,6 +243,7 @@ def maintain(
             help="Succeed when PATTERN matches no table (without it: exit 1, so a typo does not turn maintenance off).",
         ),
     ] = False,
+    engine: EngineOpt = None,
     dry_run: DryRunOpt = False,
     catalog: CatalogOpt = None,
     json_: JsonOpt = False,
@@ -243,7 +260,7 @@ def maintain(
     if every is not None or any(v is not None for v in (max_minutes, parallel, metrics_port)):
         _serve(out, catalog, pattern, plan=plan, auto=auto, every=every, max_minutes=max_minutes,
                parallel=parallel, metrics_port=metrics_port, dry_run=dry_run, prometheus=prometheus,
-               allow_empty=allow_empty)  # fmt: skip
+               allow_empty=allow_empty, engine=engine)  # fmt: skip
         return
 
     def api():  # type: ignore[no-untyped-def]
@@ -258,7 +275,7 @@ def maintain(
                 update(completed=done, total=total, description=f"maintain {name}" if name else "maintain")
 
             report = cat.maintain(pattern, plan=plan, dry_run=dry_run, auto=auto, progress=progress,
-                                  allow_empty=allow_empty)  # fmt: skip
+                                  allow_empty=allow_empty, engine=engine)  # fmt: skip
         if prometheus is not None:  # the state the maintenance left behind, read on the light path
             from lakecat.metrics import write_health_textfile
 
@@ -288,7 +305,7 @@ def maintain(
 
 def _serve(out: Output, catalog: str | None, pattern: str | None, *, plan: Path | None, auto: bool, every: str | None,
            max_minutes: float | None, parallel: int | None, metrics_port: int | None, dry_run: bool,
-           prometheus: Path | None, allow_empty: bool) -> None:  # fmt: skip
+           prometheus: Path | None, allow_empty: bool, engine: str | None = None) -> None:  # fmt: skip
     """``maintain --auto --every``: the service, until SIGTERM or SIGINT (a second one abandons the step under way)."""
     stop = threading.Event()
     stopped_by: list[str] = []
@@ -296,6 +313,8 @@ def _serve(out: Output, catalog: str | None, pattern: str | None, *, plan: Path 
     def api():  # type: ignore[no-untyped-def]
         if every is None:
             raise InvalidArgumentError("--max-minutes, --parallel and --metrics-port go with --every (the service)")
+        if engine is not None:
+            raise InvalidArgumentError("--engine goes with one maintain run; the service chooses the engine per step")
         if not auto:
             raise InvalidArgumentError("--every needs --auto: the service runs what each table's health calls for")
         if dry_run or prometheus is not None:

@@ -415,8 +415,10 @@ class Catalog:
     # --- maintenance (lakecat/maintenance.py) ---------------------------------------------------
     def maintain(self, pattern: str | None = None, *, plan: str | Path | dict[str, Any] | None = None,
                  dry_run: bool = False, auto: bool = False, progress: Callable[[str, int, int], None] | None = None,
-                 allow_empty: bool = False) -> MaintainResult:  # fmt: skip
+                 allow_empty: bool = False, engine: str | None = None) -> MaintainResult:  # fmt: skip
         """Run each matching table's maintenance policy (compact, expire, clean orphans, metadata upkeep).
+
+        ``engine`` (``"light"`` / ``"spark"``) forces the engine of every compaction (see ``Table.compact``).
 
         With ``auto``, each table runs only what its health calls for (see ``health``). Carries on past a
         failing table; ``report.failed`` counts failures. A ``pattern`` that matches no table raises
@@ -427,11 +429,11 @@ class Catalog:
         """
         if auto:
             return health.maintain_auto(
-                self, pattern, plan=plan, dry_run=dry_run, progress=progress, allow_empty=allow_empty
+                self, pattern, plan=plan, dry_run=dry_run, progress=progress, allow_empty=allow_empty, engine=engine
             )
 
         return maintenance.maintain(
-            self, pattern, plan=plan, dry_run=dry_run, progress=progress, allow_empty=allow_empty
+            self, pattern, plan=plan, dry_run=dry_run, progress=progress, allow_empty=allow_empty, engine=engine
         )
 
     def health(

@@ -51,7 +51,7 @@ from .results import (
     PropertiesResult,
     TableMaintenance,
 )
-from .smallfiles import DEFAULT_TARGET_FILE_SIZE, small_groups
+from .smallfiles import DEFAULT_TARGET_FILE_SIZE, SmallFileRule, small_file_rule, small_groups
 from .units import format_duration, iso, parse_duration, parse_size, parse_timestamp, plural
 from .versions import check_predicate_columns
 
@@ -63,8 +63,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 DEFAULT_EXPIRE_WINDOW = timedelta(days=7)
-DEFAULT_MIN_INPUT_FILES = 5  # `maintain` compacts a partition once it has this many small files
-AUTO_MIN_INPUT_FILES = 2  # `maintain --auto` compacts what health counts: small files sharing a partition
+AUTO_MIN_INPUT_FILES = 2  # the service's own tiers compact any partition with small files to share
 MINOR_COMPACT_ATTEMPTS = 3  # a minor compaction that keeps conflicting with writers is left to the next pass
 MAX_SCOPED_PARTITIONS = 500  # beyond this, a minor compaction's predicate would cost more than it narrows
 UNPARTITIONED = "(unpartitioned)"
@@ -182,7 +181,7 @@ def _record_run(table: TableLike, action: str) -> None:
 
 
 # --- compaction --------------------------------------------------------------------------------
-def _plan_compaction(files: list[DataFile], strategy: str, target: int) -> list[PartitionPlan]:
+def _plan_compaction(files: list[DataFile], strategy: str, target: int, rule: SmallFileRule) -> list[PartitionPlan]:
     if strategy == "binpack":  # the small files of each partition that has two or more
         groups = small_groups(files, target)
     else:  # sort / zorder rewrite every file of a partition that has more than one
@@ -194,7 +193,8 @@ def _plan_compaction(files: list[DataFile], strategy: str, target: int) -> list[
         if len(chosen) < 2:
             continue
         total = sum(f.size for f in chosen)
-        plans.append(PartitionPlan(part or UNPARTITIONED, len(chosen), total, max(1, math.ceil(total / target))))
+        due = rule.due(sum(1 for f in chosen if f.size < rule.small_bytes))
+        plans.append(PartitionPlan(part or UNPARTITIONED, len(chosen), total, max(1, math.ceil(total / target)), due))
     return plans
 
 
@@ -260,7 +260,9 @@ def compact(
     recent = None if since is None else adapter.partitions_written_since(table, _utc(since))
     if recent is not None:
         candidates = [f for f in candidates if f.partition in recent]
-    plans = _plan_compaction(candidates, ("sort" if full else "binpack") if strategy == "cluster" else strategy, target)
+    rule = small_file_rule(policy, target)
+    plans = _plan_compaction(candidates, ("sort" if full else "binpack") if strategy == "cluster" else strategy, target,
+                             rule)  # fmt: skip
     rewritten_est = sum(p.files for p in plans)
     bytes_before = sum(f.size for f in files_before)
     if choice is None:
@@ -272,6 +274,7 @@ def compact(
             table=table.name, format=table.format, strategy=strategy, by=cols, target_file_size=target, where=where,
             files_before=len(files_before), bytes_before=bytes_before, partitions=plans, full=full,
             since=iso(_utc(since)) if since is not None else None, engine=choice.engine, engine_reason=choice.reason,
+            due_rule=rule.describe() + " in one partition",
             **kw,
         )  # fmt: skip
 
@@ -500,15 +503,18 @@ def maintain(
     progress: Callable[[str, int, int], None] | None = None,
     decide: Decide | None = None,
     allow_empty: bool = False,
+    engine: str | None = None,
 ) -> MaintainResult:
     """Run the maintenance each matching table's policy asks for; carry on past failures.
 
     ``decide(table, policy)`` (``maintain --auto``: the table's health) narrows each table's actions to the
     ones it returns, with a note kept in the report; without it every action whose policy calls for it runs.
     Every action that ran (or was due and could not run) is kept in the catalog's maintenance log.
-    A ``pattern`` that matches no table raises ``NoTableMatchesError`` unless ``allow_empty``.
+    A ``pattern`` that matches no table raises ``NoTableMatchesError`` unless ``allow_empty``. ``engine`` forces
+    the engine of every compaction (``compact``'s), refused per table where the light engine cannot do it.
     """
     started = time.monotonic()
+    engine = check_engine(engine)
     loaded = load_plan(plan)
     entries = matching_entries(catalog, pattern, allow_empty=allow_empty)
     scoped = ScopedPolicies(catalog.metastore).all()
@@ -517,7 +523,7 @@ def maintain(
         if progress is not None:
             progress(str(entry.ident), i, len(entries))
         table = catalog.load_table(entry.ident)
-        reports.append(maintain_table(table, loaded, dry_run=dry_run, decide=decide, scoped=scoped))
+        reports.append(maintain_table(table, loaded, dry_run=dry_run, decide=decide, scoped=scoped, engine=engine))
     if progress is not None:
         progress("", len(entries), len(entries))
     failed = sum(r.status == "failed" for r in reports)
@@ -538,6 +544,7 @@ def maintain_table(
     scoped: dict[str, dict[str, str]] | None = None,
     stop: threading.Event | None = None,
     source: str = "maintain",
+    engine: str | None = None,
 ) -> TableMaintenance:
     """One table's maintenance (see ``maintain``); ``plan`` is a loaded plan (``load_plan``).
 
@@ -561,7 +568,8 @@ def maintain_table(
             if report.health.get("compact_since"):  # the service's minor tier
                 policy[COMPACT_SINCE] = str(report.health["compact_since"])
             wanted = tuple(a for a in AUTO_ACTIONS if a in chosen)
-            policy.setdefault("lakecat.compact.min-input-files", str(AUTO_MIN_INPUT_FILES))
+            if source == "service":  # its minor and major tiers run below the due threshold, on their own schedule
+                policy.setdefault("lakecat.compact.min-input-files", str(AUTO_MIN_INPUT_FILES))
             for skipped in (a for a in MAINTAIN_ACTIONS if a not in chosen):
                 report.actions.append(
                     MaintainAction(skipped, "skipped", f"health does not call for it ({report.health['verdict']})")
@@ -572,7 +580,7 @@ def maintain_table(
                 continue
             began = (time.time(), time.monotonic())
             try:
-                action = _maintain_action(table, current, policy, dry_run, force)
+                action = _maintain_action(table, current, policy, dry_run, force, engine)
             except CommitConflictError as e:
                 action = MaintainAction(current, "skipped", f"commit conflict, left to the next run: {e}")
                 action.result = {"conflict": True}
@@ -600,15 +608,18 @@ def _tier(action: str, policy: dict[str, str]) -> str | None:
     return ("minor" if COMPACT_SINCE in policy else "major") if action == "compact" else None
 
 
-def _rewrite_action(table: TableLike, action: str, policy: dict[str, str], dry_run: bool) -> MaintainAction:
+def _rewrite_action(
+    table: TableLike, action: str, policy: dict[str, str], dry_run: bool, engine: str | None
+) -> MaintainAction:
     """``maintain --auto``'s purge (rewrite the files deletes hide rows of, without them) and cluster (recluster a
     clustered table whole): health found the need, so they run whatever the small-file plan says."""
     target, full = policy.get("lakecat.compact.target-file-size"), action == "cluster"
     if dry_run:
         what = "recluster every file by the table's keys" if full else "rewrite the files deletes hide rows of"
-        plan = compact(table, dry_run=True, full=full, target_file_size=target)
-        return MaintainAction(action, "would-run", what, plan.to_dict())
-    done = compact(table, full=full, apply_deletes=not full, target_file_size=target)
+        plan = compact(table, dry_run=True, full=full, apply_deletes=not full, target_file_size=target, engine=engine,
+                       policy=policy)  # fmt: skip
+        return MaintainAction(action, "would-run", f"{what} ({_engine_note(plan)})", plan.to_dict())
+    done = compact(table, full=full, apply_deletes=not full, target_file_size=target, engine=engine, policy=policy)
     return MaintainAction(action, "done", "", done.to_dict())
 
 
@@ -622,31 +633,37 @@ _ACTION_CAPABILITY = {
 }
 
 
+def _engine_note(res: CompactResult) -> str:
+    """Which engine a compaction runs on and why, as maintain's reports say it."""
+    return f"{res.engine}: {res.engine_reason}"
+
+
 def _maintain_action(
-    table: TableLike, action: str, policy: dict[str, str], dry_run: bool, force: bool
+    table: TableLike, action: str, policy: dict[str, str], dry_run: bool, force: bool, engine: str | None = None
 ) -> MaintainAction:
     if not table.adapter.supports(_ACTION_CAPABILITY[action]):
         return MaintainAction(action, "skipped", f"not supported for {table.format} tables")
     if action in ("purge", "cluster"):
-        return _rewrite_action(table, action, policy, dry_run)
+        return _rewrite_action(table, action, policy, dry_run, engine)
     if action == "compact":
         strategy = policy.get("lakecat.compact.strategy", "binpack").lower()
         by = policy.get("lakecat.compact.by", "")
-        min_files = int(policy.get("lakecat.compact.min-input-files", DEFAULT_MIN_INPUT_FILES))
+        rule = small_file_rule(policy)
         kw: dict[str, Any] = {"strategy": strategy, "by": by if strategy != "binpack" else (),
-              "target_file_size": policy.get("lakecat.compact.target-file-size")}  # fmt: skip
+              "target_file_size": policy.get("lakecat.compact.target-file-size"), "engine": engine, "policy": policy}  # fmt: skip
         if COMPACT_SINCE in policy:  # minor tier: small files of the partitions written since, binpacked
             kw = {**kw, "strategy": "binpack", "by": (), "since": parse_timestamp(policy[COMPACT_SINCE])}
         plan = compact(table, dry_run=True, **kw)  # type: ignore[arg-type]
-        if not any(p.files >= min_files for p in plan.partitions):
+        if not any(p.due for p in plan.partitions):
             return MaintainAction(
-                "compact", "skipped", f"no partition has {min_files} or more small files", plan.to_dict()
+                "compact", "skipped", f"not due: no partition holds {rule.describe()}", plan.to_dict()
             )
         if dry_run:
             return MaintainAction(
                 "compact",
                 "would-run",
-                f"{plural(plan.files_rewritten, 'file')} in {plural(len(plan.partitions), 'partition')}",
+                f"{plural(plan.files_rewritten, 'file')} in {plural(len(plan.partitions), 'partition')} "
+                f"({_engine_note(plan)})",
                 plan.to_dict(),
             )
         return MaintainAction("compact", "done", "", compact(table, **kw).to_dict())  # type: ignore[arg-type]

@@ -52,6 +52,7 @@ class MaintenanceRun(Result):
     tier: str | None = None  # compaction: minor (recent partitions) or major (the whole table)
     source: str = "maintain"  # maintain | service
     error: str | None = None
+    engine: str | None = None  # a rewrite's engine: light (pyiceberg / delta-rs, no JVM) or spark
 
 
 @dataclass
@@ -74,7 +75,8 @@ def run_of(table: str, action: str, status: str, result: dict[str, Any] | None, 
     r = result or {}
     run = MaintenanceRun(table, action, iso(from_millis(started_ms)) or "", round(seconds, 3),
                          {"done": "ok", "failed": "failed"}.get(status, "skipped"), tier=tier, source=source,
-                         retries=int(r.get("retries") or 0), error=(reason or None) if status != "done" else None)  # fmt: skip
+                         retries=int(r.get("retries") or 0), error=(reason or None) if status != "done" else None,
+                         engine=r.get("engine") or None)  # fmt: skip
     if "files_before" in r:  # a rewrite: compact, and maintain --auto's purge and cluster
         run.files_before, run.files_after = r.get("files_before"), r.get("files_after")
         run.bytes_before, run.bytes_after = r.get("bytes_before"), r.get("bytes_after")
@@ -102,7 +104,7 @@ class RunLog:
     def t(self) -> sa.Table:
         import sqlalchemy as sa
 
-        return self.metastore.table(
+        t = self.metastore.table(
             self.TABLE,
             sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
             sa.Column("catalog_name", sa.String(255), nullable=False, index=True),
@@ -116,11 +118,15 @@ class RunLog:
             sa.Column("tier", sa.String(16), nullable=True),
             sa.Column("source", sa.String(16), nullable=False),
             sa.Column("error", sa.Text, nullable=True),
+            sa.Column("engine", sa.String(16), nullable=True),
         )
+        _add_engine_column(self.metastore, self.TABLE)
+        return t
 
     def record(self, run: MaintenanceRun) -> None:
         started_ms = int(parse_timestamp(run.started).timestamp() * 1000)
-        values = {k: getattr(run, k) for k in (*_INTS, "seconds", "outcome", "retries", "tier", "source", "error")}
+        values = {k: getattr(run, k)
+                  for k in (*_INTS, "seconds", "outcome", "retries", "tier", "source", "error", "engine")}  # fmt: skip
         with self.metastore.engine.begin() as con:
             con.execute(self.t.insert().values(catalog_name=self.metastore.catalog_name, table_name=run.table,
                                                action=run.action, started_ms=started_ms, **values))  # fmt: skip
@@ -141,7 +147,8 @@ class RunLog:
                 continue
             out.append(MaintenanceRun(row["table_name"], row["action"], iso(from_millis(row["started_ms"])) or "",
                                       float(row["seconds"]), row["outcome"],
-                                      **{k: row[k] for k in (*_INTS, "retries", "tier", "source", "error")}))  # fmt: skip
+                                      **{k: row[k] for k in (*_INTS, "retries", "tier", "source", "error")},
+                                      engine=row.get("engine")))  # fmt: skip
             if limit is not None and len(out) >= limit:
                 break
         return out
@@ -154,6 +161,22 @@ class RunLog:
             res = con.execute(self.t.delete().where(c.catalog_name == self.metastore.catalog_name,
                                                     c.started_ms < cutoff))  # fmt: skip
         return int(res.rowcount or 0)
+
+
+_UPGRADED: set[str] = set()
+
+
+def _add_engine_column(metastore: Metastore, name: str) -> None:
+    """A log made before runs named their engine gains the column (once per metastore and process)."""
+    import sqlalchemy as sa
+
+    key = str(metastore.engine.url)
+    if key in _UPGRADED:
+        return
+    if "engine" not in {c["name"] for c in sa.inspect(metastore.engine).get_columns(name)}:
+        with metastore.engine.begin() as con:
+            con.execute(sa.text(f"ALTER TABLE {name} ADD COLUMN engine VARCHAR(16)"))
+    _UPGRADED.add(key)
 
 
 def log_action(table: TableLike, action: MaintainAction, began: tuple[float, float], *, tier: str | None,
