@@ -84,9 +84,15 @@ class IcebergLightCompaction:
         fmt = str(meta.properties.get("write.format.default", "parquet")).lower()
         if fmt != "parquet":
             out.append(f"its data files are written as {fmt}: the light engine writes Parquet only")
-        if len(meta.partition_specs) > 1:
-            out.append("its partition spec has evolved: Spark rewrites files of older specs into the current one")
         snap = tbl.current_snapshot()
+        if len(meta.partition_specs) > 1 and snap is not None:  # the manifest list says each manifest's spec
+            from pyiceberg.manifest import ManifestContent
+
+            older = [m for m in snap.manifests(tbl.io) if m.content == ManifestContent.DATA
+                     and m.partition_spec_id != meta.default_spec_id
+                     and (m.added_files_count or 0) + (m.existing_files_count or 0) > 0]  # fmt: skip
+            if older:
+                out.append("files of an older partition spec: Spark rewrites them into the current one")
         summary = dict(snap.summary.additional_properties) if snap is not None and snap.summary is not None else {}
         deletes = int(summary.get("total-delete-files", "0") or 0)
         if deletes:
