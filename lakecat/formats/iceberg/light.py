@@ -66,6 +66,25 @@ def _replace_producer() -> type:
     return ReplaceFiles
 
 
+@cache
+def _known_partition_key() -> type:
+    """pyiceberg's ``PartitionKey`` holding the partition record of the files it rewrites, as their manifests have it
+    (pyiceberg computes a key from the rows otherwise, which for a transform needs its optional native library)."""
+    from dataclasses import dataclass
+
+    from pyiceberg.partitioning import PartitionKey
+
+    @dataclass(frozen=True)
+    class KnownPartition(PartitionKey):  # type: ignore[misc, valid-type]
+        record: Any = None
+
+        @property
+        def partition(self) -> Any:  # type: ignore[override]
+            return self.record
+
+    return KnownPartition
+
+
 class IcebergLightCompaction:
     """The light engine's compaction of an Iceberg table (mixed into ``IcebergFormat``)."""
 
@@ -104,9 +123,9 @@ class IcebergLightCompaction:
         bytes, in one ``replace`` commit; (files removed, files added)."""
         from pyiceberg.exceptions import CommitFailedException, ValidationException
         from pyiceberg.expressions import AlwaysTrue
-        from pyiceberg.io.pyarrow import ArrowScan, _dataframe_to_data_files
+        from pyiceberg.io.pyarrow import ArrowScan, bin_pack_arrow_table, pyarrow_to_schema, write_file
         from pyiceberg.manifest import ManifestContent
-        from pyiceberg.table import FileScanTask
+        from pyiceberg.table import FileScanTask, WriteTask
         from pyiceberg.table.snapshots import Operation
 
         ident = (table.entry.ident.namespace, table.entry.ident.name)
@@ -121,20 +140,34 @@ class IcebergLightCompaction:
             if m.content == ManifestContent.DATA
             for e in m.fetch_manifest_entry(tbl.io, discard_deleted=True)
         ]
-        groups = small_groups((f for f in live if partitions is None or f.partition in partitions), target)
+        spec_id = (
+            tbl.metadata.default_spec_id
+        )  # files of an older spec stay (light_compact_blockers sends them to Spark)
+        chosen = (f for f in live if f.file.spec_id == spec_id and (partitions is None or f.partition in partitions))
+        groups = small_groups(chosen, target)
         if not groups:
             return 0, 0
-        meta = tbl.metadata.model_copy(
-            update={"properties": {**tbl.metadata.properties, "write.target-file-size-bytes": str(target)}}
-        )
+        meta = tbl.metadata
         schema = tbl.schema()
         write_uuid, counter = uuid.uuid4(), itertools.count(0)
         removed: list[Any] = []
         added: list[Any] = []
         try:
+            spec = meta.spec()
             for _, group in sorted(groups.items()):
                 rows = ArrowScan(meta, tbl.io, schema, AlwaysTrue()).to_table([FileScanTask(f.file) for f in group])
-                added.extend(_dataframe_to_data_files(meta, rows, tbl.io, write_uuid, counter))
+                # the group's one partition, as its files' manifest entries record it (the current spec's)
+                key = (
+                    None
+                    if spec.is_unpartitioned()
+                    else _known_partition_key()([], spec, schema, group[0].file.partition)
+                )
+                file_schema = pyarrow_to_schema(rows.schema, name_mapping=schema.name_mapping,
+                                                format_version=meta.format_version)  # fmt: skip
+                tasks = (WriteTask(write_uuid=write_uuid, task_id=next(counter), record_batches=batches,
+                                   partition_key=key, schema=file_schema)
+                         for batches in bin_pack_arrow_table(rows, target))  # fmt: skip
+                added.extend(write_file(tbl.io, meta, tasks))
                 removed.extend(f.file for f in group)
             light_commit_point(table.name, "compact")
             tx = tbl.transaction()
