@@ -409,7 +409,8 @@ def maintenance_log(
                     if run_.bytes_deleted else "")  # fmt: skip
             detail = run_.error or (f"{run_.snapshots_removed} versions removed" if run_.snapshots_removed else "")
             style = {"failed": "red", "ok": "green", "skipped": "yellow"}.get(run_.outcome, "")
-            action = run_.action + (f" ({run_.tier})" if run_.tier else "")
+            notes = [n for n in (run_.tier, run_.engine) if n]
+            action = run_.action + (f" ({', '.join(notes)})" if notes else "")
             t.add_row(human_time(run_.started), run_.table, action, Text(run_.outcome, style=style),
                       human_duration(run_.seconds), files, size, detail)  # fmt: skip
         print_table(console, t)

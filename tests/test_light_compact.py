@@ -288,3 +288,11 @@ def test_one_small_file_rule_for_health_compact_and_maintain(cli, catalog, spark
 
     assert verdicts(busy) == {"health": True, "compact": True, "maintain": True, "maintain--auto": True}
     assert verdicts(calm) == {"health": False, "compact": False, "maintain": False, "maintain--auto": False}
+
+    code, out, err = cli("maintain", busy.name, "--json")  # the due table compacted, on the light engine, and logged
+    assert code == 0, err
+    act = next(a for a in json.loads(out)["tables"][0]["actions"] if a["action"] == "compact")
+    assert act["status"] == "done" and act["result"]["engine"] == "light", act
+    code, out, err = cli("maintenance-log", busy.name, "--json")
+    assert code == 0, err
+    assert [r["engine"] for r in json.loads(out) if r["action"] == "compact"] == ["light"]
