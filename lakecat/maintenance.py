@@ -31,6 +31,7 @@ from .errors import (
     InvalidArgumentError,
     LakecatError,
     NoTableMatchesError,
+    NotExactError,
     UnsupportedOperationError,
     columns_note,
     did_you_mean,
@@ -268,12 +269,13 @@ def compact(
     if choice is None:
         choice = choose_engine(table, "compact", requested=requested, work_bytes=sum(p.bytes for p in plans),
                                policy=policy)  # fmt: skip
+    ran = [choice]  # the engine chosen, then the one a retry fell back to
 
     def result(**kw: Any) -> CompactResult:
         return CompactResult(
             table=table.name, format=table.format, strategy=strategy, by=cols, target_file_size=target, where=where,
             files_before=len(files_before), bytes_before=bytes_before, partitions=plans, full=full,
-            since=iso(_utc(since)) if since is not None else None, engine=choice.engine, engine_reason=choice.reason,
+            since=iso(_utc(since)) if since is not None else None, engine=ran[-1].engine, engine_reason=ran[-1].reason,
             due_rule=rule.describe() + " in one partition",
             **kw,
         )  # fmt: skip
@@ -291,17 +293,20 @@ def compact(
                       dry_run=False, duration_s=round(time.monotonic() - started, 3))  # fmt: skip
 
     engine_started = time.monotonic()
-    if choice.engine == "light":  # the adapter plans again by the same rule at each try, on the version it commits to
+    scope = where if recent is None else _recent_scope(where, recent, plans)
 
-        def run() -> tuple[int, int]:
+    def run() -> tuple[int, int]:
+        if (
+            ran[-1].engine == "light"
+        ):  # the adapter plans again by the same rule at each try, on the version it commits to
             table.refresh()
-            return adapter.light_compact(table, target, None if recent is None else set(recent))
-
-    else:
-        scope = where if recent is None else _recent_scope(where, recent, plans)
-
-        def run() -> tuple[int, int]:
-            return adapter.compact(table, strategy, cols, target, scope, apply_deletes, full=full)
+            try:
+                return adapter.light_compact(table, target, None if recent is None else set(recent))
+            except NotExactError as e:  # the version a retry planned from has what only Spark rewrites exactly
+                if requested == "light":
+                    raise
+                ran.append(EngineChoice("spark", f"{str(e).split(': ', 1)[-1]} (found after the engine was chosen)"))
+        return adapter.compact(table, strategy, cols, target, scope, apply_deletes, full=full)
 
     (rewritten, added), retries = with_retries(
         run, what=f"compact {table.name}", attempts=RETRY_ATTEMPTS if since is None else MINOR_COMPACT_ATTEMPTS

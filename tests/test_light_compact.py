@@ -240,6 +240,34 @@ def test_a_commit_between_plan_and_commit_is_never_undone(catalog, ns, table_for
         assert not _unreferenced_data_files(catalog, t)  # the failed attempt's files were deleted
 
 
+def test_deletes_committed_between_plan_and_commit_send_the_retry_to_spark(catalog, spark, ns, table_format,
+                                                                           monkeypatch):  # fmt: skip
+    """Spark deletes with delete files / deletion vectors while the light compaction is paused before its commit: the
+    commit is refused, the retry finds what only Spark rewrites exactly and runs on Spark; the row stays deleted."""
+    props = (
+        {"write.delete.mode": "merge-on-read"} if table_format == "iceberg" else {"delta.enableDeletionVectors": "true"}
+    )
+    t = catalog.create_table(f"{ns}.mor", schema=SCHEMA, format=table_format, partition_by="region", properties=props)
+    for i in range(6):  # two rows a file: the delete hides one row of a file (a delete file, a deletion vector)
+        spark.sql(f"INSERT INTO {t.spark_name} VALUES ({4 * i}, 'eu', 'a'), ({4 * i + 1}, 'eu', 'b'), "
+                  f"({4 * i + 2}, 'us', 'c'), ({4 * i + 3}, 'us', 'd')")  # fmt: skip
+    before = spark_rows(t)
+    paused: list[str] = []
+
+    def spark_deletes(table: str, action: str) -> None:
+        if not paused:
+            paused.append(table)
+            spark.sql(f"DELETE FROM {t.spark_name} WHERE id = 0")
+
+    monkeypatch.setattr(engine_choice, "before_light_commit", spark_deletes)
+    res = t.compact(target_file_size=TARGET)
+    if table_format == "iceberg":
+        spark.sql(f"REFRESH TABLE {t.spark_name}")
+    assert spark_rows(t) == [r for r in before if r[0] != 0]
+    assert paused and res.engine == "spark" and "found after the engine was chosen" in res.engine_reason, res
+    assert res.retries >= 1
+
+
 def _live(t) -> list[str]:
     from lakecat.maintenance import data_files
 

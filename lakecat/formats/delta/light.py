@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...engine import first_line
 from ...engine_choice import light_commit_point
-from ...errors import CommitConflictError
+from ...errors import CommitConflictError, NotExactError
 from .log import add_actions, arrow
 
 if TYPE_CHECKING:
@@ -47,26 +47,18 @@ class DeltaLightCompaction:
 
     def light_compact_blockers(self, table: TableHandle) -> list[str]:
         """Why delta-rs cannot compact this table exactly as Delta's OPTIMIZE would (empty: it can)."""
-        dt = self.load(table)  # type: ignore[attr-defined]
-        protocol = dt.protocol()
-        writer = int(protocol.min_writer_version)
-        features = set(protocol.writer_features or ()) if writer >= 7 else _LEGACY_WRITER.get(writer, set())
-        if dt.metadata().configuration.get("delta.columnMapping.mode", "none") == "none":
-            features.discard("columnMapping")  # the feature without a mode: file columns keep their names
-        out = []
-        missing = sorted(features - LIGHT_WRITER_FEATURES)
-        if missing:
-            out.append(f"writer feature(s) {', '.join(missing)}: delta-rs does not write them")
-        if "deletionVectors" in set(protocol.reader_features or ()) and arrow(dt.deletion_vectors()).num_rows:
-            out.append("deletion vectors hide rows: only Spark purges them while it rewrites")
-        return out
+        return _blockers(self.load(table))  # type: ignore[attr-defined]
 
     def light_compact(self, table: TableHandle, target: int, partitions: set[str] | None) -> tuple[int, int]:
         """delta-rs's OPTIMIZE (bin-pack to ``target`` bytes) of the whole table, or of ``partitions`` (one commit
-        each); (files removed, files added)."""
+        each); (files removed, files added). ``NotExactError`` when the version it plans from has what only Spark
+        rewrites exactly (deletion vectors committed since the engine was chosen, say)."""
         from deltalake.exceptions import CommitFailedError
 
         dt = self.load(table)  # type: ignore[attr-defined]  # the version the plan read: the commit is checked against it
+        blocked = _blockers(dt)
+        if blocked:
+            raise NotExactError(f"compact of {table.name} cannot run without Spark: {blocked[0]}")
         filters: list[Any] = [None] if partitions is None else _partition_filters(dt, partitions)
         light_commit_point(table.name, "compact")
         removed = added = 0
@@ -78,6 +70,22 @@ class DeltaLightCompaction:
             removed += int(metrics.get("numFilesRemoved", 0))
             added += int(metrics.get("numFilesAdded", 0))
         return removed, added
+
+
+def _blockers(dt: Any) -> list[str]:
+    """Why delta-rs cannot compact the version of ``dt`` exactly as Delta's OPTIMIZE would."""
+    protocol = dt.protocol()
+    writer = int(protocol.min_writer_version)
+    features = set(protocol.writer_features or ()) if writer >= 7 else _LEGACY_WRITER.get(writer, set())
+    if dt.metadata().configuration.get("delta.columnMapping.mode", "none") == "none":
+        features.discard("columnMapping")  # the feature without a mode: file columns keep their names
+    out = []
+    missing = sorted(features - LIGHT_WRITER_FEATURES)
+    if missing:
+        out.append(f"writer feature(s) {', '.join(missing)}: delta-rs does not write them")
+    if "deletionVectors" in set(protocol.reader_features or ()) and arrow(dt.deletion_vectors()).num_rows:
+        out.append("deletion vectors hide rows: only Spark purges them while it rewrites")
+    return out
 
 
 def _partition_filters(dt: Any, partitions: set[str]) -> list[list[tuple[str, str, Any]]]:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...engine import first_line
 from ...engine_choice import light_commit_point
-from ...errors import CommitConflictError
+from ...errors import CommitConflictError, NotExactError
 from ...smallfiles import small_groups
 from .health import partition_paths
 
@@ -95,32 +95,12 @@ class IcebergLightCompaction:
 
     def light_compact_blockers(self, table: TableHandle) -> list[str]:
         """Why pyiceberg cannot compact this table exactly as ``rewrite_data_files`` would (empty: it can)."""
-        tbl = self.load(table)  # type: ignore[attr-defined]
-        meta = tbl.metadata
-        out = []
-        if int(meta.format_version) >= 3:
-            out.append("format version 3 (row lineage and deletion vectors): pyiceberg does not write it")
-        fmt = str(meta.properties.get("write.format.default", "parquet")).lower()
-        if fmt != "parquet":
-            out.append(f"its data files are written as {fmt}: the light engine writes Parquet only")
-        snap = tbl.current_snapshot()
-        if len(meta.partition_specs) > 1 and snap is not None:  # the manifest list says each manifest's spec
-            from pyiceberg.manifest import ManifestContent
-
-            older = [m for m in snap.manifests(tbl.io) if m.content == ManifestContent.DATA
-                     and m.partition_spec_id != meta.default_spec_id
-                     and (m.added_files_count or 0) + (m.existing_files_count or 0) > 0]  # fmt: skip
-            if older:
-                out.append("files of an older partition spec: Spark rewrites them into the current one")
-        summary = dict(snap.summary.additional_properties) if snap is not None and snap.summary is not None else {}
-        deletes = int(summary.get("total-delete-files", "0") or 0)
-        if deletes:
-            out.append(f"{deletes} delete file(s) hide rows: only Spark applies deletes while it rewrites")
-        return out
+        return _blockers(self.load(table))  # type: ignore[attr-defined]
 
     def light_compact(self, table: TableHandle, target: int, partitions: set[str] | None) -> tuple[int, int]:
         """Merge the small files of each partition (only ``partitions`` when given) into files of about ``target``
-        bytes, in one ``replace`` commit; (files removed, files added)."""
+        bytes, in one ``replace`` commit; (files removed, files added). ``NotExactError`` when the snapshot it plans
+        from has what only Spark rewrites exactly (a delete file committed since the engine was chosen, say)."""
         from pyiceberg.exceptions import CommitFailedException, ValidationException
         from pyiceberg.expressions import AlwaysTrue
         from pyiceberg.io.pyarrow import ArrowScan, bin_pack_arrow_table, pyarrow_to_schema, write_file
@@ -130,6 +110,9 @@ class IcebergLightCompaction:
 
         ident = (table.entry.ident.namespace, table.entry.ident.name)
         tbl = self.sql_catalog(table.catalog).load_table(ident)  # type: ignore[attr-defined]
+        blocked = _blockers(tbl)  # the snapshot the plan reads and the commit is checked against
+        if blocked:
+            raise NotExactError(f"compact of {table.name} cannot run without Spark: {blocked[0]}")
         snap = tbl.current_snapshot()
         if snap is None:
             return 0, 0
@@ -186,6 +169,30 @@ class IcebergLightCompaction:
                 _delete(tbl.io, added)
             raise
         return len(removed), len(added)
+
+
+def _blockers(tbl: Any) -> list[str]:
+    """Why pyiceberg cannot compact the pyiceberg table ``tbl`` (its current snapshot) exactly as Spark would."""
+    meta = tbl.metadata
+    out = []
+    if int(meta.format_version) >= 3:
+        out.append("format version 3 (row lineage and deletion vectors): pyiceberg does not write it")
+    fmt = str(meta.properties.get("write.format.default", "parquet")).lower()
+    if fmt != "parquet":
+        out.append(f"its data files are written as {fmt}: the light engine writes Parquet only")
+    snap = tbl.current_snapshot()
+    if snap is None:
+        return out
+    from pyiceberg.manifest import ManifestContent
+
+    live = [m for m in snap.manifests(tbl.io)  # a manifest without its counts may hold live files
+            if m.added_files_count is None or m.existing_files_count is None
+            or m.added_files_count + m.existing_files_count > 0]  # fmt: skip
+    if any(m.content == ManifestContent.DATA and m.partition_spec_id != meta.default_spec_id for m in live):
+        out.append("files of an older partition spec: Spark rewrites them into the current one")
+    if any(m.content == ManifestContent.DELETES for m in live):
+        out.append("delete files hide rows: only Spark applies deletes while it rewrites")
+    return out
 
 
 def _committed(tbl: Any, added: list[Any]) -> bool:
