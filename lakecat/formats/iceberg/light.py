@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 import uuid
+from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
@@ -70,8 +71,6 @@ def _replace_producer() -> type:
 def _known_partition_key() -> type:
     """pyiceberg's ``PartitionKey`` holding the partition record of the files it rewrites, as their manifests have it
     (pyiceberg computes a key from the rows otherwise, which for a transform needs its optional native library)."""
-    from dataclasses import dataclass
-
     from pyiceberg.partitioning import PartitionKey
 
     @dataclass(frozen=True)
