@@ -59,7 +59,9 @@ class DeltaLightCompaction:
         blocked = _blockers(dt)
         if blocked:
             raise NotExactError(f"compact of {table.name} cannot run without Spark: {blocked[0]}")
-        filters: list[Any] = [None] if partitions is None else _partition_filters(dt, partitions)
+        filters = _partition_filters(dt, partitions) if partitions is not None else None
+        if filters is None:  # the whole table, one commit
+            filters = [None]
         light_commit_point(table.name, "compact")
         removed = added = 0
         for conjunction in filters:
@@ -88,13 +90,16 @@ def _blockers(dt: Any) -> list[str]:
     return out
 
 
-def _partition_filters(dt: Any, partitions: set[str]) -> list[list[tuple[str, str, Any]]]:
+def _partition_filters(dt: Any, partitions: set[str]) -> list[Any] | None:
     """One conjunction of ``col = value`` per partition of ``partitions`` (``col=value/...`` text, as
-    ``live_files`` spells a file's partition), from the live files' partition values."""
+    ``live_files`` spells a file's partition), from the live files' partition values; None when one of them has a
+    null value (delta-rs's filters cannot name it: the caller compacts the whole table)."""
     out: dict[str, list[tuple[str, str, Any]]] = {}
     for r in add_actions(dt).to_pylist():
         values = {k[len("partition.") :]: v for k, v in r.items() if k.startswith("partition.")}
         key = "/".join(f"{k}={v}" for k, v in values.items())
         if key in partitions and key not in out:
-            out[key] = [(k, "=", None if v is None else str(v)) for k, v in values.items()]
+            if any(v is None for v in values.values()):
+                return None
+            out[key] = [(k, "=", v) for k, v in values.items()]  # delta-rs encodes each value as its type
     return [out[k] for k in sorted(out)]
