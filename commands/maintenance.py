@@ -12,11 +12,11 @@ from rich.text import Text
 
 from lakecat.errors import InvalidArgumentError
 from lakecat.layouts import parse_switch
-from lakecat.units import human_size, parse_duration, plural
+from lakecat.units import exact_size, human_size, parse_duration, plural
 
 from ._options import CatalogOpt, JsonOpt, VerboseOpt, connect, parse_properties
 from ._output import Output, run
-from ._render import exact_size, human_duration, human_time, key, num, print_table, table
+from ._render import human_duration, human_time, key, num, print_table, table
 
 DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Change nothing; report what would change.")]
 ForceOpt = Annotated[bool, typer.Option("--force", help="Allow a window shorter than the format's safety floor.")]
