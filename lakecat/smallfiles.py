@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
-from .units import exact_size, human_size, parse_size
+from .units import exact_size, parse_size
 
 DEFAULT_TARGET_FILE_SIZE = 128 * 1000**2
 SMALL_FILE_RATIO = 0.75  # a file below 75% of the target is "small" (Iceberg's min-file-size-bytes default)
@@ -57,7 +57,7 @@ class SmallFileRule:
 
     def describe(self) -> str:
         """The rule in the words every command's message uses."""
-        return (f"{self.min_files} or more files under {human_size(self.small_bytes)} (75% of the "
+        return (f"{self.min_files} or more files under {exact_size(self.small_bytes)} (75% of the "
                 f"{exact_size(self.target)} target)")  # fmt: skip
 
 
