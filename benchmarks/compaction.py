@@ -1,4 +1,8 @@
-"""The ``compact`` section: ``Table.compact`` against the engine's own command on identical tables of small files."""
+"""The ``compact`` section: ``Table.compact`` against the engine's own command on identical tables of small files
+(lakecat's Spark path, ``engine="spark"``: the same engine on both sides), and ``compaction_light``: a due small table
+compacted by the light engine (no JVM), by lakecat on Spark, and by the engine's own command.
+
+``python -m benchmarks.compaction [--quick]`` runs ``compaction_light`` alone (both formats, one run each)."""
 
 from __future__ import annotations
 
@@ -70,7 +74,7 @@ def _compact_pair(cat: Any, spark: Any, lt: Any, et: Any, target_bytes: int, row
 
     def by_lakecat(one: dict[str, Any]) -> None:
         one["lakecat_compact_s"], res = measured(
-            "lakecat", lambda: timed(lambda: lt.compact(target_file_size=target_bytes))
+            "lakecat", lambda: timed(lambda: lt.compact(target_file_size=target_bytes, engine="spark"))
         )
         one["lakecat_engine_s"] = res.engine_s  # lakecat's own part: the rest of Table.compact
         one["lakecat_overhead_s"] = rounded(one["lakecat_compact_s"] - res.engine_s)
@@ -209,3 +213,57 @@ def compaction(cat: Any, *, files: int, rows: int, target: str, formats: list[st
             say(f"compaction of {big_files} files failed: {e!r}")
             report["big"] = {"error": f"{type(e).__name__}: {e}"[:2000]}
     return report
+
+
+def compaction_light(
+    cat: Any, *, commits: int, rows_per_commit: int, target: str, formats: list[str]
+) -> dict[str, Any]:
+    """A due small table (``commits`` appends, each a small file in each of 2 partitions), three identical copies: the
+    light engine's compaction (pyiceberg / delta-rs, no JVM), lakecat's on Spark (``engine="spark"``, a warm session)
+    and the engine's own command (``rewrite_data_files`` / ``OPTIMIZE``); one run each, rows checked equal after."""
+    spark = cat.session()
+    spark.range(1).count()  # a warm session: Spark's side pays no start
+    target_bytes = parse_size(target)
+    report: dict[str, Any] = {"commits": commits, "rows_per_commit": rows_per_commit, "target": target, "results": {}}
+    for fmt in formats:
+        tables = {}
+        for which in ("light", "spark", "engine"):
+            t = cat.create_table(f"bench.cl_{fmt}_{which}", schema="id BIGINT, region STRING, amount DOUBLE",
+                                 format=fmt, partition_by="region")  # fmt: skip
+            for i in range(commits):  # one commit each: a small file in each partition
+                first = i * rows_per_commit
+                data = spark.range(first, first + rows_per_commit, numPartitions=1).selectExpr(
+                    "id", "concat('r', CAST(id % 2 AS STRING)) AS region", "rand(3) * 100 AS amount"
+                )
+                baseline(fmt).append(data, t)
+            tables[which] = t
+        row: dict[str, Any] = {"files_before": tables["light"].describe().files}
+        plan = tables["light"].compact(target_file_size=target_bytes, dry_run=True)
+        row["engine_chosen"], row["engine_reason"] = plan.engine, plan.engine_reason
+        row["light_s"], res = timed(partial(tables["light"].compact, target_file_size=target_bytes, engine="light"))
+        row["light_files_after"] = res.files_after
+        row["spark_s"], res = timed(partial(tables["spark"].compact, target_file_size=target_bytes, engine="spark"))
+        row["spark_files_after"] = res.files_after
+        row["engine_s"], _ = timed(_engine_compact(cat, spark, tables["engine"], target_bytes))
+        row["engine_files_after"] = tables["engine"].describe().files
+        counts = {w: baseline(fmt).read(spark, t).count() for w, t in tables.items()}
+        row["rows_equal"] = len(set(counts.values())) == 1
+        say(f"compact light {fmt}: light {row['light_s']}s, lakecat on Spark {row['spark_s']}s, engine "
+            f"{row['engine_s']}s ({row['files_before']} files)")  # fmt: skip
+        report["results"][fmt] = row
+    return report
+
+
+if __name__ == "__main__":
+    import json
+    import os
+    import sys
+    import tempfile
+
+    quick = "--quick" in sys.argv
+    os.environ.setdefault("LAKECAT_HOME", tempfile.mkdtemp(prefix="lakecat-bench-light-"))
+    import lakecat
+
+    doc = compaction_light(lakecat.connect(), commits=20 if quick else 50, rows_per_commit=200 if quick else 2000,
+                           target="128MB", formats=["iceberg", "delta"])  # fmt: skip
+    print(json.dumps(doc, indent=2))

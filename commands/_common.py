@@ -6,10 +6,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from lakecat.units import exact_size
+
 from ._options import CatalogOpt, JsonOpt, VerboseOpt, connect, connect_config, parse_properties
 from ._output import UNLIMITED_WIDTH, Output, confirm, dumps, run
 from ._progress import _ProgressLine, _spark_tasks
-from ._render import cell, exact_size, human_age, human_duration, human_time, key, num, print_table, table, thousands
+from ._render import cell, human_age, human_duration, human_time, key, num, print_table, table, thousands
 
 __all__ = [
     "UNLIMITED_WIDTH",

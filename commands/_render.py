@@ -9,7 +9,7 @@ from decimal import Decimal
 from functools import cache
 from typing import TYPE_CHECKING, Any, Literal
 
-from lakecat.units import human_size, parse_timestamp
+from lakecat.units import parse_timestamp
 
 from ._output import UNLIMITED_WIDTH, _default
 
@@ -74,16 +74,6 @@ def version_lines(versions: dict[str, Any]) -> list[str]:
 
 
 _MISSING = {"java": "not found"}
-
-
-def exact_size(n: int | None) -> str:
-    """A size setting as it is spelled (``128MB``, ``1GiB``) when it is a whole number of such units, else ``human_size``."""
-    if n:
-        for unit, size in (("TB", 1000**4), ("TiB", 1024**4), ("GB", 1000**3), ("GiB", 1024**3), ("MB", 1000**2),
-                           ("MiB", 1024**2), ("KB", 1000), ("KiB", 1024)):  # fmt: skip
-            if n % size == 0:
-                return f"{n // size}{unit}"
-    return human_size(n)
 
 
 def thousands(n: int | None) -> str:

@@ -11,7 +11,7 @@ import typer
 from rich.text import Text
 
 from lakecat.errors import InvalidArgumentError
-from lakecat.units import human_size, plural
+from lakecat.units import exact_size, human_size, plural
 
 from ._options import (
     CatalogOpt,
@@ -25,7 +25,7 @@ from ._options import (
     say_engine,
 )
 from ._output import Output, run
-from ._render import exact_size, human_duration, human_time, key, num, print_table, table
+from ._render import human_duration, human_time, key, num, print_table, table
 
 DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Change nothing; report what would change.")]
 ForceOpt = Annotated[bool, typer.Option("--force", help="Allow a window shorter than the format's safety floor.")]
@@ -34,8 +34,8 @@ EngineOpt = Annotated[
     typer.Option(
         "--engine",
         metavar="light|spark|auto",
-        help="Force the engine: light (pyiceberg / delta-rs, no JVM) or spark (default auto: light when the table's "
-        "features allow and the work is under lakecat.maintain.light-max-bytes).",
+        help="light (pyiceberg / delta-rs, no JVM; exit 3 where it cannot do the work exactly), spark, or auto "
+        "(default: light for a bin-pack of a table the light libraries write, within lakecat.maintain.light-max-bytes).",
     ),
 ]
 
@@ -58,13 +58,14 @@ def compact(
         bool,
         typer.Option("--full", help="A clustered table: recluster every file, not only the ones that need it."),
     ] = False,
+    engine: EngineOpt = None,
     dry_run: DryRunOpt = False,
     catalog: CatalogOpt = None,
     json_: JsonOpt = False,
     verbose: VerboseOpt = False,
 ) -> None:
-    """Rewrite small files into fewer, larger ones (Iceberg rewrite_data_files, Delta OPTIMIZE); a clustered table
-    is clustered by its keys.
+    """Rewrite small files into fewer, larger ones (Iceberg rewrite_data_files, Delta OPTIMIZE; a small bin-pack
+    without a JVM: pyiceberg's replace commit, delta-rs's OPTIMIZE); a clustered table is clustered by its keys.
 
     Example: lakecat compact sales.orders --strategy zorder --by user_id --target-file-size 128MB
     """
@@ -74,7 +75,8 @@ def compact(
         t = connect(catalog).load_table(name)
         with out.status(f"{'planning' if dry_run else 'compacting'} {name}"):
             return t.compact(
-                strategy=strategy, by=by or (), target_file_size=target_file_size, where=where, dry_run=dry_run, full=full
+                strategy=strategy, by=by or (), target_file_size=target_file_size, where=where, dry_run=dry_run, full=full,
+                engine=engine,
             )  # fmt: skip
 
     def human(console, r):  # type: ignore[no-untyped-def]
@@ -88,6 +90,7 @@ def compact(
             console.print(f"{r.table} ({r.format}, {how}): nothing to compact — {plural(r.files_before, 'file')}, "
                           f"{human_size(r.bytes_before)}; {why}{' matching --where' if r.where else ''}", markup=False)  # fmt: skip
             return
+        due = sum(p.due for p in r.partitions)
         verb = "would rewrite" if r.dry_run else "rewrote"
         console.print(
             f"{r.table} ({r.format}, {how}): {verb} {plural(r.files_rewritten, 'file')} into {r.files_added:,}"
@@ -96,11 +99,15 @@ def compact(
             + (f", {plural(r.retries, 'retry', 'retries')}" if r.retries else "") + took,
             markup=False,
         )  # fmt: skip
+        console.print(f"engine: {r.engine} — {r.engine_reason}", markup=False)
+        console.print(f"due: {due} of {plural(len(r.partitions), 'partition')} (a partition is due with {r.due_rule}; "
+                      "maintain compacts only those)", markup=False)  # fmt: skip
         if r.partitions:
-            t = table(key("partition"), num("files"), num("size"), num("estimated output files"),
+            t = table(key("partition"), num("files"), num("size"), num("estimated output files"), key("due"),
                       title="partitions to rewrite" if r.dry_run else "partitions rewritten")  # fmt: skip
             for p in r.partitions:
-                t.add_row(p.partition, f"{p.files:,}", human_size(p.bytes), f"{p.estimated_output_files:,}")
+                t.add_row(p.partition, f"{p.files:,}", human_size(p.bytes), f"{p.estimated_output_files:,}",
+                          "yes" if p.due else "no")  # fmt: skip
             print_table(console, t)
 
     run(out, api, human)
@@ -398,9 +405,8 @@ def maintenance_log(
                     if run_.bytes_deleted else "")  # fmt: skip
             detail = run_.error or (f"{run_.snapshots_removed} versions removed" if run_.snapshots_removed else "")
             style = {"failed": "red", "ok": "green", "skipped": "yellow"}.get(run_.outcome, "")
-            action = (
-                run_.action + (f" ({run_.tier})" if run_.tier else "") + (f" [{run_.engine}]" if run_.engine else "")
-            )
+            notes = [n for n in (run_.tier, run_.engine) if n]
+            action = run_.action + (f" ({', '.join(notes)})" if notes else "")
             t.add_row(human_time(run_.started), run_.table, action, Text(run_.outcome, style=style),
                       human_duration(run_.seconds), files, size, detail)  # fmt: skip
         print_table(console, t)

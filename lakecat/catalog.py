@@ -531,8 +531,8 @@ class Catalog:
                  on_start: Callable[[], None] | None = None, engine: str | None = None) -> MaintainResult | ServiceResult:  # fmt: skip
         """Run each matching table's maintenance policy (compact, expire, clean orphans, metadata upkeep).
 
-        ``engine`` ("light", "spark", None: lakecat chooses per step) forces the engine of expiry, orphan cleanup and
-        metadata upkeep; every action's result says which engine ran and why.
+        ``engine`` ("light", "spark", None: lakecat chooses per step) forces the engine of every compaction, expiry,
+        orphan cleanup and metadata upkeep step; every action's result says which engine ran and why.
 
         With ``auto``, each table runs only what its health calls for (see ``health``). Carries on past a
         failing table; ``report.failed`` counts failures. A ``pattern`` that matches no table raises

@@ -9,6 +9,7 @@ force one (``engine="light"`` / ``"spark"``): a forced light run that cannot be 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -23,6 +24,15 @@ LIGHT_MAX_BYTES_KEY = "lakecat.maintain.light-max-bytes"
 #: The most bytes a light step reads and rewrites in one process (pyarrow holds a partition's rows in memory while it
 #: rewrites them); larger work goes to Spark, which spills and spreads it over the cores.
 DEFAULT_LIGHT_MAX_BYTES = 256 * 1024**2
+#: Called as ``hook(table_name, action)`` by a light step after it planned and wrote its files and before it commits
+#: (tests pause a compaction there while another process writes; nothing else sets it).
+before_light_commit: Callable[[str, str], None] | None = None
+
+
+def light_commit_point(table_name: str, action: str) -> None:
+    """The moment between a light step's plan (and the files it wrote) and its commit: ``before_light_commit``."""
+    if before_light_commit is not None:
+        before_light_commit(table_name, action)
 
 
 @dataclass(frozen=True)
@@ -51,9 +61,9 @@ def choose_engine(
     """The engine for ``action`` on ``table``: ``requested`` if given (light refused when ``blockers`` say it cannot
     do the step exactly), else light when nothing blocks it and ``work_bytes`` is within the policy's limit."""
     requested = check_engine(requested)
-    blockers = table.adapter.light_blockers(table, action) if blockers is None else blockers
     if requested == "spark":
         return EngineChoice("spark", "engine=spark was asked for")
+    blockers = table.adapter.light_blockers(table, action) if blockers is None else blockers
     if blockers:
         if requested == "light":
             raise UnsupportedOperationError(f"{action} of {table.name} cannot run without Spark: {blockers[0]}")

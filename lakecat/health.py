@@ -5,7 +5,8 @@ This module is format-neutral. Each adapter gathers its table's facts on the lig
 turns them into figures (file-size distribution, deletes, versions, partition skew), judges them against
 thresholds kept as table properties, and decides what ``maintain --auto`` runs.
 
-Verdicts, most urgent first: ``compact`` (many small files), ``purge`` (deletes — delete files, deletion vectors —
+Verdicts, most urgent first: ``compact`` (a partition is due: ``lakecat.smallfiles``, the rule ``compact`` and
+``maintain`` follow too), ``purge`` (deletes — delete files, deletion vectors —
 hide a large share of the rows: rewrite the files without them), ``cluster`` (a clustered table whose files' key
 ranges overlap deeply: a selective read opens many files), ``expire`` (versions older than the expiry policy),
 ``clean`` (files were rewritten or expired longer ago than the orphan window and no orphan cleanup ran since), else
@@ -24,21 +25,20 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import LakecatError, invalid
 from .files import no_cyclic_gc
-from .maintenance import DEFAULT_EXPIRE_WINDOW, DEFAULT_TARGET_FILE_SIZE, maintain, matching_entries, resolve_policy
+from .maintenance import DEFAULT_EXPIRE_WINDOW, maintain, matching_entries, resolve_policy
 from .metastore import MaintenanceLog
 from .results import FAIL_ON, HealthResult, MaintainResult, SizeBucket, TableHealth, VersionPoint
-from .units import format_duration, from_millis, human_size, iso, parse_duration, parse_size, plural
+from .smallfiles import small_file_rule
+from .units import format_duration, from_millis, human_size, iso, parse_duration, plural
 
 if TYPE_CHECKING:
     from .formats.base import Commit, HealthFacts
     from .protocols import CatalogLike, TableLike
 
 VERDICTS = ("compact", "purge", "cluster", "expire", "clean", "healthy")
-DEFAULT_SMALL_FILES = 12  # compact once this many small files share partitions with another small file
 DEFAULT_DELETED_ROWS_PERCENT = 10  # purge once deletes hide this share of the rows
 DEFAULT_CLUSTERING_DEPTH = 4  # recluster once a key value may be in this many files on average
 OVERLAP_SAMPLE = 4000  # files compared pairwise for a multi-key clustering depth (an evenly spaced sample beyond)
-SMALL_FILE_FRACTION = 0.25  # a file below a quarter of the target size is small
 # Upper bounds of the file-size histogram (bytes): powers of four from 1 KiB to 1 GiB, then the rest.
 SIZE_BUCKETS = tuple(1024 * 4**i for i in range(11))
 TIMELINE_LIMIT = 200
@@ -56,11 +56,7 @@ _ACTION_FOR = {
 def thresholds(table: TableLike, policy: dict[str, str]) -> dict[str, Any]:
     """The figures a verdict is judged against: table properties (``lakecat.health.*``, the expiry and
     orphan policies, the target file size), else the documented defaults."""
-    target = (
-        parse_size(policy["lakecat.compact.target-file-size"])
-        if "lakecat.compact.target-file-size" in policy
-        else DEFAULT_TARGET_FILE_SIZE
-    )
+    rule = small_file_rule(policy)
     window = (
         parse_duration(policy["lakecat.expire.older-than"])
         if "lakecat.expire.older-than" in policy
@@ -69,9 +65,10 @@ def thresholds(table: TableLike, policy: dict[str, str]) -> dict[str, Any]:
     orphans = (parse_duration(policy["lakecat.orphans.older-than"]) if "lakecat.orphans.older-than" in policy
                else table.adapter.default_orphan_window)  # fmt: skip
     return {
-        "target_file_size": target,
-        "small_file_bytes": int(target * SMALL_FILE_FRACTION),
-        "small_files": int(policy.get("lakecat.health.small-files", DEFAULT_SMALL_FILES)),
+        "target_file_size": rule.target,
+        "small_file_bytes": rule.small_bytes,
+        "small_files": rule.min_files,  # small files in one partition that make it due (min-input-files)
+        "due_rule": rule.describe() + " in one partition",
         "deleted_rows_percent": int(policy.get("lakecat.health.deleted-rows-percent", DEFAULT_DELETED_ROWS_PERCENT)),
         "clustering_depth": int(policy.get("lakecat.health.clustering-depth", DEFAULT_CLUSTERING_DEPTH)),
         "expire_older_than": format_duration(window),
@@ -212,10 +209,9 @@ def _reasons(h: TableHealth, facts: HealthFacts, commits: list[Commit], th: dict
              last_expire: int | None, last_clean: int | None) -> dict[str, str]:  # fmt: skip
     """What calls for maintenance (verdict -> why), from the figures ``h`` holds already."""
     reasons: dict[str, str] = {}
-    small_why = (f"{plural(h.compactable_small_files, 'small file')} (under {human_size(h.small_file_bytes)}, a quarter of the "
-                 f"{human_size(h.target_file_size)} target) share partitions (threshold {th['small_files']})")  # fmt: skip
-    if h.compactable_small_files >= th["small_files"]:
-        reasons["compact"] = small_why
+    if h.max_partition_small_files >= th["small_files"]:  # the shared rule (lakecat.smallfiles)
+        reasons["compact"] = (f"a partition holds {plural(h.max_partition_small_files, 'small file')}: due at "
+                              f"{th['due_rule']} (lakecat.compact.min-input-files)")  # fmt: skip
     if h.rows and h.deleted_rows_ratio * 100 >= th["deleted_rows_percent"]:
         reasons["purge"] = (f"{facts.delete_kind or 'deletes'} hide {h.deleted_rows_ratio:.0%} of the rows "
                             f"(threshold {th['deleted_rows_percent']}%)")  # fmt: skip

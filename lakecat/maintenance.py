@@ -40,6 +40,7 @@ from .errors import (
     InvalidArgumentError,
     LakecatError,
     NoTableMatchesError,
+    NotExactError,
     UnsupportedOperationError,
     columns_note,
     did_you_mean,
@@ -61,6 +62,7 @@ from .results import (
     PropertiesResult,
     TableMaintenance,
 )
+from .smallfiles import DEFAULT_TARGET_FILE_SIZE, SmallFileRule, small_file_rule, small_groups
 from .units import format_duration, iso, parse_duration, parse_size, parse_timestamp, plural
 from .versions import check_predicate_columns
 
@@ -71,11 +73,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-DEFAULT_TARGET_FILE_SIZE = 128 * 1000**2
-SMALL_FILE_RATIO = 0.75  # a file below 75% of the target is "small" (Iceberg's min-file-size-bytes default)
 DEFAULT_EXPIRE_WINDOW = timedelta(days=7)
-DEFAULT_MIN_INPUT_FILES = 5  # `maintain` compacts a partition once it has this many small files
-AUTO_MIN_INPUT_FILES = 2  # `maintain --auto` compacts what health counts: small files sharing a partition
+AUTO_MIN_INPUT_FILES = 2  # the service's own tiers compact any partition with small files to share
 MINOR_COMPACT_ATTEMPTS = 3  # a minor compaction that keeps conflicting with writers is left to the next pass
 MAX_SCOPED_PARTITIONS = 500  # beyond this, a minor compaction's predicate would cost more than it narrows
 UNPARTITIONED = "(unpartitioned)"
@@ -209,20 +208,20 @@ def _record_run(table: TableLike, action: str) -> None:
 
 
 # --- compaction --------------------------------------------------------------------------------
-def _plan_compaction(files: list[DataFile], strategy: str, target: int) -> list[PartitionPlan]:
-    by_part: dict[str, list[DataFile]] = {}
-    for f in files:
-        by_part.setdefault(f.partition, []).append(f)
+def _plan_compaction(files: list[DataFile], strategy: str, target: int, rule: SmallFileRule) -> list[PartitionPlan]:
+    if strategy == "binpack":  # the small files of each partition that has two or more
+        groups = small_groups(files, target)
+    else:  # sort / zorder rewrite every file of a partition that has more than one
+        groups = {}
+        for f in files:
+            groups.setdefault(f.partition, []).append(f)
     plans = []
-    for part, group in sorted(by_part.items()):
-        if strategy == "binpack":
-            chosen = [f for f in group if f.size < SMALL_FILE_RATIO * target]
-        else:  # sort / zorder rewrite every file of a partition that has more than one
-            chosen = list(group)
+    for part, chosen in sorted(groups.items()):
         if len(chosen) < 2:
             continue
         total = sum(f.size for f in chosen)
-        plans.append(PartitionPlan(part or UNPARTITIONED, len(chosen), total, max(1, math.ceil(total / target))))
+        due = rule.due(sum(1 for f in chosen if f.size < rule.small_bytes))
+        plans.append(PartitionPlan(part or UNPARTITIONED, len(chosen), total, max(1, math.ceil(total / target)), due))
     return plans
 
 
@@ -237,8 +236,16 @@ def compact(
     apply_deletes: bool = False,
     full: bool = False,
     since: datetime | None = None,
+    engine: str | None = None,
+    policy: dict[str, str] | None = None,
 ) -> CompactResult:
     """Rewrite small files into fewer, larger ones (optionally sorted or z-ordered). See ``Table.compact``.
+
+    ``engine`` (``"light"``, ``"spark"``, None: lakecat chooses) is the engine that rewrites: a bin-pack of a table
+    the light libraries write exactly, whose planned bytes are within ``lakecat.maintain.light-max-bytes``, runs
+    without a JVM (pyiceberg / delta-rs); the rest on Spark (``lakecat.engine_choice``). A forced light run that
+    cannot be done exactly raises ``UnsupportedOperationError`` (exit code 3) before anything is written. ``policy``
+    is the resolved policy the limit is read from (``maintain``'s), else the table's own.
 
     ``since`` is the minor tier a service runs often: only the small files of the partitions that writes after that
     time (naive: UTC) added files to, in one commit, with fewer retries of a commit conflict (the next pass tries
@@ -251,6 +258,7 @@ def compact(
     started = time.monotonic()
     adapter = table.adapter
     adapter.require("compact", "compact")
+    requested = check_engine(engine)
     strategy, cols = _check_strategy(table, str(strategy).lower(), by)
     keys = list(adapter.layout(table).clustering.columns)
     if keys and strategy == "binpack":  # the table's declared layout: compaction keeps it clustered
@@ -262,6 +270,13 @@ def compact(
             f"--full reclusters a clustered table by its own keys; {table.name} {why.format('--strategy')}",
         )
     target = _policy_size(table, target_file_size)
+    policy = table_policy(table) if policy is None else policy
+    # what sends the whole compaction to Spark before any plan: decided first, so a forced light run is refused
+    # before a predicate starts a JVM
+    spark_only = _spark_only(strategy, where, apply_deletes)
+    choice: EngineChoice | None = None
+    if spark_only:
+        choice = choose_engine(table, "compact", requested=requested, work_bytes=0, policy=policy, blockers=spark_only)
     files_before = data_files(table)
     if where is not None:
         _check_where(table, where)
@@ -273,15 +288,23 @@ def compact(
     recent = None if since is None else adapter.partitions_written_since(table, _utc(since))
     if recent is not None:
         candidates = [f for f in candidates if f.partition in recent]
-    plans = _plan_compaction(candidates, ("sort" if full else "binpack") if strategy == "cluster" else strategy, target)
+    rule = small_file_rule(policy, target)
+    plans = _plan_compaction(candidates, ("sort" if full else "binpack") if strategy == "cluster" else strategy, target,
+                             rule)  # fmt: skip
     rewritten_est = sum(p.files for p in plans)
     bytes_before = sum(f.size for f in files_before)
+    if choice is None:
+        choice = choose_engine(table, "compact", requested=requested, work_bytes=sum(p.bytes for p in plans),
+                               policy=policy)  # fmt: skip
+    ran = [choice]  # the engine chosen, then the one a retry fell back to
 
     def result(**kw: Any) -> CompactResult:
         return CompactResult(
             table=table.name, format=table.format, strategy=strategy, by=cols, target_file_size=target, where=where,
             files_before=len(files_before), bytes_before=bytes_before, partitions=plans, full=full,
-            since=iso(_utc(since)) if since is not None else None, **kw,
+            since=iso(_utc(since)) if since is not None else None, engine=ran[-1].engine, engine_reason=ran[-1].reason,
+            due_rule=rule.describe() + " in one partition",
+            **kw,
         )  # fmt: skip
 
     if dry_run:
@@ -298,10 +321,22 @@ def compact(
 
     engine_started = time.monotonic()
     scope = where if recent is None else _recent_scope(where, recent, plans)
+
+    def run() -> tuple[int, int]:
+        if (
+            ran[-1].engine == "light"
+        ):  # the adapter plans again by the same rule at each try, on the version it commits to
+            table.refresh()
+            try:
+                return adapter.light_compact(table, target, None if recent is None else set(recent))
+            except NotExactError as e:  # the version a retry planned from has what only Spark rewrites exactly
+                if requested == "light":
+                    raise
+                ran.append(EngineChoice("spark", f"{str(e).split(': ', 1)[-1]} (found after the engine was chosen)"))
+        return adapter.compact(table, strategy, cols, target, scope, apply_deletes, full=full)
+
     (rewritten, added), retries = with_retries(
-        lambda: adapter.compact(table, strategy, cols, target, scope, apply_deletes, full=full),
-        what=f"compact {table.name}",
-        attempts=RETRY_ATTEMPTS if since is None else MINOR_COMPACT_ATTEMPTS,
+        run, what=f"compact {table.name}", attempts=RETRY_ATTEMPTS if since is None else MINOR_COMPACT_ATTEMPTS
     )
     engine_s = time.monotonic() - engine_started
     files_after, bytes_after = file_totals(table)
@@ -311,6 +346,18 @@ def compact(
         retries=retries, duration_s=round(time.monotonic() - started, 3),
         engine_s=round(engine_s, 3),
     )  # fmt: skip
+
+
+def _spark_only(strategy: str, where: str | None, apply_deletes: bool) -> list[str]:
+    """Why a compaction can only run on Spark whatever the table (empty: the light engine may run it)."""
+    out = []
+    if strategy != "binpack":
+        out.append(f"only Spark runs a {strategy} compaction (sort, z-order and clustering rewrites)")
+    if apply_deletes:
+        out.append("only Spark applies deletes while it rewrites (purge)")
+    if where is not None:
+        out.append("a where predicate is evaluated by Spark")
+    return out
 
 
 def _check_strategy(table: TableLike, strategy: str, by: list[str] | tuple[str, ...] | str) -> tuple[str, list[str]]:
@@ -543,7 +590,8 @@ def maintain(
     ``decide(table, policy)`` (``maintain --auto``: the table's health) narrows each table's actions to the
     ones it returns, with a note kept in the report; without it every action whose policy calls for it runs.
     Every action that ran (or was due and could not run) is kept in the catalog's maintenance log.
-    A ``pattern`` that matches no table raises ``NoTableMatchesError`` unless ``allow_empty``.
+    A ``pattern`` that matches no table raises ``NoTableMatchesError`` unless ``allow_empty``. ``engine`` forces
+    the engine of every compaction (``compact``'s), refused per table where the light engine cannot do it.
     """
     started = time.monotonic()
     engine = check_engine(engine)
@@ -600,7 +648,8 @@ def maintain_table(
             if report.health.get("compact_since"):  # the service's minor tier
                 policy[COMPACT_SINCE] = str(report.health["compact_since"])
             wanted = tuple(a for a in AUTO_ACTIONS if a in chosen)
-            policy.setdefault("lakecat.compact.min-input-files", str(AUTO_MIN_INPUT_FILES))
+            if source == "service":  # its minor and major tiers run below the due threshold, on their own schedule
+                policy.setdefault("lakecat.compact.min-input-files", str(AUTO_MIN_INPUT_FILES))
             for skipped in (a for a in MAINTAIN_ACTIONS if a not in chosen):
                 report.actions.append(
                     MaintainAction(skipped, "skipped", f"health does not call for it ({report.health['verdict']})")
@@ -639,15 +688,18 @@ def _tier(action: str, policy: dict[str, str]) -> str | None:
     return ("minor" if COMPACT_SINCE in policy else "major") if action == "compact" else None
 
 
-def _rewrite_action(table: TableLike, action: str, policy: dict[str, str], dry_run: bool) -> MaintainAction:
+def _rewrite_action(
+    table: TableLike, action: str, policy: dict[str, str], dry_run: bool, engine: str | None
+) -> MaintainAction:
     """``maintain --auto``'s purge (rewrite the files deletes hide rows of, without them) and cluster (recluster a
     clustered table whole): health found the need, so they run whatever the small-file plan says."""
     target, full = policy.get("lakecat.compact.target-file-size"), action == "cluster"
     if dry_run:
         what = "recluster every file by the table's keys" if full else "rewrite the files deletes hide rows of"
-        plan = compact(table, dry_run=True, full=full, target_file_size=target)
-        return MaintainAction(action, "would-run", what, plan.to_dict())
-    done = compact(table, full=full, apply_deletes=not full, target_file_size=target)
+        plan = compact(table, dry_run=True, full=full, apply_deletes=not full, target_file_size=target, engine=engine,
+                       policy=policy)  # fmt: skip
+        return MaintainAction(action, "would-run", f"{what} ({_engine_note(plan)})", plan.to_dict())
+    done = compact(table, full=full, apply_deletes=not full, target_file_size=target, engine=engine, policy=policy)
     return MaintainAction(action, "done", "", done.to_dict())
 
 
@@ -661,7 +713,7 @@ _ACTION_CAPABILITY = {
 }
 
 
-def _engine_note(result: ExpireResult | OrphanResult | MetadataResult) -> str:
+def _engine_note(result: CompactResult | ExpireResult | OrphanResult | MetadataResult) -> str:
     """The engine a step ran (or would run) on and why, for its maintenance report."""
     return f"{result.engine} engine: {result.engine_reason}" if result.engine else ""
 
@@ -681,25 +733,26 @@ def _maintain_action(
     if not table.adapter.supports(_ACTION_CAPABILITY[action]):
         return MaintainAction(action, "skipped", f"not supported for {table.format} tables")
     if action in ("purge", "cluster"):
-        return _rewrite_action(table, action, policy, dry_run)
+        return _rewrite_action(table, action, policy, dry_run, engine)
     if action == "compact":
         strategy = policy.get("lakecat.compact.strategy", "binpack").lower()
         by = policy.get("lakecat.compact.by", "")
-        min_files = int(policy.get("lakecat.compact.min-input-files", DEFAULT_MIN_INPUT_FILES))
+        rule = small_file_rule(policy)
         kw: dict[str, Any] = {"strategy": strategy, "by": by if strategy != "binpack" else (),
-              "target_file_size": policy.get("lakecat.compact.target-file-size")}  # fmt: skip
+              "target_file_size": policy.get("lakecat.compact.target-file-size"), "engine": engine, "policy": policy}  # fmt: skip
         if COMPACT_SINCE in policy:  # minor tier: small files of the partitions written since, binpacked
             kw = {**kw, "strategy": "binpack", "by": (), "since": parse_timestamp(policy[COMPACT_SINCE])}
         plan = compact(table, dry_run=True, **kw)  # type: ignore[arg-type]
-        if not any(p.files >= min_files for p in plan.partitions):
+        if not any(p.due for p in plan.partitions):
             return MaintainAction(
-                "compact", "skipped", f"no partition has {min_files} or more small files", plan.to_dict()
+                "compact", "skipped", f"not due: no partition holds {rule.describe()}", plan.to_dict()
             )
         if dry_run:
             return MaintainAction(
                 "compact",
                 "would-run",
-                f"{plural(plan.files_rewritten, 'file')} in {plural(len(plan.partitions), 'partition')}",
+                f"{plural(plan.files_rewritten, 'file')} in {plural(len(plan.partitions), 'partition')} "
+                f"({_engine_note(plan)})",
                 plan.to_dict(),
             )
         return MaintainAction("compact", "done", "", compact(table, **kw).to_dict())  # type: ignore[arg-type]

@@ -96,7 +96,8 @@ def run_of(table: str, action: str, status: str, result: dict[str, Any] | None, 
     r = result or {}
     run = MaintenanceRun(table, action, iso(from_millis(started_ms)) or "", round(seconds, 3),
                          {"done": "ok", "failed": "failed"}.get(status, "skipped"), tier=tier, source=source,
-                         retries=int(r.get("retries") or 0), error=(reason or None) if status != "done" else None)  # fmt: skip
+                         retries=int(r.get("retries") or 0), error=(reason or None) if status != "done" else None,
+                         engine=r.get("engine") or None)  # fmt: skip
     if "files_before" in r:  # a rewrite: compact, and maintain --auto's purge and cluster
         run.files_before, run.files_after = r.get("files_before"), r.get("files_after")
         run.bytes_before, run.bytes_after = r.get("bytes_before"), r.get("bytes_after")

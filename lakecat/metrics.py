@@ -252,7 +252,7 @@ def health_registry(result: HealthResult) -> Any:
     gauges = {
         "data_files": ("lakecat_table_data_files", "Live data files of the current version."),
         "data_bytes": ("lakecat_table_data_bytes", "Bytes of the live data files."),
-        "small_files": ("lakecat_table_small_files", "Live data files below a quarter of the target file size."),
+        "small_files": ("lakecat_table_small_files", "Live data files below 75% of the target file size."),
         "delete_files": ("lakecat_table_delete_files", "Delete files / files with a deletion vector."),
         "deleted_rows": ("lakecat_table_deleted_rows", "Rows hidden by delete files or deletion vectors."),
         "deleted_rows_ratio": ("lakecat_table_deleted_rows_ratio", "Share of rows hidden by deletes (0..1)."),

@@ -16,12 +16,13 @@ from typing import TYPE_CHECKING, Any
 
 from . import display
 from .errors import InvalidArgumentError, invalid
-from .health import DEFAULT_DELETED_ROWS_PERCENT, DEFAULT_SMALL_FILES
+from .health import DEFAULT_DELETED_ROWS_PERCENT
 from .identifiers import TableIdent, validate_part
-from .maintenance import DEFAULT_EXPIRE_WINDOW, DEFAULT_MIN_INPUT_FILES, DEFAULT_TARGET_FILE_SIZE, set_properties
+from .maintenance import DEFAULT_EXPIRE_WINDOW, set_properties
 from .metastore import ScopedPolicies
 from .policy import POLICY_KEYS, explain_policy, load_plan, validate_policy
 from .results import Result
+from .smallfiles import DEFAULT_MIN_INPUT_FILES, DEFAULT_TARGET_FILE_SIZE
 from .units import format_duration
 
 if TYPE_CHECKING:
@@ -135,7 +136,7 @@ def defaults(table: TableLike) -> dict[str, str]:
         "lakecat.expire.retain-last": "1",
         "lakecat.orphans.older-than": format_duration(table.adapter.default_orphan_window),
         "lakecat.maintain.enabled": "true",
-        "lakecat.health.small-files": str(DEFAULT_SMALL_FILES),
+        "lakecat.health.small-files": "",  # the former name of lakecat.compact.min-input-files
         "lakecat.health.deleted-rows-percent": str(DEFAULT_DELETED_ROWS_PERCENT),
     }
 

@@ -439,6 +439,7 @@ class PartitionPlan(Result):
     files: int
     bytes: int
     estimated_output_files: int
+    due: bool = False  # it holds lakecat.compact.min-input-files small files (lakecat.smallfiles): maintain compacts it
 
 
 @dataclass
@@ -466,6 +467,7 @@ class CompactResult(Result):
     since: str | None = None  # the minor tier: only the partitions written after this time
     engine: str = ""  # "light" (pyiceberg / delta-rs, no JVM) or "spark": the engine that did the work
     engine_reason: str = ""  # why that engine (lakecat.engine_choice)
+    due_rule: str = ""  # when a partition is due for compaction (lakecat.smallfiles), as health and maintain say it
 
 
 @dataclass
@@ -659,7 +661,7 @@ class TableHealth(Result):
     data_bytes: int = 0
     rows: int | None = None
     target_file_size: int = 0
-    small_file_bytes: int = 0  # a file below this is small (a quarter of the target)
+    small_file_bytes: int = 0  # a file below this is small (75% of the target: lakecat.smallfiles)
     small_files: int = 0
     compactable_small_files: int = 0  # small files sharing a partition with another small file
     max_partition_small_files: int = 0  # the most small files one partition holds (what a compaction's input can be)

@@ -375,17 +375,19 @@ class Table:
     @_commits
     def compact(self, *, strategy: str = "binpack", by: list[str] | tuple[str, ...] | str = (),
                 target_file_size: int | str | None = None, where: str | None = None, dry_run: bool = False,
-                full: bool = False, since: datetime | None = None) -> CompactResult:  # fmt: skip
+                full: bool = False, since: datetime | None = None, engine: str | None = None) -> CompactResult:  # fmt: skip
         """Rewrite small files into fewer, larger ones; ``dry_run`` only reports what would be rewritten. A clustered
         table is clustered by its own keys (``strategy="binpack"``, the default): the files that need it, or with
         ``full`` every file. With ``since`` only the small files of the partitions written after that time (the
-        minor tier a maintenance service runs often; one commit).
+        minor tier a maintenance service runs often; one commit). ``engine`` forces the engine that rewrites:
+        ``"light"`` (pyiceberg / delta-rs, no JVM; refused with exit code 3 where it cannot do the work exactly) or
+        ``"spark"``; by default a bin-pack of a small table runs light (``result.engine`` and ``engine_reason`` say).
 
         Example:
             >>> t.compact(strategy="zorder", by=["user_id"], target_file_size="128MB").files_after
         """
         return maintenance.compact(self, strategy=strategy, by=by, target_file_size=target_file_size, where=where,
-                                   dry_run=dry_run, full=full, since=since)  # fmt: skip
+                                   dry_run=dry_run, full=full, since=since, engine=engine)  # fmt: skip
 
     @_commits
     def expire(self, *, older_than: str | None = None, retain_last: int | None = None, dry_run: bool = False,

@@ -70,6 +70,16 @@ def human_size(n: int | float | None) -> str:
     return f"{value} B"  # pragma: no cover
 
 
+def exact_size(n: int | None) -> str:
+    """A size setting as it is spelled (``128MB``, ``1GiB``) when it is a whole number of such units, else ``human_size``."""
+    if n:
+        for unit, size in (("TB", 1000**4), ("TiB", 1024**4), ("GB", 1000**3), ("GiB", 1024**3), ("MB", 1000**2),
+                           ("MiB", 1024**2), ("KB", 1000), ("KiB", 1024)):  # fmt: skip
+            if n % size == 0:
+                return f"{n // size}{unit}"
+    return human_size(n)
+
+
 def plural(n: int, singular: str, plural_form: str | None = None) -> str:
     """A count and its noun, agreeing: ``plural(1, "batch", "batches")`` is ``1 batch``, ``plural(1204, "file")``
     is ``1,204 files`` (the plural defaults to the singular plus ``s``)."""

@@ -77,7 +77,8 @@ def test_minor_compaction_gives_up_on_conflicts_after_few_retries(catalog, spark
         calls.append(1)
         raise CommitConflictError("compact: commit conflict with a concurrent writer: test")
 
-    monkeypatch.setattr(type(t.adapter), "compact", conflicting)
+    monkeypatch.setattr(type(t.adapter), "compact", conflicting)  # either engine's commit conflicts
+    monkeypatch.setattr(type(t.adapter), "light_compact", conflicting)
     monkeypatch.setattr("lakecat.engine.time.sleep", lambda s: None)
     with pytest.raises(CommitConflictError, match="gave up after 2 retries"):
         t.compact(since=since)  # the service leaves it to its next pass

@@ -54,7 +54,7 @@ def test_health_judges_compact_and_expire_then_maintain_auto_makes_it_healthy(cl
         2 * COMMITS,
         2 * COMMITS,
     )
-    assert h["small_file_bytes"] == 250_000 and h["target_file_size"] == 1_000_000
+    assert h["small_file_bytes"] == 750_000 and h["target_file_size"] == 1_000_000
     assert sum(b["files"] for b in h["file_sizes"]) == 2 * COMMITS
     assert h["versions"] >= COMMITS and h["expirable_versions"] == h["versions"] - 1
     assert h["oldest_version_age_s"] >= 0 and h["oldest_version_at"]

@@ -378,11 +378,13 @@ def test_compaction_during_a_live_stream_loses_no_row(catalog, spark, ns, table_
         deadline = time.time() + 60
         while len(live_files(t)) < 3 and time.time() < deadline:  # new small files land next to the big one
             time.sleep(1)
-        results.append(t.compact(target_file_size="1MB"))  # a second round while the stream keeps writing
+        # a second round while the stream keeps writing, on Spark (the first ran on the light engine: a small table)
+        results.append(t.compact(target_file_size="1MB", engine="spark"))
         time.sleep(3)  # more batches land after the rewrite
         assert query.isActive, query.exception()
     finally:
         query.stop()
     ids = [r["id"] for r in t.to_spark().select("id").collect()]
     assert ids and sorted(ids) == list(range(len(ids)))  # every row exactly once, none lost
+    assert [r.engine for r in results] == ["light", "spark"]
     print(f"{table_format}: {len(ids)} rows, retries {[r.retries for r in results]}")

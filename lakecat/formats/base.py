@@ -801,6 +801,14 @@ class TableFormat(ABC):
         run it and lakecat chooses (``lakecat.engine_choice``)."""
         return None
 
+    def light_compact(self, table: TableHandle, target: int, partitions: set[str] | None) -> tuple[int, int]:
+        """The light engine's bin-pack compaction (no JVM): merge the small files (``lakecat.smallfiles``) of each
+        partition (only ``partitions``, ``col=value/...`` texts, when given) into files of about ``target`` bytes, in
+        one commit that replaces them, against the version it planned from (a conflict raises
+        ``CommitConflictError``: the caller plans again); (files removed, files added). Called only when
+        ``light_blockers(table, "compact")`` is empty."""
+        raise self.unsupported("compact without Spark")
+
     def compact(self, table: TableHandle, strategy: str, by: list[str], target: int, where: str | None,
                 apply_deletes: bool = False, *, full: bool = False) -> tuple[int, int]:  # fmt: skip
         """Rewrite small files (with ``apply_deletes`` also files that deletes hide rows of, whatever their size);

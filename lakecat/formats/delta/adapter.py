@@ -26,6 +26,7 @@ from ..base import FoundTable, TableFormat
 from .clustering import MAX_CLUSTERING_KEYS, clustering_columns
 from .evolution import COLUMN_MAPPING, DeltaEvolution
 from .health import DeltaHealth
+from .light import DeltaLightCompaction
 from .maintenance import DeltaMaintenance, spark_path
 from .mirror_commit import DeltaMirror
 from .partitioning import delta_generated_columns, describe_delta_partitioning
@@ -142,7 +143,16 @@ def delta_schema(columns: list[Column]) -> Any:
                          metadata={"comment": c.comment} if c.comment else {}) for c in columns])  # fmt: skip
 
 
-class DeltaFormat(DeltaVersions, DeltaMaintenance, DeltaHealth, DeltaEvolution, DeltaMirror, DeltaWrites, TableFormat):
+class DeltaFormat(
+    DeltaVersions,
+    DeltaMaintenance,
+    DeltaLightCompaction,
+    DeltaHealth,
+    DeltaEvolution,
+    DeltaMirror,
+    DeltaWrites,
+    TableFormat,
+):
     name = "delta"
     partition_transforms = frozenset({"identity", "years", "months", "days", "hours", "truncate"})
     hidden_partitioning = False

@@ -38,6 +38,7 @@ from .evolution import (
     zorder_keys,
 )
 from .health import IcebergHealth
+from .light import IcebergLightCompaction
 from .maintenance import IcebergMaintenance
 from .markers import MARKER_BATCH, MARKER_PROPERTY_PREFIX, MARKER_QUERY, stream_markers
 from .rest_server import LocalRestCatalog
@@ -224,7 +225,15 @@ def _location(metadata_location: str | None) -> str:
     return normalize_location(metadata_location.rsplit("/metadata/", 1)[0])
 
 
-class IcebergFormat(IcebergVersions, IcebergMaintenance, IcebergHealth, IcebergEvolution, IcebergWrites, TableFormat):
+class IcebergFormat(
+    IcebergVersions,
+    IcebergMaintenance,
+    IcebergLightCompaction,
+    IcebergHealth,
+    IcebergEvolution,
+    IcebergWrites,
+    TableFormat,
+):
     name = "iceberg"
     partition_transforms = frozenset({"identity", "years", "months", "days", "hours", "bucket", "truncate"})
     hidden_partitioning = True
