@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 from .errors import InvalidArgumentError
 
-__all__ = ["format_duration", "from_millis", "human_size", "iso", "parse_duration", "parse_size", "parse_timestamp",
+__all__ = ["exact_size", "format_duration", "from_millis", "human_size", "iso", "parse_duration", "parse_size", "parse_timestamp",
            "plural"]  # fmt: skip
 
 _DURATION = re.compile(r"\s*(\d+)\s*(s|m|h|d|w)\s*\Z", re.IGNORECASE)
