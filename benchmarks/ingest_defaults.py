@@ -93,8 +93,8 @@ def measure(bootstrap: str, *, events: int, scale: int, formats: list[str], home
         for kind, (topic, n, _) in topics.items():
             runs[kind] = ingest_run(env, bootstrap, topic, f"bench.d{tag}_{kind}_{fmt}", fmt)
             r = runs[kind]
-            say(f"{fmt} {kind} ({n:,}): {r['s']}s, {r['rows_per_s']:,} rows/s, peak {r['peak_mb']['total_mb']} MB, "
-                f"{r['result']['batches']} batches, {r['result']['dead_letter_path']}")  # fmt: skip
+            say(f"{fmt} {kind} ({n:,}): {r['s']}s, {r['rows_per_s']:,} rows/s, peak {r['peak_mb']} MB; "
+                f"its result: {r['result']}")  # fmt: skip
         clean, large, bad = runs["clean"], runs["large"], runs["malformed"]
         own = {k: r["result"]["duration_s"] for k, r in runs.items()}  # the ingest's own time: no process start
         runs["ratios"] = {
