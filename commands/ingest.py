@@ -60,10 +60,22 @@ EventTimeOpt = Annotated[
     ),
 ]
 MaxRecordsOpt = Annotated[
-    int | None, typer.Option("--max-records-per-batch", help="Kafka: at most N records per micro-batch.")
+    int | None,
+    typer.Option(
+        "--max-records-per-batch",
+        help="Kafka: at most N records per micro-batch (default: sized from the driver's memory, at most 100000).",
+    ),
 ]
 MaxFilesOpt = Annotated[
-    int | None, typer.Option("--max-files-per-batch", help="Files: at most N files per micro-batch.")
+    int | None,
+    typer.Option("--max-files-per-batch", help="Files: at most N files per micro-batch (instead of a byte bound)."),
+]
+MaxBytesOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--max-bytes-per-batch",
+        help="Files: about this many bytes per micro-batch, e.g. 64MB (default: sized from the driver's memory).",
+    ),
 ]
 KafkaMetadataOpt = Annotated[
     bool,
@@ -131,6 +143,7 @@ def ingest(
     event_time: EventTimeOpt = None,
     max_records_per_batch: MaxRecordsOpt = None,
     max_files_per_batch: MaxFilesOpt = None,
+    max_bytes_per_batch: MaxBytesOpt = None,
     with_kafka_metadata: KafkaMetadataOpt = False,
     kafka_option: KafkaSettingOpt = None,
     metrics_file: MetricsFileOpt = None,
@@ -165,6 +178,7 @@ def ingest(
             trigger=trigger, checkpoint=checkpoint, dlq=False if no_dlq else (dlq or True), merge_schema=merge_schema,
             dedupe_key=dedupe_key, watermark=watermark, event_time=event_time,
             max_records_per_batch=max_records_per_batch, max_files_per_batch=max_files_per_batch,
+            max_bytes_per_batch=max_bytes_per_batch,
             metrics_file=metrics_file, metrics_port=metrics_port, metrics_linger=metrics_linger,
             count_unknown_fields=unknown_fields, cdc=cdc, key=key, branch=branch, dead_letter_every=dead_letter_every,
         )  # fmt: skip

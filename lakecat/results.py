@@ -740,6 +740,15 @@ class IngestResult(Result):
     rows_dead_lettered: int = 0
     batches: int = 0
     batches_skipped: int = 0
+    #: What each micro-batch could read: ``records`` (Kafka), ``files`` or ``bytes`` (landed files), and ``source``:
+    #: ``option`` or ``default from driver memory`` (then ``driver_memory``, the heap it was sized from).
+    batch_bound: dict[str, Any] = field(default_factory=dict)
+    #: ``one job``: every batch's dead letters were collected by the job that wrote its good rows; ``two jobs``: some
+    #: batch's were read by a second job; None when no batch wrote dead letters.
+    dead_letter_path: str | None = None
+    #: The highest resident memory of this process and its Spark driver JVM together while the ingest ran (sampled;
+    #: None where the OS does not say). With a Spark Connect engine, this process's alone.
+    peak_rss_bytes: int | None = None
     duration_s: float = 0.0
     unknown_fields: int = 0
     unknown_field_names: list[str] = field(default_factory=list)

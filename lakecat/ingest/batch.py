@@ -154,7 +154,7 @@ class BatchWriter:
                 df = prepare(base)
             if self.dlq is None:
                 refuse_bad(self.bad_rows(df))
-            collected = None
+            collected, in_write = None, False
             if done.table:  # a replay after a crash between the two writes: the table has this batch already
                 bad = self.bad_rows(df).count()
                 stats.skipped = bad == 0
@@ -163,8 +163,8 @@ class BatchWriter:
                     collected = self.staged.collect_beside(self.bad_rows(df))  # type: ignore[union-attr]
                 bad, names, letters_json = self._write_good(df, batch_id, stats)
                 if letters_json is not None:  # the plan's observation collected them as the table write read them
-                    collected = functools.partial(letters_from_json, letters_json)
-            self.write_dead_letters(df, batch_id, bad, stats, done, collected)
+                    collected, in_write = functools.partial(letters_from_json, letters_json), True
+            self.write_dead_letters(df, batch_id, bad, stats, done, collected, in_write=in_write)
             self.bad_before = bad > 0
         finally:
             if df is not base:
@@ -207,10 +207,9 @@ class BatchWriter:
 
     @property
     def collects_letters(self) -> bool:
-        """Whether the dead letters may be collected in this process before their count is known: staged, and no
-        batch can hold more records than are staged."""
-        limit = self.settings.options.max_records_per_batch
-        return self.staged is not None and limit is not None and limit <= STAGE_MAX_ROWS
+        """Whether the dead letters may be collected in this process before their count is known: staged, and every
+        batch is bounded to what the driver may collect (``BatchBound.collects_letters``; every default bound is)."""
+        return self.staged is not None and self.settings.bound.collects_letters
 
     def letter_metric(self, df: DataFrame) -> Any:
         """An observation's metric ``letters``: the batch's dead letters collected as JSON by the job that reads it
@@ -221,15 +220,18 @@ class BatchWriter:
         return F.to_json(F.collect_list(bad), JSON_OPTIONS).alias("letters")
 
     def write_dead_letters(self, df: DataFrame, batch_id: int, bad: int, stats: BatchStats, done: Done,
-                           collected: Callable[[], Any] | None = None) -> None:  # fmt: skip
+                           collected: Callable[[], Any] | None = None, *, in_write: bool = False) -> None:  # fmt: skip
         """Stage the batch's ``bad`` records, or with too many to stage (or no staging), write them to the
-        dead-letter table now; ``collected``: the call that returns them, collected while the table write ran."""
+        dead-letter table now; ``collected``: the call that returns them, collected while the table write ran
+        (``in_write``: by the table write's own job, the plan's observation)."""
         data = collected() if collected is not None else None
         if self.dlq is None or done.dlq or not bad:
             return
         if self.staged is not None and bad <= STAGE_MAX_ROWS:
+            stats.letters_in_write = in_write and data is not None
             reasons = self.staged.stage(data if data is not None else self.staged.collect(self.bad_rows(df)), batch_id)
         else:
+            stats.letters_in_write = False
             if self.staged is not None:  # the staged ones first, in batch order
                 self.staged.commit()
             reasons = write_dead_letters(self.dlq, df, batch_id, bad, self.letter_columns(df))

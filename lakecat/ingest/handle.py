@@ -87,6 +87,7 @@ class IngestHandle:
     def report(self) -> IngestResult:
         self._pipeline.collect()
         r = self._pipeline.state.snapshot()
+        r.peak_rss_bytes = self._pipeline.rss.sample()
         if self._stopped_by:
             r.stopped_by = self._stopped_by
         elif self.query.isActive:

@@ -45,7 +45,7 @@ class Append(Mode):
     packs = True
 
     def parse(self, writer: BatchWriter) -> DataFrame:
-        source, stream = writer.source, writer.settings.options.stream
+        source, stream = writer.source, writer.settings.stream
         if not source.parses_json:
             return source.open_typed(writer.spark, writer.fields, stream)
         # no DETAIL in the stream: a batch computes it for its bad records alone (dead_letters.letter_columns)
@@ -64,7 +64,7 @@ class MergeSchema(Mode):
 
     def parse(self, writer: BatchWriter) -> DataFrame:
         # each batch is parsed again after it adds columns (evolve_json): the raw value and the detail stay
-        raw = writer.source.open_raw(writer.spark, writer.settings.options.stream)
+        raw = writer.source.open_raw(writer.spark, writer.settings.stream)
         return parse_json(raw, writer.fields, keep_value=True, count_unknown=writer.settings.unknown_mode, detail=True)
 
     def write(self, writer: BatchWriter, df: DataFrame, batch_id: int, stats: BatchStats, done: Done) -> list[str]:
@@ -79,7 +79,7 @@ class ChangeEvents(Mode):
         self.evolve = evolve  # merge schema: columns the events' after images carry are added
 
     def parse(self, writer: BatchWriter) -> DataFrame:
-        raw = writer.source.open_raw(writer.spark, writer.settings.options.stream)
+        raw = writer.source.open_raw(writer.spark, writer.settings.stream)
         return parse_debezium(raw, writer.fields, self.keys, allow_new=self.evolve)
 
     def write(self, writer: BatchWriter, df: DataFrame, batch_id: int, stats: BatchStats, done: Done) -> list[str]:

@@ -15,7 +15,8 @@ from ..errors import InvalidArgumentError
 from ..evolution import validate_ref_name
 from ..identifiers import TableIdent, parse_columns
 from ..sources import StreamOptions
-from ..units import parse_duration
+from ..units import parse_duration, parse_size
+from .bounds import BatchBound
 
 UNKNOWN_MODES = ("sample", "all", "off")
 #: How long a finished ingest keeps ``/metrics`` up at most, waiting for a scrape: two of Prometheus's usual 15s
@@ -63,8 +64,11 @@ class IngestOptions:
         dedupe_key: drop records whose key was seen within ``watermark`` (by ``event_time``).
         watermark: how long to remember keys, e.g. ``1h`` (only with ``dedupe_key``).
         event_time: the TIMESTAMP or TIMESTAMP_NTZ column the watermark follows (default: the first such column).
-        max_records_per_batch: Kafka records per micro-batch.
-        max_files_per_batch: files per micro-batch.
+        max_records_per_batch: Kafka records per micro-batch (default: sized from the driver's heap, see
+            ``lakecat.ingest.bounds``).
+        max_files_per_batch: landed files per micro-batch (instead of the default byte bound).
+        max_bytes_per_batch: landed files' bytes per micro-batch, a count or a size such as ``64MB`` (default: sized
+            from the driver's heap); a batch holds at least one file.
         metrics_file: append one JSON line per batch.
         metrics_port: serve Prometheus ``/metrics`` on this port while the ingest runs (not in the background).
         metrics_linger: with ``metrics_port``, how long at most to keep serving once the run has ended, until a scrape
@@ -96,6 +100,7 @@ class IngestOptions:
     event_time: str | None = None
     max_records_per_batch: int | None = None
     max_files_per_batch: int | None = None
+    max_bytes_per_batch: int | str | None = None
     metrics_file: str | Path | None = None
     metrics_port: int | None = None
     metrics_linger: str | float | timedelta | None = None
@@ -117,6 +122,10 @@ class IngestOptions:
                         (self.max_files_per_batch, "max files per batch")):  # fmt: skip
             if n is not None and int(n) < 1:
                 raise InvalidArgumentError(f"{what} must be at least 1")
+        if self.max_bytes_per_batch is not None:
+            if self.max_files_per_batch is not None:
+                raise InvalidArgumentError("give one of --max-files-per-batch and --max-bytes-per-batch")
+            self.max_bytes  # noqa: B018 - validates the size
         if self.change_format is not None:
             if self.dedupe_key:
                 raise InvalidArgumentError(CDC_ALONE)
@@ -169,8 +178,9 @@ class IngestOptions:
         return ("all" if flag else "off") if isinstance(flag, bool) else flag
 
     @property
-    def stream(self) -> StreamOptions:
-        return StreamOptions(self.max_records_per_batch, self.max_files_per_batch)
+    def max_bytes(self) -> int | None:
+        """``max_bytes_per_batch`` in bytes."""
+        return None if self.max_bytes_per_batch is None else parse_size(self.max_bytes_per_batch)
 
     @property
     def metrics_linger_s(self) -> float:
@@ -217,6 +227,11 @@ class StreamSettings:
     event_time: str | None = None  # the dedupe's event-time column ("_lakecat_ts": the record's arrival)
     cdc_key: list[str] | None = None
     with_metadata: bool = False
+    bound: BatchBound = BatchBound()  # what each micro-batch may read (``bounds.batch_bound``)
+
+    @property
+    def stream(self) -> StreamOptions:
+        return self.bound.stream
 
     @property
     def app_id(self) -> str:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 import uuid
 from typing import TYPE_CHECKING
 
 from ..engine import is_connect, spark_errors
+from ..rss import PeakRss
 from .batch import BatchWriter
 from .checkpoint import clear_unfinished_first_batch
 from .modes import mode_for
@@ -44,6 +46,8 @@ class Pipeline:
                                   fields=fields, state=self.state, mode=self.mode, scratch_dir=report_dir,
                                   observation=f"lakecat_{uuid.uuid4().hex[:12]}" if counted_by_plan else None,
                                   query_name=f"lakecat_ingest_{ident.namespace}_{ident.name}_{uuid.uuid4().hex[:6]}")  # fmt: skip
+        # this process and, in process, its Spark driver JVM: the ingest's memory (IngestResult.peak_rss_bytes)
+        self.rss = PeakRss([os.getpid(), *([] if self.remote else _jvm_pid(self.spark))])
         self.batches: LocalBatches | RemoteBatches
         if self.remote:
             spec = EngineSpec(catalog.config, type(catalog), str(ident), table.branch_name,
@@ -74,6 +78,7 @@ class Pipeline:
         return stream_plan(self.writer, self.mode)
 
     def start(self) -> StreamingQuery:
+        self.rss.start()
         clear_unfinished_first_batch(self.settings.checkpoint)
         self.writer.commit_dead_letters()  # what a killed run staged
         self.writer.forget_query()  # a restart runs a new execution under the same name
@@ -95,4 +100,13 @@ class Pipeline:
         self.batches.collect()
 
     def close(self) -> None:
+        self.rss.stop()
         self.batches.close()
+
+
+def _jvm_pid(spark: object) -> list[int]:
+    """The pid of the session's JVM (none when it cannot be asked)."""
+    try:
+        return [int(spark._jvm.java.lang.ProcessHandle.current().pid())]  # type: ignore[attr-defined]
+    except Exception:  # noqa: BLE001 - the memory figure then counts this process alone
+        return []

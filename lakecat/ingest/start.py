@@ -18,6 +18,7 @@ from ..records import input_fields, type_ddl
 from ..results import IngestResult
 from ..sources import Source
 from ..units import iso
+from .bounds import batch_bound, driver_heap
 from .checkpoint import default_checkpoint
 from .dead_letters import dead_letter_table
 from .handle import IngestHandle
@@ -181,12 +182,15 @@ def start_ingest(catalog: CatalogLike, table: str | TableIdent, source: Source, 
     fields = _fields(tbl, source, opts)
     settings = StreamSettings(options=opts, checkpoint=checkpoint, unknown_mode=_unknown_mode(opts, source),
                               event_time=_event_time(fields, opts, ident), cdc_key=_change_key(tbl, fields, opts),
-                              with_metadata=bool(source.with_metadata))  # fmt: skip
+                              with_metadata=bool(source.with_metadata),
+                              bound=batch_bound(source, driver_heap(spark), records=opts.max_records_per_batch,
+                                                files=opts.max_files_per_batch, size=opts.max_bytes))  # fmt: skip
     source.check_types(spark, fields, str(ident))
     dlq = dead_letter_table(catalog, dlq_name, tbl) if dlq_name is not None else None
     report = IngestResult(table=str(ident), format=tbl.format, source=source.describe(), dlq_table=dlq_name,
                           checkpoint=checkpoint, trigger=str(opts.trigger_spec), started_at=iso(datetime.now(UTC)),
-                          cdc=cdc, key=settings.cdc_key, branch=opts.branch)  # fmt: skip
+                          cdc=cdc, key=settings.cdc_key, branch=opts.branch,
+                          batch_bound=settings.bound.as_dict())  # fmt: skip
     pipeline = Pipeline(catalog, tbl, source, settings, report, dlq, fields)
     pipeline.prefetch()
     return IngestHandle(pipeline, pipeline.start())

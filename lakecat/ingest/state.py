@@ -8,6 +8,10 @@ from dataclasses import dataclass, field
 
 from ..results import IngestResult
 
+#: ``IngestResult.dead_letter_path``: every batch's dead letters were collected by the job that wrote its good rows,
+#: or some batch's were read by a second job
+ONE_JOB, TWO_JOBS = "one job", "two jobs"
+
 
 @dataclass
 class BatchStats:
@@ -22,6 +26,9 @@ class BatchStats:
     finished_at: float = 0.0
     commit_duration_s: float | None = None  # the write and commit to the table
     dead_letter_reasons: dict[str, int] = field(default_factory=dict)
+    # the batch wrote dead letters: True when the job that wrote its good rows collected them, False when a second
+    # job read the batch again for them
+    letters_in_write: bool | None = None
 
 
 class IngestState:
@@ -47,6 +54,9 @@ class IngestState:
                 r.rows_dead_lettered += stats.rows_dead_lettered
                 r.unknown_fields += stats.unknown_fields
                 r.unknown_fields_checked += stats.unknown_checked
+                if stats.letters_in_write is not None:
+                    one = stats.letters_in_write and r.dead_letter_path in (None, ONE_JOB)
+                    r.dead_letter_path = ONE_JOB if one else TWO_JOBS
                 self.unknown_names.update(unknown_names)
                 r.unknown_field_names = sorted(self.unknown_names)[:100]
 

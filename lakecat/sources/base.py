@@ -25,10 +25,11 @@ def digest(text: str) -> str:
 
 @dataclass(frozen=True)
 class StreamOptions:
-    """How much one micro-batch may read (a source applies what it understands)."""
+    """How much one micro-batch may read (a source applies what it understands: ``Source.batch_limits``)."""
 
     max_records_per_batch: int | None = None
     max_files_per_batch: int | None = None
+    max_bytes_per_batch: int | None = None
 
 
 class Source(ABC):
@@ -39,6 +40,9 @@ class Source(ABC):
     #: True: ``open_raw`` yields JSON records the pipeline parses (dead letters, unknown fields, CDC);
     #: False: ``open_typed`` yields rows already typed by the table's columns.
     parses_json: ClassVar[bool] = True
+    #: The limits of ``StreamOptions`` the source applies to a micro-batch, in the order it prefers them
+    #: (``records``, ``files``, ``bytes``); the ingest bounds every batch by the first it can.
+    batch_limits: ClassVar[tuple[str, ...]] = ()
     #: Columns ``with_metadata`` adds to every row (name -> SQL type); empty when the source has none.
     metadata_columns: ClassVar[dict[str, str]] = {}
 

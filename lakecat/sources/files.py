@@ -24,6 +24,16 @@ def _any(conditions: Any) -> Any:
     return functools.reduce(operator.or_, conditions)
 
 
+def _bounded(reader: Any, options: StreamOptions) -> Any:
+    """The reader with the batch's bound: a file count, else a byte count (Spark takes one or the other; a batch
+    holds at least one file whatever its size)."""
+    if options.max_files_per_batch:
+        return reader.option("maxFilesPerTrigger", str(options.max_files_per_batch))
+    if options.max_bytes_per_batch:
+        return reader.option("maxBytesPerTrigger", str(options.max_bytes_per_batch))
+    return reader
+
+
 def file_provenance() -> list[Any]:
     """The provenance columns of a file record: no Kafka coordinates, the file's path and modification time."""
     from pyspark.sql import functions as F
@@ -55,6 +65,7 @@ class FileSource(Source):
     options: dict[str, str] = field(default_factory=dict)
 
     kind = "files"
+    batch_limits = ("files", "bytes")
 
     def validate(self) -> None:
         if self.format not in FILE_FORMATS:
@@ -83,10 +94,7 @@ class FileSource(Source):
     def open_raw(self, spark: SparkSession, options: StreamOptions) -> DataFrame:
         from pyspark.sql import functions as F
 
-        reader = spark.readStream.format("text")
-        if options.max_files_per_batch:
-            reader = reader.option("maxFilesPerTrigger", str(options.max_files_per_batch))
-        df = reader.load(self.uri)
+        df = _bounded(spark.readStream.format("text"), options).load(self.uri)
         return df.where(F.trim(F.col("value")) != "").select(
             F.col("value").cast("binary").alias("value"), *file_provenance()
         )
@@ -97,9 +105,7 @@ class FileSource(Source):
         from pyspark.sql import types as T
 
         schema = T.StructType([T.StructField(f.name, f.dataType, True) for f in fields])
-        reader = spark.readStream.format(self.format)
-        if options.max_files_per_batch:
-            reader = reader.option("maxFilesPerTrigger", str(options.max_files_per_batch))
+        reader = _bounded(spark.readStream.format(self.format), options)
         csv = self.format == "csv"
         if csv:
             schema = schema.add(T.StructField(CORRUPT, T.StringType(), True))

@@ -77,6 +77,7 @@ class KafkaSource(Source):
     options: dict[str, str] = field(default_factory=dict)
 
     kind = "kafka"
+    batch_limits = ("records",)
     metadata_columns = KAFKA_METADATA_COLUMNS
 
     def validate(self) -> None:
