@@ -93,7 +93,8 @@ def test_unchanged_tables_cost_no_health_and_a_commit_is_noticed_at_the_next_pas
 
         from lakecat.policy_admin import set_policy
 
-        set_policy(catalog, f"{ns}.*", {"health.deleted-rows-percent": "20"})  # a policy the metastore keeps: judged again
+        # a policy the metastore keeps: judged again
+        set_policy(catalog, f"{ns}.*", {"health.deleted-rows-percent": "20"})
         fifth = service.run_pass(5)
         assert (fifth.evaluated, fifth.unchanged) == (2, 0)
         assert {h.thresholds["deleted_rows_percent"] for h in (judged[iceberg][-1], judged[delta][-1])} == {20}
