@@ -128,8 +128,10 @@ def service_until_first_pass(cmd: list[str], env: dict[str, str]) -> tuple[int, 
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert proc.stderr is not None
+        seen: list[str] = []
         while "pass 1:" not in (line := proc.stderr.readline()):
-            assert line, "the service ended before its first pass"
+            assert line, "the service ended before its first pass:\n" + "".join(seen[-20:])
+            seen.append(line)
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=300)
     finally:

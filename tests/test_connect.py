@@ -87,7 +87,9 @@ def test_engine_refuses_a_busy_port(engine, tmp_path):
 
 def test_spark_path_commands_run_on_the_engine(engine, table_format, ns, tmp_path, catalog):
     name = f"{ns}.orders"
-    created, probe = _ok("create", name, "--format", table_format, "--schema", "id BIGINT, v STRING")
+    created, probe = _ok(
+        "create", name, "--format", table_format, "--schema", "id BIGINT, v STRING", "--engine", "spark"
+    )
     assert probe["session"].startswith("pyspark.sql.connect")
     assert created["format"] == table_format
     source = tmp_path / "rows.json"
@@ -124,12 +126,14 @@ def test_spark_path_commands_run_on_the_engine(engine, table_format, ns, tmp_pat
 def test_what_connect_cannot_do_is_one_line_and_exit_3(engine, ns):
     name = f"{ns}.events"
     _ok("create", name, "--format", "iceberg", "--schema", "id BIGINT")
-    code, out, err, probe = _lakecat("clean-orphans", name, "--older-than", "1h", "--force", "--dry-run")
+    code, out, err, probe = _lakecat(
+        "clean-orphans", name, "--older-than", "1h", "--force", "--dry-run", "--engine", "spark"
+    )
     assert code == 3, err
     assert "Spark Connect" in err and "LAKECAT_ENGINE=in-process" in err
     assert len([ln for ln in err.splitlines() if ln.startswith("error:")]) == 1
     # the same command runs in process when asked to
-    code, out, err, probe = _lakecat("clean-orphans", name, "--older-than", "1h", "--force", "--dry-run", "--json",
+    code, out, err, probe = _lakecat("clean-orphans", name, "--older-than", "1h", "--force", "--dry-run", "--engine", "spark", "--json",
                                      env_extra={"LAKECAT_ENGINE": "in-process"})  # fmt: skip
     assert code == 0, err
     assert probe["jvm"] and json.loads(out)["dry_run"]
@@ -141,12 +145,14 @@ def test_the_maintenance_service_runs_on_the_engine(engine, ns, catalog):
     from lakecat.maintenance import data_files
 
     names = light_tables(catalog, ns, 2, commits=12)
+    catalog.set_policy(f"{ns}.*", {"lakecat.maintain.light-max-bytes": "1"})  # every step is Spark's: on the engine
     before = {
         n: (sorted(r["id"] for r in read_rows(catalog, n)), len(data_files(catalog.load_table(n)))) for n in names
     }
     env = {k: v for k, v in os.environ.items() if k != "LAKECAT_ENGINE"}
     code, out, err = service_until_first_pass(
-        [sys.executable, "-c", _PROBE, "maintain", f"{ns}.*", "--auto", "--every", "1s", "--json"], env
+        [sys.executable, "-c", _PROBE, "maintain", f"{ns}.*", "--auto", "--every", "1s", "--json"],
+        env,
     )
     assert code == 0, err
     probe = json.loads(err.strip().splitlines()[-1])
@@ -255,7 +261,7 @@ def test_kill_9_of_the_engine_mid_stream_then_restart_is_exactly_once(table_form
 def test_unreachable_remote_fails_fast(ns):
     from lakecat.processes import free_port
 
-    create = ("create", f"{ns}.never", "--format", "delta", "--schema", "id BIGINT")
+    create = ("create", f"{ns}.never", "--format", "delta", "--schema", "id BIGINT", "--engine", "spark")
     code, _, err, probe = _lakecat(*create, env_extra={"LAKECAT_ENGINE": f"sc://127.0.0.1:{free_port()}"})
     assert code == 1 and "does not accept connections" in err and not probe["jvm"]
     code, _, err, _ = _lakecat(*create, env_extra={"LAKECAT_ENGINE": "http://localhost:15002"})

@@ -161,7 +161,7 @@ def _on_engine(*args):
 @pytest.mark.slow
 def test_an_old_version_is_read_through_the_local_engine(spark_engine, catalog, ns, tmp_path):
     name = f"{ns}.remote"
-    _on_engine("create", name, "--format", "delta", "--schema", "id BIGINT, v STRING")
+    _on_engine("create", name, "--format", "delta", "--schema", "id BIGINT, v STRING", "--engine", "spark")
     source = tmp_path / "rows.json"
     for batch in range(2):  # versions 1 and 2
         source.write_text(

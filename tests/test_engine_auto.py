@@ -181,12 +181,16 @@ def test_at_a_terminal_the_first_command_starts_the_engine_and_the_next_reuses_i
         return json.loads(proc.stdout)
 
     try:
-        code, shown = _at_terminal(["create", "s.first", "--format", "delta", "--schema", "id BIGINT"], env)
+        code, shown = _at_terminal(
+            ["create", "s.first", "--format", "delta", "--schema", "id BIGINT", "--engine", "spark"], env
+        )
         assert code == 0, shown
         assert f"{START_LINE} (stops after 10 min idle; `lakecat local engine stop` stops it now)" in shown
         first = status()
         assert first["running"] and first["idle_stop"] == 600
-        code, shown = _at_terminal(["create", "s.second", "--format", "delta", "--schema", "id BIGINT"], env)
+        code, shown = _at_terminal(
+            ["create", "s.second", "--format", "delta", "--schema", "id BIGINT", "--engine", "spark"], env
+        )
         assert code == 0, shown
         assert START_LINE not in shown
         assert status()["pid"] == first["pid"]  # the same engine answered

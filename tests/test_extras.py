@@ -117,7 +117,7 @@ def test_spark_connect_without_grpc(light_catalog, monkeypatch, capsys):
     monkeypatch.setattr(lakecat.spark, "_session", None)  # an in-process session of an earlier test is not asked
     monkeypatch.setenv("LAKECAT_ENGINE", "sc://127.0.0.1:1")
     code, _, err = _run(capsys, "create", "x.connect", "--catalog", str(light_catalog), "--format", "delta",
-                        "--schema", "id BIGINT")  # fmt: skip
+                        "--schema", "id BIGINT", "--engine", "spark")  # fmt: skip
     assert code == 2, err
     line = _one_line(err, "pip install 'pyspark[connect]")
     assert "the Spark Connect client needs grpc, which is not installed" in line

@@ -250,7 +250,7 @@ def test_mirror_replaces_maven_central(tmp_path):
     doc = run_blocked([
         [*LAKECAT, "doctor", *c, "--json"],  # before the fetch: the cache is empty, the mirror reachable
         [*LAKECAT, "jars", "fetch", "--with", "kafka", *c, "--json"],  # Spark set + broker, through the mirror only
-        [*LAKECAT, "create", "m.t", "--format", "delta", "--schema", "id INT", *c, "--json"],  # Spark starts from them
+        [*LAKECAT, "create", "m.t", "--format", "delta", "--schema", "id INT", "--engine", "spark", *c, "--json"],  # Spark starts from them
         [*LAKECAT, "jars", "list", "--json"],
     ], env, mirror=mirror, port=port, auth="ci:t0ken")  # fmt: skip
     r = doc["results"]
@@ -325,7 +325,10 @@ def test_used_maven_home_changes_nothing(tmp_path):
     cache = tmp_path / "cache"
     shutil.copytree(ivy, cache / "ivy", symlinks=True)
     env["LAKECAT_JARS_CACHE"] = str(cache)
-    for args in (["jars", "fetch", "--json"], ["create", "h.t", "--format", "iceberg", "--schema", "id INT", "--json"]):
+    for args in (
+        ["jars", "fetch", "--json"],
+        ["create", "h.t", "--format", "iceberg", "--schema", "id INT", "--engine", "spark", "--json"],
+    ):
         proc = subprocess.run([*LAKECAT, *args], env=env, capture_output=True, text=True, timeout=900)
         assert proc.returncode == 0, proc.stderr[-2000:]
     fetched = json.loads(
@@ -375,7 +378,7 @@ def test_offline_after_fetch(tmp_path):
     assert next(c for c in doctor["checks"] if c["name"] == "jars")["ok"], doctor
 
     # offline and not cached: one line naming what is missing and the command that fetches it
-    doc = run_blocked([[*LAKECAT, "create", "off.u", "--format", "delta", "--schema", "id INT", "--json"],
+    doc = run_blocked([[*LAKECAT, "create", "off.u", "--format", "delta", "--schema", "id INT", "--engine", "spark", "--json"],
                        [*LAKECAT, "local", "kafka", "start", *kafka], [*LAKECAT, "doctor", "--json"]], empty)  # fmt: skip
     for res in doc["results"][:2]:
         assert res["rc"] == 1, res

@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 
 LAKECAT = [sys.executable, "-m", "lakecat.commands.main"]
+#: A command that needs Spark (create alone runs light, with no JVM to fail).
+_CREATE = ["create", "a.b", "--format", "delta", "--schema", "id INT", "--engine", "spark"]
 
 
 def _run(args, env_extra, tmp_path):
@@ -28,7 +30,7 @@ def _one_line_error(proc, needle):
 
 def test_no_java(tmp_path):
     env = {"JAVA_HOME": "", "PATH": str(Path(sys.executable).parent)}  # python yes, java no
-    proc = _run(["create", "a.b", "--format", "delta", "--schema", "id INT", "--json"], env, tmp_path)
+    proc = _run([*_CREATE, "--json"], env, tmp_path)
     assert proc.returncode == 1
     _one_line_error(proc, "no Java found")
     assert json.loads(proc.stdout)["error"]["type"] == "EnvironmentProblemError"
@@ -46,7 +48,7 @@ def test_no_network_to_maven_central(tmp_path):
     """An empty jar cache and no route to Maven Central: the artifact, the repository and the mirror/offline hint."""
     proxy = "-Dhttps.proxyHost=127.0.0.1 -Dhttps.proxyPort=9 -Dhttp.proxyHost=127.0.0.1 -Dhttp.proxyPort=9"
     env = {"JAVA_TOOL_OPTIONS": proxy, "LAKECAT_JARS_CACHE": str(tmp_path / "empty-cache")}
-    proc = _run(["create", "a.b", "--format", "delta", "--schema", "id INT", "--json"], env, tmp_path)
+    proc = _run([*_CREATE, "--json"], env, tmp_path)
     assert proc.returncode == 1
     from lakecat.config import resolve_config
     from lakecat.jar_sets import config_spark_set
@@ -85,7 +87,7 @@ def test_java_too_old(tmp_path):
         "file versions up to 55.0' >&2\nexit 1\n"
     )
     (fake / "java").chmod(0o755)
-    proc = _run(["create", "a.b", "--format", "delta", "--schema", "id INT", "--json"],
+    proc = _run([*_CREATE, "--json"],
                 {**_cached_jars(), "JAVA_HOME": str(fake.parent)}, tmp_path)  # fmt: skip
     assert proc.returncode == 1
     _one_line_error(proc, "Java 11 is too old")
@@ -99,7 +101,7 @@ def test_jvm_without_its_memory(tmp_path):
     conf.write_text(f'name = "big"\nwarehouse = "{tmp_path}/wh"\nmetastore = "sqlite:///{tmp_path}/c.db"\n'
                     '[spark.conf]\n"spark.driver.memory" = "100t"\n')  # fmt: skip
     proc = _run(
-        ["create", "a.b", "--format", "delta", "--schema", "id INT", "--catalog", str(conf), "--json"],
+        [*_CREATE, "--catalog", str(conf), "--json"],
         _cached_jars(),
         tmp_path,
     )

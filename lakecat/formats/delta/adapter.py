@@ -330,7 +330,8 @@ class DeltaFormat(
             return adopted
         try:
             DeltaTable.create(location, delta_schema(columns), mode="error", partition_by=part_cols or None,
-                              configuration=props, raise_if_key_not_exists=False)  # fmt: skip
+                              configuration=props, raise_if_key_not_exists=False,
+                              storage_options=delta_storage_options(location))  # fmt: skip
         except DeltaError as e:
             if "exists" in str(e).lower():
                 raise TableAlreadyExistsError(f"create {ident}: a Delta table exists at {location} already") from e

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ...config import delta_storage_options
 from ...engine import first_line, spark_errors, with_retries
 from ...errors import CommitConflictError, InvalidArgumentError, LakecatError, NotExactError
 from ...predicate import quote_ident, sql_literal
@@ -128,12 +129,13 @@ class DeltaWrites:
         from deltalake import write_deltalake
 
         predicate = datafusion_sql(where) if where is not None else None
+        opts = delta_storage_options(table.location)
 
         def write() -> None:
             if mode == "append":
-                write_deltalake(table.location, data, mode="append")
+                write_deltalake(table.location, data, mode="append", storage_options=opts)
             else:
-                write_deltalake(table.location, data, mode="overwrite", predicate=predicate)
+                write_deltalake(table.location, data, mode="overwrite", predicate=predicate, storage_options=opts)
 
         self._light(table, mode, write)
 
@@ -147,7 +149,8 @@ class DeltaWrites:
         empty = pa.schema(self.load(table).schema().to_arrow()).empty_table()  # type: ignore[attr-defined]
         marked = CommitProperties(custom_metadata={OPERATION_KEY: "delete"})  # history names it a delete
         self._light(table, "delete", lambda: write_deltalake(table.location, empty, mode="overwrite",
-                                                             predicate=datafusion_sql(where), commit_properties=marked))  # fmt: skip
+                                                             predicate=datafusion_sql(where), commit_properties=marked,
+                                                             storage_options=delta_storage_options(table.location)))  # fmt: skip
         return None
 
     def write_spark(self, table: TableHandle, df: DataFrame, mode: str, where: str | None) -> None:
