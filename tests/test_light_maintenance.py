@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-from helpers import read_rows
+from helpers import light_tables, read_rows
 
 pytestmark = pytest.mark.spark
 
@@ -244,11 +244,12 @@ def test_engine_forcing_and_refusals(cli, catalog, spark, ns):
 
 def test_maintain_auto_from_a_script_starts_no_java(catalog, ns, light_cli, tmp_path):
     """Item: ``CI=true lakecat maintain --auto 'ns.*'`` over small plain tables of both formats (written by pyiceberg
-    and delta-rs) whose health calls for expiry and orphan cleanup runs all of it without importing the Spark path.
-    No compaction is due here (four small files); once compaction has its light engine, a table with twelve small
-    files joins this test."""
+    and delta-rs) whose health calls for expiry and orphan cleanup, and two more of twelve small appends each whose
+    health calls for compaction, runs all of it without importing the Spark path."""
     import pyarrow as pa
     from deltalake import write_deltalake
+
+    from lakecat.maintenance import data_files
 
     ice = catalog.create_table(f"{ns}.ice", schema="id BIGINT NOT NULL, v STRING", format="iceberg")
     delta = catalog.create_table(f"{ns}.dl", schema="id BIGINT NOT NULL, v STRING", format="delta")
@@ -272,21 +273,36 @@ def test_maintain_auto_from_a_script_starts_no_java(catalog, ns, light_cli, tmp_
     plan.write_text('[defaults]\nforce = true\nexpire.older-than = "0s"\nexpire.retain-last = 1\n'
                     'orphans.older-than = "0s"\n')  # fmt: skip
 
+    small = light_tables(catalog, ns, 2, commits=12)  # t000 Iceberg, t001 Delta (partitioned): 12 files a partition
+    before = {
+        n: (sorted(r["id"] for r in read_rows(catalog, n)), len(data_files(catalog.load_table(n)))) for n in small
+    }
+
     env = {"CI": "true"}
     doc = light_cli("maintain", "--auto", f"{ns}.*", "--plan", plan, env=env)
-    assert doc["failed"] == 0 and len(doc["tables"]) == 2
+    assert doc["failed"] == 0 and len(doc["tables"]) == 4
     for report in doc["tables"]:
         done = {a["action"]: a for a in report["actions"] if a["status"] == "done"}
+        if report["name"] in small:
+            assert "compact" in done, report
+            assert all(a["result"]["engine"] == "light" for a in done.values()), report
+            continue
         assert set(done) == {"expire", "clean-orphans"}, report
         for action in done.values():
             assert action["result"]["engine"] == "light" and action["reason"].startswith("light engine: ")
         assert done["clean-orphans"]["result"]["deleted_files"] >= 1
     assert not any(o.exists() for o in orphans)
     assert [r["id"] for r in read_rows(catalog, ice)] == [9] and [r["id"] for r in read_rows(catalog, delta)] == [9]
+    for n in small:  # the same rows (pyiceberg / delta-rs read them back) in fewer files
+        ids, files = before[n]
+        assert sorted(r["id"] for r in read_rows(catalog, n)) == ids and len(data_files(catalog.load_table(n))) < files
 
     runs = light_cli("maintenance-log", f"{ns}.*", env=env)
     engines = {(r["table"], r["action"]): r["engine"] for r in runs}
-    assert engines == {(t.name, a): "light" for t in (ice, delta) for a in ("expire", "clean-orphans")}
+    assert {k: v for k, v in engines.items() if k[0] not in small} == {
+        (t.name, a): "light" for t in (ice, delta) for a in ("expire", "clean-orphans")
+    }
+    assert all(engines[(n, "compact")] == "light" for n in small)
     assert all(r["engine_reason"] for r in runs)
 
 
