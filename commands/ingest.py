@@ -27,7 +27,10 @@ TopicPatternOpt = Annotated[
     str | None, typer.Option("--topic-pattern", help="Read every topic whose name matches this Java regex.")
 ]
 FilesOpt = Annotated[str | None, typer.Option("--files", help="Directory of landed files to read (new files only).")]
-FileFormatOpt = Annotated[str, typer.Option("--file-format", help="json (one object per line), csv or parquet.")]
+FileFormatOpt = Annotated[
+    str | None,
+    typer.Option("--file-format", help="With --files: json (one object per line, the default), csv or parquet."),
+]
 TriggerOpt = Annotated[
     str,
     typer.Option("--trigger", help="available-now (drain what exists, then exit) or 'every 10s' (run until stopped)."),
@@ -39,7 +42,10 @@ CheckpointOpt = Annotated[
     ),
 ]
 StartingOffsetsOpt = Annotated[
-    str, typer.Option("--starting-offsets", help="earliest or latest; only used when the checkpoint is new.")
+    str | None,
+    typer.Option(
+        "--starting-offsets", help="With --kafka: earliest (the default) or latest; used when the checkpoint is new."
+    ),
 ]
 DlqOpt = Annotated[
     str | None, typer.Option("--dlq", help="Dead-letter table (default <table>_dlq, created when missing).")
@@ -131,10 +137,10 @@ def ingest(
     topic: TopicOpt = None,
     topic_pattern: TopicPatternOpt = None,
     files: FilesOpt = None,
-    file_format: FileFormatOpt = "json",
+    file_format: FileFormatOpt = None,
     trigger: TriggerOpt = "available-now",
     checkpoint: CheckpointOpt = None,
-    starting_offsets: StartingOffsetsOpt = "earliest",
+    starting_offsets: StartingOffsetsOpt = None,
     dlq: DlqOpt = None,
     no_dlq: NoDlqOpt = False,
     merge_schema: MergeSchemaOpt = False,
@@ -195,17 +201,21 @@ def ingest(
     run(out, api, _human)
 
 
-def _source(kafka: str | None, topic: str | None, topic_pattern: str | None, files: str | None, file_format: str,
-            starting_offsets: str, with_kafka_metadata: bool, kafka_option: list[str] | None) -> Source:  # fmt: skip
-    """The source the flags describe: Kafka or landed files."""
+def _source(kafka: str | None, topic: str | None, topic_pattern: str | None, files: str | None,
+            file_format: str | None, starting_offsets: str | None, with_kafka_metadata: bool,
+            kafka_option: list[str] | None) -> Source:  # fmt: skip
+    """The source the flags describe: Kafka or landed files (each refuses the other's options)."""
     if kafka is not None:
         if not topic and not topic_pattern:
             raise InvalidArgumentError("--kafka needs --topic or --topic-pattern")
-        return KafkaSource(kafka, topic or None, topic_pattern or None, starting_offsets=starting_offsets,
+        if file_format is not None:
+            raise InvalidArgumentError("--file-format applies to --files; Kafka records are JSON")
+        return KafkaSource(kafka, topic or None, topic_pattern or None, starting_offsets=starting_offsets or "earliest",
                            with_metadata=with_kafka_metadata, options=parse_properties(kafka_option))  # fmt: skip
-    if topic or topic_pattern or with_kafka_metadata:
-        raise InvalidArgumentError("--topic, --topic-pattern and --with-kafka-metadata need --kafka")
-    return FileSource(files or "", format=file_format)
+    if topic or topic_pattern or with_kafka_metadata or starting_offsets is not None or kafka_option:
+        raise InvalidArgumentError("--topic, --topic-pattern, --starting-offsets, --kafka-option and "
+                                   "--with-kafka-metadata need --kafka")  # fmt: skip
+    return FileSource(files or "", format=file_format or "json")
 
 
 def _human(console: Console, r: IngestResult) -> None:

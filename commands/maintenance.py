@@ -544,7 +544,9 @@ YesOpt = Annotated[
 
 
 def _print_properties(console, r) -> None:  # type: ignore[no-untyped-def]
-    t = table(key("property"), "value", title=f"{r.table} ({r.format}) properties")
+    t = table(
+        key("property"), "value", title=f"{r.table} ({r.format}) properties" + (" (dry run)" if r.dry_run else "")
+    )
     for k, v in sorted(r.properties.items()):
         t.add_row(k, v)
     print_table(console, t)
@@ -638,7 +640,10 @@ def alter(
                                        "their engine themselves")  # fmt: skip
         t = connect(catalog).load_table(name)
         if not evolving:
-            return say_engine(out, t.set_properties(props, unset=list(unset or []), engine=engine))
+            if rewrite or yes:
+                raise InvalidArgumentError(f"{'--rewrite' if rewrite else '--yes'} applies to schema and partition "
+                                           "changes, not to --property/--unset")  # fmt: skip
+            return say_engine(out, t.set_properties(props, unset=list(unset or []), engine=engine, dry_run=dry_run))
         with out.status(f"altering {name}"):
             return t.alter(add_columns=add_column or (), rename_columns=renames, drop_columns=drop_column or (),
                            widen=widens, comments=comments, partition_by=partition_by, rewrite=rewrite,

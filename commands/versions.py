@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
+from lakecat.errors import InvalidArgumentError
 from lakecat.units import human_size, plural
 
 from ._options import CatalogOpt, JsonOpt, VerboseOpt, connect
@@ -88,6 +89,11 @@ def _pair(added: Any, removed: Any, unit: Any = thousands) -> str:
     return f"+{unit(added or 0)} -{unit(removed or 0)}"
 
 
+def _rows_or_count(limit: int | None, count: bool) -> None:
+    if count and limit is not None:  # the library's limit has a default: only the command line knows it was given
+        raise InvalidArgumentError("--limit applies to rows, not with --count")
+
+
 def timetravel(
     name: NameArg,
     version: VersionOpt = None,
@@ -108,6 +114,7 @@ def timetravel(
     out = Output(json_, verbose)
 
     def api():  # type: ignore[no-untyped-def]
+        _rows_or_count(limit, count)
         view = connect(catalog).load_table(name).as_of(version=version, timestamp=as_of, tag=tag, engine=engine)
         with out.status(f"reading {name} at version {view.version}"):
             return _said(out, view.read(where=where, limit=100 if limit is None else limit, count=count))
@@ -133,6 +140,7 @@ def read(
     out = Output(json_, verbose)
 
     def api():  # type: ignore[no-untyped-def]
+        _rows_or_count(limit, count)
         view = connect(catalog).load_table(name).current(engine=engine)
         with out.status(f"reading {name}"):
             return _said(out, view.read(where=where, columns=columns, limit=100 if limit is None else limit,
@@ -169,6 +177,7 @@ def changes(
     out = Output(json_, verbose)
 
     def api():  # type: ignore[no-untyped-def]
+        _rows_or_count(limit, count)
         ch = connect(catalog).load_table(name).changes(since=since, until=until, since_tag=since_tag, until_tag=tag,
                                                        engine=engine)  # fmt: skip
         with out.status(f"reading changes of {name} after version {ch.since_version}"):

@@ -416,7 +416,7 @@ class Catalog:
         if purge:
             self._delete_location(entry.location)
         return DropResult(str(entry.ident), entry.format, entry.location, purge, engine=wanted or "light",
-                          engine_reason="asked for Spark (--engine spark)" if wanted == "spark" else None)  # fmt: skip
+                          engine_reason="asked for Spark (engine='spark')" if wanted == "spark" else None)  # fmt: skip
 
     def _check_purge_location(self, entry: TableEntry) -> None:
         tail = f"/{entry.ident.namespace}/{entry.ident.name}"

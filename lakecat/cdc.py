@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .engine import first_line, spark_conf, spark_errors, with_retries
-from .errors import InvalidArgumentError, columns_note
+from .errors import InvalidArgumentError, columns_note, invalid
 from .identifiers import parse_columns, quote
 from .jvm import available, from_json
 from .predicate import check_columns
@@ -67,15 +67,18 @@ def check_cdc(cdc: str | None) -> str | None:
 
 
 def check_key_names(
-    key: str | list[str] | tuple[str, ...] | None, names: list[str], table: str, *, what: str = "--key"
+    key: str | list[str] | tuple[str, ...] | None, names: list[str], table: str, *, what: str = "key"
 ) -> list[str]:
     """The key columns, checked by name against ``names`` (the table's input columns, from its metadata: no JVM)."""
     if not key:
-        raise InvalidArgumentError(f"{what} is required: the column(s) that identify a row, e.g. --key id")
+        raise invalid(f"{what}= is required: the column(s) that identify a row, e.g. {what}='id'",
+                      f"--{what.replace('_', '-')} is required: the column(s) that identify a row, e.g. "
+                      f"--{what.replace('_', '-')} id")  # fmt: skip
     keys = parse_columns(key)
     unknown = [k for k in keys if k not in names]
     if unknown:
-        raise InvalidArgumentError(f"{what}: table {table} has no column {', '.join(unknown)}{columns_note(names)}")
+        raise InvalidArgumentError(f"{what}=: table {table} has no column {', '.join(unknown)}{columns_note(names)}"
+                                   ).with_cli_terms({f"{what}=": f"--{what.replace('_', '-')}"})  # fmt: skip
     return keys
 
 
@@ -85,7 +88,7 @@ def input_column_names(table: TableLike) -> list[str]:
 
 
 def check_key(
-    key: str | list[str] | tuple[str, ...] | None, fields: list[StructField], table: str, *, what: str = "--key"
+    key: str | list[str] | tuple[str, ...] | None, fields: list[StructField], table: str, *, what: str = "key"
 ) -> list[str]:
     """The key columns, validated against the table's input columns."""
     keys = check_key_names(key, [f.name for f in fields], table, what=what)
@@ -565,7 +568,7 @@ def _source_files(path: str, file_format: str | None) -> tuple[str, str]:
         found = exts & set(FILE_FORMATS)
         if len(found) != 1:
             raise InvalidArgumentError(
-                f"upsert: cannot tell the file format of {path}; pass --file-format json|csv|parquet"
+                f"upsert: cannot tell the file format of {path}; say which: file_format=json, csv or parquet"
             )
         fmt = found.pop()
     if fmt not in FILE_FORMATS:
@@ -664,12 +667,12 @@ def upsert(table: TableLike, data: Any, *, key: str | list[str] | tuple[str, ...
     columns = [f.name for f in fields if f.name in have]
     op = F.lit("u")
     if delete_when:
-        with spark_errors("upsert: --delete-when", None):
+        with spark_errors("upsert: delete_when=", None):
             try:
                 pred = F.expr(delete_when)  # an expression, parsed by Spark: never spliced into a statement
                 src.select(pred.alias("_p")).schema  # noqa: B018 - resolves the predicate against the source
             except Exception as e:  # noqa: BLE001 - re-raised as a usage error
-                raise InvalidArgumentError(f"invalid --delete-when {delete_when!r}: {first_line(str(e))}") from None
+                raise InvalidArgumentError(f"invalid delete_when={delete_when!r}: {first_line(str(e))}") from None
         op = F.when(F.coalesce(pred, F.lit(False)), F.lit("d")).otherwise(F.lit("u"))
     by_name = {f.name: f for f in fields}
     src = src.select(*[F.col(quote(c)).cast(by_name[c].dataType).alias(c) for c in columns], op.alias(OP)).persist()

@@ -418,12 +418,12 @@ def light_or_spark(
         (the result, the engine that ran: ``light`` or ``spark``, why Spark ran — None when light did)
     """
     wanted = check_engine(engine)
-    reason = "asked for Spark (--engine spark)"
+    reason = "asked for Spark (engine='spark')"
     if wanted != "spark":
         try:
             return light(), "light", None
         except NotExactError as e:
             if wanted == "light":
-                raise NotExactError(f"{what} without a JVM: {e}; use --engine spark") from None
+                raise NotExactError(f"{what} without a JVM: {e}; use engine='spark'") from None
             reason = str(e)
     return spark(), "spark", reason

@@ -6,6 +6,7 @@ API agree on what kind of failure happened.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from difflib import get_close_matches
 
@@ -26,7 +27,7 @@ class LakecatError(Exception):
         text = str(self)
         for python, cli in {**self.cli_terms, **CLI_TERMS}.items():
             text = text.replace(python, cli)
-        return text
+        return _OPTION_VALUE.sub(_option, _OPTION_FLAG.sub(_option, text))
 
     def with_cli_terms(self, terms: dict[str, str]) -> LakecatError:
         """Say how the command line spells the message's Python terms; returns the error, for ``raise``."""
@@ -37,7 +38,41 @@ class LakecatError(Exception):
 #: Phrases any library message may use for a parameter, and how the command line says them (every error's
 #: ``cli_message`` translates them, beside its own ``cli_terms``).
 CLI_TERMS = {"invalid where predicate": "invalid --where predicate",
-             "invalid delete_when predicate": "invalid --delete-when predicate"}  # fmt: skip
+             "invalid delete_when predicate": "invalid --delete-when predicate",
+             # an operation by the method and parameters that ask for it (longer first)
+             "alter(widen, rewrite=True)": "alter --widen --rewrite",
+             "alter(partition_by, rewrite=True)": "alter --partition-by --rewrite",
+             "alter(add_columns)": "alter --add-column", "alter(rename_columns)": "alter --rename-column",
+             "alter(drop_columns)": "alter --drop-column", "alter(widen)": "alter --widen",
+             "alter(comments)": "alter --set-comment", "alter(partition_by)": "alter --partition-by",
+             "alter(cluster_by)": "alter --cluster-by", "alter(deletion_vectors)": "alter --deletion-vectors",
+             "compact(where)": "compact --where", "ingest(cdc)": "ingest --cdc",
+             "mirror(as_format='iceberg')": "mirror --as iceberg", "mirror(as_format='delta')": "mirror --as delta",
+             "engine='spark'": "--engine spark", "engine='light'": "--engine light", "dlq=False": "--no-dlq", "confirm=True": "--yes", "format='iceberg'": "--format iceberg",
+             "create with cluster_by=": "create --cluster-by",
+             }  # fmt: skip
+
+
+#: Parameters a library message may name in Python's spelling (``file_format='csv'``, ``full=True``, ``watermark=``); the
+#: command line says each as its option (``--file-format 'csv'``, ``--full``, ``--watermark``). Only names no message uses
+#: otherwise (``key=value`` is not an option).
+OPTION_PARAMETERS = ("as_of", "by", "cdc", "cluster_by", "columns", "count", "dead_letter_every", "dry_run", "dedupe_key", "delete_when",
+                     "engine", "event_time", "file_format", "format_version", "full", "limit", "max_bytes_per_batch",
+                     "max_files_per_batch", "max_records_per_batch", "merge_schema", "metrics_linger", "metrics_port",
+                     "older_than", "partition_by", "purge", "retain", "retain_last", "rewrite", "since", "since_tag", "strategy", "until", "version",
+                     "watermark", "where", "widen", "with_kafka_metadata")  # fmt: skip
+_NAMES = "|".join(OPTION_PARAMETERS)
+_OPTION_FLAG = re.compile(rf"(?<![\w.-])({_NAMES})=True\b")
+_OPTION_VALUE = re.compile(rf"(?<![\w.-])({_NAMES})=")
+
+
+def _option(m: re.Match[str]) -> str:
+    """``full=True`` -> ``--full``; ``where='a = 1'`` -> ``--where 'a = 1'``; ``watermark=`` (no value) -> ``--watermark``."""
+    option = f"--{m[1].replace('_', '-')}"
+    if m.re is _OPTION_FLAG:
+        return option
+    after = m.string[m.end() : m.end() + 1]
+    return f"{option} " if after and not after.isspace() and after not in ",;:)" else option
 
 
 class ConfigError(LakecatError):

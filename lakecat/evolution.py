@@ -27,8 +27,8 @@ if TYPE_CHECKING:
 _REF_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,99}\Z")
 _CAPABILITY = {"add": "add_column", "rename": "rename_column", "drop": "drop_column", "widen": "widen_column",
                "comment": "comment_column"}  # fmt: skip
-_WHAT = {"add": "alter --add-column", "rename": "alter --rename-column", "drop": "alter --drop-column",
-         "widen": "alter --widen", "comment": "alter --set-comment"}  # fmt: skip
+_WHAT = {"add": "alter(add_columns)", "rename": "alter(rename_columns)", "drop": "alter(drop_columns)",
+         "widen": "alter(widen)", "comment": "alter(comments)"}  # fmt: skip
 
 
 def _pairs(items: Mapping[str, str] | Iterable[str] | None, option: str) -> list[tuple[str, str]]:
@@ -37,9 +37,10 @@ def _pairs(items: Mapping[str, str] | Iterable[str] | None, option: str) -> list
     out = []
     for item in items or []:
         if "=" not in item:
-            raise InvalidArgumentError(
-                f"invalid {option} {item!r}: use {'old=new' if 'rename' in option else 'column=value'}"
-            )
+            python = {"--rename-column": "rename_columns", "--widen": "widen", "--set-comment": "comments"}[option]
+            raise invalid(f"invalid {python} item {item!r}: give a mapping "
+                          + ("{'old': 'new'}" if python == "rename_columns" else "{'column': 'value'}"),
+                          f"invalid {option} {item!r}: use {'old=new' if 'rename' in option else 'column=value'}")  # fmt: skip
         k, v = item.split("=", 1)
         out.append((k.strip(), v.strip()))
     return out
@@ -85,14 +86,14 @@ def _check(changes: list[SchemaChange], columns: list[Column], partitioning: lis
         if ch.kind == "add":
             if key in cols:
                 raise InvalidArgumentError(
-                    f"alter --add-column {ch.column}: the table has a column {cols[key].name} already"
+                    f"alter(add_columns) {ch.column}: the table has a column {cols[key].name} already"
                 )
             if ch.position and ch.position.startswith("AFTER ") and ch.position[6:].lower() not in cols:
                 raise InvalidArgumentError(
-                    f"alter --add-column {ch.column} {ch.position}: no column {ch.position[6:]!r}"
+                    f"alter(add_columns) {ch.column} {ch.position}: no column {ch.position[6:]!r}"
                 )
             if not ch.nullable and records != 0:
-                raise InvalidArgumentError(f"alter --add-column {ch.column} NOT NULL: the table has rows, which would have "
+                raise InvalidArgumentError(f"alter(add_columns) {ch.column} NOT NULL: the table has rows, which would have "
                                            "no value for it; add it nullable")  # fmt: skip
             cols[key] = Column(ch.column, ch.type or "", ch.nullable, ch.comment)
             continue
@@ -103,7 +104,7 @@ def _check(changes: list[SchemaChange], columns: list[Column], partitioning: lis
         if ch.kind == "rename":
             new = (ch.new_name or "").lower()
             if new in cols and new != key:
-                raise InvalidArgumentError(f"alter --rename-column {ch.column}={ch.new_name}: the table has a column "
+                raise InvalidArgumentError(f"alter(rename_columns) {ch.column}={ch.new_name}: the table has a column "
                                            f"{cols[new].name} already")  # fmt: skip
             old = cols.pop(key)
             cols[new] = Column(ch.new_name or "", old.type, old.nullable, old.comment)
@@ -111,18 +112,18 @@ def _check(changes: list[SchemaChange], columns: list[Column], partitioning: lis
                 sources = (sources - {key}) | {new}
         elif ch.kind == "drop":
             if key in sources:
-                raise InvalidArgumentError(f"alter --drop-column {ch.column}: the table is partitioned by it "
+                raise InvalidArgumentError(f"alter(drop_columns) {ch.column}: the table is partitioned by it "
                                            f"({', '.join(partitioning)}); change the partitioning first")  # fmt: skip
             if len(cols) == 1:
-                raise InvalidArgumentError(f"alter --drop-column {ch.column}: it is the table's only column")
+                raise InvalidArgumentError(f"alter(drop_columns) {ch.column}: it is the table's only column")
             cols.pop(key)
         elif ch.kind == "widen":
             old_type = cols[key].type
             if old_type == ch.type:
-                raise InvalidArgumentError(f"alter --widen {ch.column}={ch.type}: the column is {old_type} already")
+                raise InvalidArgumentError(f"alter(widen) {ch.column}={ch.type}: the column is {old_type} already")
             if not widening_allowed(old_type, ch.type or ""):
                 raise InvalidArgumentError(
-                    f"alter --widen {ch.column}={ch.type}: {old_type} -> {ch.type} is not a widening (allowed: INT -> BIGINT, "
+                    f"alter(widen) {ch.column}={ch.type}: {old_type} -> {ch.type} is not a widening (allowed: INT -> BIGINT, "
                     "FLOAT -> DOUBLE, DECIMAL(p,s) -> DECIMAL(p2,s) with p2 > p); a narrowing or another type change "
                     "would make existing values unreadable"
                 )
@@ -148,7 +149,7 @@ def alter(
     for ch in changes:  # every part is possible before anything changes
         adapter.require(_CAPABILITY[ch.kind], _WHAT[ch.kind])
     if partition_by is not None:
-        adapter.require("partition_evolution", "alter --partition-by")
+        adapter.require("partition_evolution", "alter(partition_by)")
     desc = table.describe()
     columns = [Column(c.name, c.type, c.nullable, c.comment) for c in desc.schema]
     _check(changes, columns, desc.partitioning, desc.records)
@@ -165,11 +166,13 @@ def alter(
                 final.pop(ch.column.lower())
         fields = parse_partition_spec(partition_by, [c for c in final.values() if not _generated(desc, c.name)])
         adapter.check_partitioning(fields, list(final.values()))
+    if rewrite and fields is None and not any(ch.kind == "widen" for ch in changes):
+        raise InvalidArgumentError("rewrite=True applies with partition_by= or widen=; nothing changed")
     widens = {ch.column: ch.type or "" for ch in changes if ch.kind == "widen"} if rewrite else {}
     if widens and not adapter.supports("widen_by_rewrite"):
-        raise InvalidArgumentError(f"alter --widen --rewrite: {table.format} tables widen in place and every reader "
+        raise InvalidArgumentError(f"alter(widen, rewrite=True): {table.format} tables widen in place and every reader "
                                    "reads the old files with the wider type, so there is nothing to rewrite; drop "
-                                   "--rewrite")  # fmt: skip
+                                   "rewrite=True")  # fmt: skip
     upgrades: list[tuple[str, str]] = []
     for kind in dict.fromkeys(ch.kind for ch in changes if not (widens and ch.kind == "widen")):  # a rewrite needs none
         note = adapter.schema_upgrade(table, kind)
@@ -182,10 +185,11 @@ def alter(
     rewrite_files = rewrite_bytes = 0
     if widens:  # planned (or refused: generated columns ...) before anything changes
         rewrite_files, rewrite_bytes = adapter.widen_by_rewrite(table, widens, True)
-    if dry_run:
-        if fields is not None:
-            files, size = adapter.evolve_partitioning(table, fields, rewrite, True)
+    if fields is not None:  # the new partitioning planned (or refused) before anything changes
+        files, size = adapter.evolve_partitioning(table, fields, rewrite, True)
+        if dry_run:
             rewrite_files, rewrite_bytes = rewrite_files + files, rewrite_bytes + size
+    if dry_run:
         return _result(table, [str(c) for c in changes] + ([f"partition by {', '.join(map(str, fields))}"] if fields is not None else []),
                        [n for _, n in upgrades], dry_run=True, files=rewrite_files, size=rewrite_bytes)  # fmt: skip
     done: list[str] = []
@@ -261,7 +265,7 @@ def tag(table: TableLike, name: str, *, version: int | None = None, timestamp: s
     validate_ref_name(name)
     window = parse_duration(retain) if retain is not None else None
     if window is not None and window.total_seconds() <= 0:
-        raise InvalidArgumentError("invalid --retain: must be positive")
+        raise InvalidArgumentError("invalid retain=: must be positive")
     table.refresh()
     if any(r.name == name for r in table.adapter.refs(table)):
         raise RefExistsError(

@@ -23,9 +23,9 @@ def alter_layout(table: TableLike, *, cluster_by: str | list[str] | None = None,
     """Change the clustering keys (``"a, b"``, ``"zorder(a, b)"``, ``"none"``) and/or the delete mode. See ``Table.alter``."""
     adapter = table.adapter
     if cluster_by is not None:
-        adapter.require("clustering", "alter --cluster-by")
+        adapter.require("clustering", "alter(cluster_by)")
     if deletion_vectors is not None:
-        adapter.require("deletion_vectors", "alter --deletion-vectors")
+        adapter.require("deletion_vectors", "alter(deletion_vectors)")
     desc = table.describe()
     changes: list[str] = []
     clustering = None

@@ -375,9 +375,9 @@ def _check_strategy(table: TableLike, strategy: str, by: list[str] | tuple[str, 
     if strategy not in adapter.compact_strategies:
         others = [s for s in adapter.compact_strategies if s != "binpack"]
         raise UnsupportedOperationError(
-            f"compact --strategy {strategy}: not supported for {adapter.name} tables"
-            + (f"; use --strategy {' or '.join(others)} --by COLS" if others else "")
-        )
+            f"compact strategy={strategy!r}: not supported for {adapter.name} tables"
+            + (f"; use strategy={' or '.join(map(repr, others))} with by=[columns]" if others else "")
+        ).with_cli_terms({" or ".join(map(repr, others)): " or ".join(others), "with by=[columns]": "--by COLS"})
     if cols:  # every argument is checked against the table before deciding there is nothing to do
         known = [c.name for c in table.describe().schema]
         unknown = [c for c in cols if c not in known]
@@ -533,9 +533,11 @@ def set_properties(
     *,
     unset: list[str] | tuple[str, ...] = (),
     engine: str | None = None,
+    dry_run: bool = False,
 ) -> PropertiesResult:
     """Set (and unset) table properties — maintenance policies included — in the table's own metadata, in one commit:
-    without a JVM where the light library makes the change exactly as Spark does (``engine`` as for ``create``)."""
+    without a JVM where the light library makes the change exactly as Spark does (``engine`` as for ``create``).
+    ``dry_run``: check the change and return the properties the table would have, committing nothing."""
     check_engine(engine)
     table.adapter.require("alter_properties", "alter")
     props = validate_policy(properties or {})
@@ -543,6 +545,10 @@ def set_properties(
     if not props and not removed:
         raise InvalidArgumentError("nothing to change: give at least one key=value or a key to unset")
     adapter = table.adapter
+    if dry_run:
+        current = dict(table.describe().properties)
+        would = {k: v for k, v in {**current, **props}.items() if k not in removed}
+        return PropertiesResult(table.name, table.format, would, None, "dry run: nothing changed", dry_run=True)
     _, used, reason = light_or_spark(engine, f"alter {table.name}",
                                      lambda: adapter.set_properties_light(table, props, removed),
                                      lambda: adapter.set_properties_spark(table, props, removed))  # fmt: skip

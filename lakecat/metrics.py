@@ -77,7 +77,7 @@ class IngestExporter:
         try:
             self.server, self.thread = start_http_server(self.port, addr=addr, registry=registry)
         except OSError as e:
-            raise LakecatError(f"--metrics-port {port}: cannot serve /metrics there ({e.strerror or e})") from None
+            raise LakecatError(f"metrics_port={port}: cannot serve /metrics there ({e.strerror or e})") from None
         app = self.server.get_app()
         if app is not None:
             self.server.set_app(self._tracked(app))
@@ -204,7 +204,7 @@ class ServiceExporter:
         try:
             self.server, self.thread = start_http_server(self.port, addr=addr, registry=registry)
         except OSError as e:
-            raise LakecatError(f"--metrics-port {port}: cannot serve /metrics there ({e.strerror or e})") from None
+            raise LakecatError(f"metrics_port={port}: cannot serve /metrics there ({e.strerror or e})") from None
 
     def queued(self, depth: int, verdicts: dict[str, int]) -> None:
         self.depth.set(depth)

@@ -137,29 +137,29 @@ class Clustering:
 
 
 def parse_cluster_by(text: str | list[str] | tuple[str, ...], columns: list[Column]) -> Clustering:
-    """Parse ``--cluster-by``: ``"a, b"`` (a linear order), ``"zorder(a, b)"`` or ``"none"`` against the columns."""
+    """Parse ``cluster_by`` (``--cluster-by``): ``"a, b"`` (a linear order), ``"zorder(a, b)"`` or ``"none"`` against the columns."""
     joined = text if isinstance(text, str) else ", ".join(text)
     if joined.strip().lower() == "none":
         return Clustering()
     m = _ZORDER.match(joined)
     items = [i.strip() for i in (m.group("cols") if m else joined).split(",")]
     if not any(items) or not all(items):
-        raise InvalidArgumentError(f'invalid --cluster-by {joined!r}: give column names ("a, b"), zorder(a, b) or none')
+        raise InvalidArgumentError(f'invalid cluster_by={joined!r}: give column names ("a, b"), zorder(a, b) or none')
     by_name = {c.name.lower(): c for c in columns}
     keys: list[str] = []
     for item in items:
         if "(" in item or ")" in item:
-            raise InvalidArgumentError(f"invalid --cluster-by {joined!r}: clustering keys are plain columns; "
+            raise InvalidArgumentError(f"invalid cluster_by={joined!r}: clustering keys are plain columns; "
                                        "zorder(a, b) is the only function allowed, around all of them")  # fmt: skip
         col = by_name.get(validate_part(item, what="clustering column").lower())
         if col is None:
-            raise InvalidArgumentError(f"invalid --cluster-by {joined!r}: no column {item!r} in the schema"
+            raise InvalidArgumentError(f"invalid cluster_by={joined!r}: no column {item!r} in the schema"
                                        f"{columns_note(c.name for c in columns)}")  # fmt: skip
         if col.name in keys:
-            raise InvalidArgumentError(f"invalid --cluster-by {joined!r}: {col.name} appears twice")
+            raise InvalidArgumentError(f"invalid cluster_by={joined!r}: {col.name} appears twice")
         keys.append(col.name)
     if m and len(keys) < 2:
-        raise InvalidArgumentError(f"invalid --cluster-by {joined!r}: z-order interleaves two or more columns; "
+        raise InvalidArgumentError(f"invalid cluster_by={joined!r}: z-order interleaves two or more columns; "
                                    f"give {keys[0]} alone for a sort by one column")  # fmt: skip
     return Clustering(tuple(keys), zorder=bool(m))
 

@@ -120,6 +120,9 @@ def set_policy(
         done = set_properties(table, props, unset=removed, engine=engine)
         return PolicySetResult("table", target.name, {k: v for k, v in done.properties.items() if k in POLICY_KEYS},
                                done.engine, done.engine_reason)  # fmt: skip
+    if engine is not None:
+        raise InvalidArgumentError(f"engine= applies to a table's policy (a property change); {target.kind} policies "
+                                   "live in lakecat's catalog and need no engine")  # fmt: skip
     store = ScopedPolicies(catalog.metastore)
     return PolicySetResult(target.kind, target.name, store.set(target.name, props, removed))
 

@@ -452,7 +452,7 @@ class _FilterParser:
         name = tok.text[1:-1].replace("``", "`") if tok.kind == "qid" else tok.text
         field = self.columns.get(name.lower())
         if field is None:
-            raise InvalidArgumentError(f"invalid --where predicate: no column {name!r}; the columns are "
+            raise InvalidArgumentError(f"invalid where predicate: no column {name!r}; the columns are "
                                        f"{', '.join(f.name for f in self.columns.values())}")  # fmt: skip
         kind = _filter_kind(field.type)
         if kind is None:
@@ -486,7 +486,7 @@ class _FilterParser:
             try:
                 return date.fromisoformat(text)
             except ValueError:
-                raise InvalidArgumentError(f"invalid --where predicate: no such date {text!r}") from None
+                raise InvalidArgumentError(f"invalid where predicate: no such date {text!r}") from None
         raise NotExactError(f"the light path compares a {kind} column with a {kind} literal only, not "
                             f"{tok.text or 'the end'!r}")  # fmt: skip
 

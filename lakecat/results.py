@@ -579,9 +579,11 @@ class PropertiesResult(Result):
     table: str
     format: str
     properties: dict[str, str]
-    #: ``light`` (no JVM: pyiceberg / delta-rs) or ``spark``; ``engine_reason``: why Spark ran.
-    engine: str = "light"
+    #: ``light`` (no JVM: pyiceberg / delta-rs) or ``spark``; ``engine_reason``: why Spark ran. A dry run: None.
+    engine: str | None = "light"
     engine_reason: str | None = None
+    #: True: ``properties`` are what the table would have; nothing was committed.
+    dry_run: bool = False
 
 
 @dataclass

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .errors import InvalidArgumentError
+from .errors import InvalidArgumentError, invalid
 from .identifiers import quote, validate_part
 
 _PRIMITIVES = {
@@ -208,7 +208,8 @@ def parse_column_def(text: str) -> tuple[Column, str | None]:
         text = text[: m.start()]
     columns = parse_schema(text)
     if len(columns) != 1:
-        raise InvalidArgumentError(f"invalid --add-column {text!r}: one column per --add-column (repeat the option)")
+        raise invalid(f"invalid add_columns item {text!r}: one column per item of the list",
+                      f"invalid --add-column {text!r}: one column per --add-column (repeat the option)")  # fmt: skip
     return columns[0], position
 
 

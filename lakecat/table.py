@@ -122,7 +122,7 @@ class Table:
         Example:
             >>> t.branch("audit"); t.on_branch("audit").upsert("/landing/fixes/", key="id"); t.publish("audit")
         """
-        self.adapter.require("branches", "--branch")
+        self.adapter.require("branches", "branches")
         versions.find_ref(self, branch, "branch")
         return Table(self.catalog, self.entry, branch=branch)
 
@@ -200,7 +200,7 @@ class Table:
         if tag is not None:
             if version is not None or timestamp is not None:
                 raise invalid("give one of version, timestamp or tag", "give one of --version, --as-of or --tag")
-            self.adapter.require("tags", "--tag")
+            self.adapter.require("tags", "tags")
             version = versions.find_ref(self, tag).version
         return versions.resolve_version(self, version=version, timestamp=timestamp)
 
@@ -265,7 +265,7 @@ class Table:
         changes = evolution.schema_changes(add_columns=add_columns, rename_columns=rename_columns, drop_columns=drop_columns,
                                  widen=widen, comments=comments)  # fmt: skip
         if cluster_by is not None or deletion_vectors is not None:
-            if changes or partition_by is not None:
+            if changes or partition_by is not None or rewrite:
                 raise InvalidArgumentError("give cluster_by / deletion_vectors in an alter of their own, not with "
                                            "schema or partition changes").with_cli_terms(
                     {"cluster_by / deletion_vectors": "--cluster-by / --deletion-vectors"})  # fmt: skip
@@ -421,13 +421,15 @@ class Table:
         *,
         unset: list[str] | tuple[str, ...] = (),
         engine: str | None = None,
+        dry_run: bool = False,
     ) -> PropertiesResult:
-        """Set or unset table properties (maintenance policies ``lakecat.*`` are validated) in one commit.
+        """Set or unset table properties (maintenance policies ``lakecat.*`` are validated) in one commit;
+        ``dry_run`` checks the change and returns the properties the table would have, committing nothing.
 
         ``engine``: ``"light"`` (no JVM: pyiceberg / delta-rs; exit 3 where it cannot make the change exactly as Spark
         does), ``"spark"``, or None: light where it is exact, else Spark. The result's ``engine`` says which ran.
         """
-        return maintenance.set_properties(self, properties, unset=unset, engine=engine)
+        return maintenance.set_properties(self, properties, unset=unset, engine=engine, dry_run=dry_run)
 
     # --- mirrors (lakecat/mirror.py) --------------------------------------------------------------
     def mirror(self, *, as_format: str, purge_deletes: bool = False) -> MirrorResult:

@@ -73,14 +73,14 @@ def _check_int(value: Any, what: str) -> int:
         if value.is_integer() and abs(value) <= 2**53:
             return int(value)
         raise InvalidArgumentError(
-            f"invalid {what} {value!r}: a number read as floating point has lost digits; pass the version as a "
+            f"invalid {what}={value!r}: a number read as floating point has lost digits; pass the version as a "
             "string (the `..._str` keys of lakecat's JSON)"
         )
     if isinstance(value, bool) or not isinstance(value, int):
         try:
             return int(str(value).strip())
         except ValueError:
-            raise InvalidArgumentError(f"invalid {what} {value!r}: expected an integer version") from None
+            raise InvalidArgumentError(f"invalid {what}={value!r}: expected an integer version") from None
     return value
 
 
@@ -108,7 +108,7 @@ def history(table: TableLike, *, limit: int | None = None) -> HistoryResult:
 
 def find_ref(table: TableLike, name: str, kind: str | None = None) -> RefInfo:
     """The tag (or branch) ``name`` of the table; VersionNotFoundError when there is none (light path)."""
-    table.adapter.require("tags", "--tag")
+    table.adapter.require("tags", "tags")
     table.refresh()
     for r in table.adapter.refs(table):
         if r.name == name and (kind is None or r.kind == kind):
@@ -116,11 +116,11 @@ def find_ref(table: TableLike, name: str, kind: str | None = None) -> RefInfo:
     raise VersionNotFoundError(f"{table.name} has no {kind or 'tag'} {name!r}; `lakecat tags {table.name}` lists them")
 
 
-def _tagged(table: TableLike, version: int | None, tag: str | None, what: str = "--version") -> int | None:
+def _tagged(table: TableLike, version: int | None, tag: str | None, what: str = "version") -> int | None:
     if tag is None:
         return version
     if version is not None:
-        raise InvalidArgumentError(f"give either {what} or a tag, not both")
+        raise InvalidArgumentError(f"give either {what}= or a tag, not both").with_cli_terms({f"{what}=": f"--{what}"})
     return find_ref(table, tag).version
 
 
@@ -209,13 +209,13 @@ class _Answer:
     def light(self, table: TableLike, what: str, fn: Any) -> Any:
         """``fn()`` on the light path; None when the read must go to Spark (not asked for light, or it cannot be exact)."""
         if self.wanted == "spark":
-            self.reason = "asked for Spark (--engine spark)"
+            self.reason = "asked for Spark (engine='spark')"
             return None
         try:
             out = fn()
         except NotExactError as e:
             if self.wanted == "light":
-                raise NotExactError(f"{what} {table.name} without a JVM: {e}; use --engine spark") from None
+                raise NotExactError(f"{what} {table.name} without a JVM: {e}; use engine='spark'") from None
             self.reason = str(e)
             return None
         except LakecatError:
@@ -355,7 +355,7 @@ def _column_list(columns: str | list[str] | tuple[str, ...] | None) -> list[str]
         return None
     names = [str(c).strip() for c in (columns.split(",") if isinstance(columns, str) else columns)]
     if not names or not all(names):
-        raise InvalidArgumentError(f"invalid --columns {columns!r}: give column names separated by commas")
+        raise InvalidArgumentError(f"invalid columns={columns!r}: give column names separated by commas")
     return names
 
 
@@ -413,7 +413,9 @@ class TableAsOf(Result):
         resolved = [spelled[n.lower()] for n in names]
         twice = sorted({n for n in resolved if resolved.count(n) > 1})
         if twice:
-            raise InvalidArgumentError(f"--columns names {', '.join(map(repr, twice))} more than once")
+            raise InvalidArgumentError(f"columns= names {', '.join(map(repr, twice))} more than once").with_cli_terms(
+                {"columns=": "--columns"}
+            )
         return resolved
 
     def to_spark(self, *, where: str | None = None, columns: str | list[str] | None = None) -> DataFrame:
@@ -480,7 +482,9 @@ class TableAsOf(Result):
         """Rows (at most ``limit``; 0 or None: all; of ``columns``, default all) or, with ``count=True``, the number
         of rows."""
         answer = _Answer(self.engine)
-        names = self._columns(columns)  # a misspelt column is refused even with count=True, before any JVM
+        if count and columns:
+            raise InvalidArgumentError("columns= applies to rows, not with count=True")
+        names = self._columns(columns)
         scanned, total = self.planned_files(where=where) or (None, None)
         base = dict(name=self.name, format=self.format, version=self.version, version_timestamp=self.version_timestamp,
                     as_of=self.as_of, files_scanned=scanned, files_total=total)  # fmt: skip
@@ -536,7 +540,7 @@ def _select(df: DataFrame, columns: list[str] | None) -> DataFrame:
         out.schema  # noqa: B018 - analysed now, so a missing column is a usage error (Spark Connect analyses lazily)
         return out
     except Exception as e:  # noqa: BLE001 - a name Spark cannot resolve is the caller's mistake
-        raise InvalidArgumentError(f"invalid --columns {','.join(columns)!r}: {first_line(str(e))}") from None
+        raise InvalidArgumentError(f"invalid columns={','.join(columns)!r}: {first_line(str(e))}") from None
 
 
 def _where(df: DataFrame, where: str | None) -> DataFrame:
@@ -651,11 +655,11 @@ def changes(table: TableLike, *, since: int | None = None, until: int | None = N
     """
     table.adapter.require("changes", "changes")
     engine = _check_engine(engine)
-    since = _tagged(table, since, since_tag, "--since")
-    until = _tagged(table, until, until_tag, "--until")
+    since = _tagged(table, since, since_tag, "since")
+    until = _tagged(table, until, until_tag, "until")
     if since is None:
-        raise InvalidArgumentError("give --since VERSION or --since-tag NAME")
-    since = _check_int(since, "--since version")
+        raise invalid("give since= (a version) or since_tag= (a tag name)", "give --since VERSION or --since-tag NAME")
+    since = _check_int(since, "since")
     v = table.adapter.versions(table)
     commits = {c.version: c for c in v.commits()}
     current = v.current_version()
@@ -663,7 +667,7 @@ def changes(table: TableLike, *, since: int | None = None, until: int | None = N
         if current is None:
             raise VersionNotFoundError(f"{table.name} has no versions yet: nothing has been committed")
         until = current
-    until = _check_int(until, "--until version")
+    until = _check_int(until, "until")
     if not v.exists(until):
         raise v.missing(until)
     lineage = v.lineage(until)

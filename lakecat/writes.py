@@ -53,20 +53,20 @@ def read_file(path: str | Path, schema: pa.Schema, *, file_format: str | None = 
 
     files = source_files(str(path))
     if files is None:
-        raise InvalidArgumentError(f"--from {path}: only local files are read; copy the file here first")
+        raise InvalidArgumentError(f"{path}: only local files are read; copy the file here first")
     if not Path(str(path)).expanduser().exists():
-        raise InvalidArgumentError(f"--from {path}: no such file or directory")
+        raise InvalidArgumentError(f"{path}: no such file or directory")
     if not files:
-        raise InvalidArgumentError(f"--from {path}: no data files there")
+        raise InvalidArgumentError(f"{path}: no data files there")
     fmt = file_format.lower() if file_format else None
     if fmt is None:
         found = {FILE_FORMATS.get(p.suffix.lower().lstrip(".")) for p in files}
         if len(found) != 1 or None in found:
-            raise InvalidArgumentError(f"--from {path}: cannot tell the file format from the names; pass --file-format "
-                                       "parquet|csv|json")  # fmt: skip
+            raise InvalidArgumentError(f"{path}: cannot tell the file format from the names; say which: "
+                                       "file_format=parquet, csv or json")  # fmt: skip
         fmt = found.pop()
     if fmt not in set(FILE_FORMATS.values()):
-        raise InvalidArgumentError(f"invalid --file-format {file_format!r}: use parquet, csv or json")
+        raise InvalidArgumentError(f"invalid file_format={file_format!r}: use parquet, csv or json")
     types = {f.name: f.type for f in schema}
     loose = pa.schema([pa.field(f.name, f.type) for f in schema])  # NOT NULL is checked after, in one sentence
     tables = []
@@ -93,11 +93,11 @@ def read_file(path: str | Path, schema: pa.Schema, *, file_format: str | None = 
                     read = read.set_column(i, name, read.column(name).cast(types[name]))
                 tables.append(read)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OSError) as e:
-            raise InvalidArgumentError(f"--from {p}: not readable as {fmt}: {str(e).splitlines()[0]}") from None
+            raise InvalidArgumentError(f"{p}: not readable as {fmt}: {str(e).splitlines()[0]}") from None
     try:
         return pa.concat_tables(tables, promote_options="permissive")
     except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
-        raise InvalidArgumentError(f"--from {path}: the files disagree on their columns: {e}") from None
+        raise InvalidArgumentError(f"{path}: the files disagree on their columns: {e}") from None
 
 
 def to_arrow(data: Any, schema: pa.Schema, *, file_format: str | None = None) -> pa.Table:
@@ -248,7 +248,7 @@ def _spark_predicate(table: TableLike, where: str) -> str:
     try:
         table.to_spark().where(pred).schema  # noqa: B018 - analysis only, nothing runs
     except Exception as e:  # noqa: BLE001 - an unknown column or a type error in the user's predicate
-        raise InvalidArgumentError(f"invalid --where predicate {where!r}: {first_line(str(e))}") from None
+        raise InvalidArgumentError(f"invalid where predicate {where!r}: {first_line(str(e))}") from None
     return pred
 
 

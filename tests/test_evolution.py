@@ -425,7 +425,7 @@ def test_unsupported_parts_are_refused_before_any_change(catalog, spark, ns, tab
                              partition_by="days(ts)")  # fmt: skip
     before = t.describe().to_dict()
     if t.adapter.supports("widen_by_rewrite"):  # Delta: an overwrite makes every column nullable (id is NOT NULL)
-        with pytest.raises(UnsupportedOperationError, match="alter --widen --rewrite on a table with NOT NULL"):
+        with pytest.raises(UnsupportedOperationError, match=r"alter\(widen, rewrite=True\) on a table with NOT NULL"):
             t.alter(add_columns=["z INT"], widen={"n": "BIGINT"}, rewrite=True)
     else:  # a format that widens in place for every reader has nothing to rewrite: a usage error
         with pytest.raises(InvalidArgumentError, match="nothing to rewrite"):

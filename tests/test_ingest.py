@@ -313,9 +313,9 @@ def test_dead_letter_every_sets_when_staged_dead_letters_are_committed(catalog, 
     if request.config.getoption("--spark-connect"):
         pytest.skip("in a Spark Connect engine each batch commits its own dead letters: nothing is staged")
     for bad in ("0s", "-1", "soon", 0):
-        with pytest.raises(InvalidArgumentError, match="--dead-letter-every"):
+        with pytest.raises(InvalidArgumentError, match="dead_letter_every="):
             lakecat.IngestOptions(dead_letter_every=bad)
-    with pytest.raises(InvalidArgumentError, match="--no-dlq"):
+    with pytest.raises(InvalidArgumentError, match="dlq=False"):
         lakecat.IngestOptions(dlq=False, dead_letter_every="1s")
 
     def run(name: str, every: str) -> tuple[list[dict], list[dict], Path]:

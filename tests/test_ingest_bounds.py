@@ -72,7 +72,7 @@ def test_default_bound_is_sized_from_the_driver_heap(tmp_path):
     by_size = bound(files, IngestOptions(max_bytes_per_batch="64KB"))
     assert by_size.as_dict() == {"bytes": 64_000, "source": b.OPTION} and by_size.collects_letters
     assert by_size.stream.max_bytes_per_batch == 64_000 and by_size.stream.max_files_per_batch is None
-    with pytest.raises(InvalidArgumentError, match="one of --max-files-per-batch and --max-bytes-per-batch"):
+    with pytest.raises(InvalidArgumentError, match="one of max_files_per_batch= and max_bytes_per_batch="):
         IngestOptions(max_files_per_batch=1, max_bytes_per_batch=1000)
     with pytest.raises(InvalidArgumentError, match="invalid size"):
         IngestOptions(max_bytes_per_batch="lots")

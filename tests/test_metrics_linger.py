@@ -87,7 +87,7 @@ def test_metrics_linger_option():
     assert IngestOptions(metrics_port=9464, metrics_linger="0").metrics_linger_s == 0
     assert IngestOptions(metrics_port=9464, metrics_linger="2m").metrics_linger_s == 120
     assert IngestOptions(metrics_port=9464, metrics_linger=1.5).metrics_linger_s == 1.5
-    with pytest.raises(InvalidArgumentError, match="applies with --metrics-port"):
+    with pytest.raises(InvalidArgumentError, match="applies with metrics_port="):
         IngestOptions(metrics_linger="10s")
     with pytest.raises(InvalidArgumentError, match="negative"):
         IngestOptions(metrics_port=9464, metrics_linger=-1)

@@ -270,3 +270,27 @@ def test_the_file_list_reads_pause_the_cyclic_collector_and_restore_it():
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_library_messages_name_parameters_and_the_command_line_its_options():
+    """A library error speaks Python (``where=``, ``full=True``); the CLI says the same as its options."""
+    from lakecat.errors import InvalidArgumentError, invalid
+
+    cases = {
+        "invalid columns='a,,b': give column names separated by commas":
+            "invalid --columns 'a,,b': give column names separated by commas",
+        "dedupe_key= needs watermark= (how long to remember keys, e.g. '1h')":
+            "--dedupe-key needs --watermark (how long to remember keys, e.g. '1h')",
+        "full=True reclusters a clustered table": "--full reclusters a clustered table",
+        "read t without a JVM: no; use engine='spark'": "read t without a JVM: no; use --engine spark",
+        "since=5 is after until=3": "--since 5 is after --until 3",
+        "alter(widen, rewrite=True) on a table with NOT NULL columns": "alter --widen --rewrite on a table with NOT NULL columns",
+        "event_time=: column ts of table a.b is STRING": "--event-time: column ts of table a.b is STRING",
+        # not options: a property, a setting, key=value
+        "set delta.enableChangeDataFeed=true or format-version=2; give key=value": None,
+    }  # fmt: skip
+    for python, cli in cases.items():
+        e = InvalidArgumentError(python)
+        assert str(e) == python and e.cli_message() == (cli or python), (python, e.cli_message())
+    pair = invalid("invalid every: must be longer than 0s", "invalid --every: must be longer than 0s")
+    assert str(pair) == "invalid every: must be longer than 0s" and pair.cli_message().startswith("invalid --every")

@@ -421,11 +421,11 @@ class TableFormat(ABC):
     def check_layout(self, layout: Layout, partitioning: list[PartitionField]) -> None:
         """Refuse a layout the format cannot have before any engine starts (exit 3; exit 2 for a combination)."""
         if layout.clustering:
-            self.require("clustering", "--cluster-by")
+            self.require("clustering", "clustering")
         if layout.deletion_vectors:
-            self.require("deletion_vectors", "--deletion-vectors")
+            self.require("deletion_vectors", "deletion vectors")
         if layout.format_version is not None:
-            raise self.unsupported("--format-version")
+            raise self.unsupported("a format version")
 
     @abstractmethod
     def create(self, ctx: CatalogContext, ident: TableIdent, columns: list[Column], partitioning: list[PartitionField],
@@ -446,11 +446,11 @@ class TableFormat(ABC):
 
     def set_clustering(self, table: TableHandle, clustering: Clustering) -> None:
         """Make ``clustering`` the table's keys (empty: none) in one commit; data files stay as they are."""
-        raise self.unsupported("alter --cluster-by")
+        raise self.unsupported("alter(cluster_by)")
 
     def set_deletion_vectors(self, table: TableHandle, on: bool) -> None:
         """Mark deleted rows (``on``) or rewrite files (off) in the writes that follow."""
-        raise self.unsupported("alter --deletion-vectors")
+        raise self.unsupported("alter(deletion_vectors)")
 
     @abstractmethod
     def describe(self, table: TableHandle) -> DescribeResult:
@@ -721,7 +721,7 @@ class TableFormat(ABC):
     def widen_by_rewrite(self, table: TableHandle, types: dict[str, str], dry_run: bool) -> tuple[int, int]:
         """Widen columns (name -> wider type) by rewriting every data file in one commit, for a format whose in-place
         widening locks readers out; returns (files to rewrite, their bytes)."""
-        raise self.unsupported("alter --widen --rewrite")
+        raise self.unsupported("alter(widen, rewrite=True)")
 
     def set_column_comment(self, table: TableHandle, name: str, comment: str) -> None:
         raise self.unsupported("setting a column comment")
@@ -779,7 +779,7 @@ class TableFormat(ABC):
 
     def files_matching(self, table: TableHandle, predicate: str) -> set[str]:
         """Normalized paths of the files that may hold rows matching ``predicate``."""
-        raise self.unsupported("compact --where")
+        raise self.unsupported("compact(where)")
 
     def partitions_written_since(self, table: TableHandle, since: datetime) -> dict[str, str | None]:
         """The partitions (as ``DataFile.partition`` spells them) of the live files that writes after ``since`` added,
@@ -855,20 +855,20 @@ class TableFormat(ABC):
 
     def mirror(self, table: TableHandle, target: TableFormat, *, purge_deletes: bool = False) -> MirrorResult:
         """Make the table readable as ``target`` too (its metadata over the same data files) and bring it up to date."""
-        raise self.unsupported(f"mirror --as {target.name}")
+        raise self.unsupported(f"mirror(as_format={target.name!r})")
 
     def sync_mirror(self, table: TableHandle, target: TableFormat, *, purge_deletes: bool = False) -> MirrorResult:
         """Bring the mirror as ``target`` up to the table's current version, one mirror commit per version;
         ``purge_deletes`` first rewrites away what the mirror cannot express (Delta's deletion vectors)."""
-        raise self.unsupported(f"mirror --as {target.name}")
+        raise self.unsupported(f"mirror(as_format={target.name!r})")
 
     def drop_mirror(self, ctx: CatalogContext, entry: TableEntry, target: TableFormat) -> None:
         """Remove the mirror as ``target`` from the catalog (its metadata stays; the data files are the table's)."""
-        raise self.unsupported(f"mirror --as {target.name}")
+        raise self.unsupported(f"mirror(as_format={target.name!r})")
 
     def verify_mirror(self, table: TableHandle, target: TableFormat) -> MirrorVerifyResult:
         """Compare the table and its mirror at the mirrored version: rows and a checksum of every column."""
-        raise self.unsupported(f"mirror --as {target.name}")
+        raise self.unsupported(f"mirror(as_format={target.name!r})")
 
     # --- health (light path) ---------------------------------------------------------------
     def change_pointer(self, table: TableHandle) -> str | None:

@@ -62,8 +62,8 @@ def refuse_bad(bad: DataFrame) -> None:
     if first:
         r = first[0]
         where = f"{r[2]}" + (f" partition {r[3]} offset {r[4]}" if r[3] is not None else "")
-        raise LakecatError(f"record at {where} rejected ({r[0]}: {r[1]}) and --no-dlq is set; "
-                           "nothing of this batch was written")  # fmt: skip
+        raise LakecatError(f"record at {where} rejected ({r[0]}: {r[1]}) and dlq=False is set; "
+                           "nothing of this batch was written").with_cli_terms({"dlq=False is set": "--no-dlq is set"})  # fmt: skip
 
 
 #: The dead letter's columns a batch's records give; ``ingest_time`` and ``batch_id`` are added where they are written.

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..cdc import check_cdc
-from ..errors import InvalidArgumentError
+from ..errors import InvalidArgumentError, invalid
 from ..evolution import validate_ref_name
 from ..identifiers import TableIdent, parse_columns
 from ..sources import StreamOptions
@@ -113,9 +113,12 @@ class IngestOptions:
     def __post_init__(self) -> None:
         Trigger.parse(self.trigger)
         if self.dedupe_key and not self.watermark:
-            raise InvalidArgumentError("--dedupe-key needs --watermark (how long to remember keys, e.g. 1h)")
+            raise InvalidArgumentError("dedupe_key= needs watermark= (how long to remember keys, e.g. '1h')")
         if self.watermark and not self.dedupe_key:
-            raise InvalidArgumentError("--watermark only applies with --dedupe-key")
+            raise InvalidArgumentError("watermark= only applies with dedupe_key=")
+        if self.event_time and not self.dedupe_key:
+            raise InvalidArgumentError("event_time= applies with dedupe_key= and watermark= (the column the "
+                                       "watermark follows)")  # fmt: skip
         self.dedupe_columns  # noqa: B018 - validates the names
         self.watermark_s  # noqa: B018 - validates the duration
         for n, what in ((self.max_records_per_batch, "max records per batch"),
@@ -124,18 +127,24 @@ class IngestOptions:
                 raise InvalidArgumentError(f"{what} must be at least 1")
         if self.max_bytes_per_batch is not None:
             if self.max_files_per_batch is not None:
-                raise InvalidArgumentError("give one of --max-files-per-batch and --max-bytes-per-batch")
+                raise InvalidArgumentError("give one of max_files_per_batch= and max_bytes_per_batch=")
             self.max_bytes  # noqa: B018 - validates the size
         if self.change_format is not None:
             if self.dedupe_key:
                 raise InvalidArgumentError(CDC_ALONE)
         elif self.key:
-            raise InvalidArgumentError("--key applies to change events: pass --cdc debezium (or use --dedupe-key)")
+            raise invalid(
+                "key= applies to change events: pass cdc='debezium' (or use dedupe_key=)",
+                "--key applies to change events: pass --cdc debezium (or use --dedupe-key)",
+            )
         if self.metrics_linger is not None and self.metrics_port is None:
-            raise InvalidArgumentError("--metrics-linger applies with --metrics-port")
+            raise InvalidArgumentError("metrics_linger= applies with metrics_port=")
         self.metrics_linger_s  # noqa: B018 - validates the duration
         if self.dead_letter_every is not None and self.dlq in (False, None):
-            raise InvalidArgumentError("--dead-letter-every applies with a dead-letter table, not with --no-dlq")
+            raise invalid(
+                "dead_letter_every= applies with a dead-letter table, not with dlq=False",
+                "--dead-letter-every applies with a dead-letter table, not with --no-dlq",
+            )
         self.dead_letter_every_s  # noqa: B018 - validates the duration
         if self.unknown_mode not in UNKNOWN_MODES:
             raise InvalidArgumentError(f"unknown-fields check {self.count_unknown_fields!r}: use sample, all or off")
@@ -187,13 +196,13 @@ class IngestOptions:
         """``metrics_linger`` in seconds (``DEFAULT_METRICS_LINGER`` when unset)."""
         value = DEFAULT_METRICS_LINGER if self.metrics_linger is None else self.metrics_linger
         if isinstance(value, bool):
-            raise InvalidArgumentError(f"--metrics-linger {value!r}: use a duration such as 30s, or 0")
+            raise InvalidArgumentError(f"metrics_linger={value!r}: use a duration such as '30s', or 0")
         if isinstance(value, (int, float)):
             seconds = float(value)
         else:
             seconds = 0.0 if str(value).strip() == "0" else parse_duration(value).total_seconds()
         if seconds < 0:
-            raise InvalidArgumentError(f"--metrics-linger {value!r}: must not be negative")
+            raise InvalidArgumentError(f"metrics_linger={value!r}: must not be negative")
         return seconds
 
     @property
@@ -209,7 +218,7 @@ class IngestOptions:
             with contextlib.suppress(InvalidArgumentError):
                 seconds = parse_duration(value.strip()).total_seconds()
         if seconds is None or not seconds > 0:
-            raise InvalidArgumentError(f"--dead-letter-every {value!r}: use a positive duration such as 30s")
+            raise InvalidArgumentError(f"dead_letter_every={value!r}: use a positive duration such as '30s'")
         return seconds
 
     @property
@@ -239,5 +248,5 @@ class StreamSettings:
         return "lakecat-" + hashlib.sha256(self.checkpoint.encode()).hexdigest()[:16]
 
 
-CDC_ALONE = ("--cdc applies change events by --key; it does not combine with --dedupe-key or "
-             "--with-kafka-metadata")  # fmt: skip
+CDC_ALONE = ("cdc= applies change events by their key; it does not combine with dedupe_key= or "
+             "with_kafka_metadata=True")  # fmt: skip

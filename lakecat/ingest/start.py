@@ -46,10 +46,16 @@ def _check_source(options: IngestOptions, source: Source) -> None:
         if source.with_metadata:
             raise InvalidArgumentError(CDC_ALONE)
         if not source.parses_json:
-            raise InvalidArgumentError("--cdc reads Debezium JSON events: from Kafka or json files")
+            raise InvalidArgumentError("cdc= reads Debezium JSON events: from Kafka or json files")
+    for name, value, limit in (("max_records_per_batch", options.max_records_per_batch, "records"),
+                               ("max_files_per_batch", options.max_files_per_batch, "files"),
+                               ("max_bytes_per_batch", options.max_bytes_per_batch, "bytes")):  # fmt: skip
+        if value is not None and limit not in source.batch_limits:
+            raise InvalidArgumentError(f"{name}= does not apply to {source.describe()}: its batches are bounded by "
+                                       + (" or ".join(source.batch_limits) or "nothing"))  # fmt: skip
     if options.merge_schema and not source.parses_json:
         raise InvalidArgumentError(
-            "--merge-schema applies to JSON events (Kafka or json files), not to csv/parquet files"
+            "merge_schema=True applies to JSON events (Kafka or json files), not to csv/parquet files"
         )
 
 
@@ -79,8 +85,8 @@ def _checkpoint(catalog: CatalogLike, ident: TableIdent, source: Source, options
 
 
 def _lacks_metadata(ident: TableIdent, missing: list[tuple[str, str]]) -> str:
-    return (f"--with-kafka-metadata: table {ident} lacks the column(s) {', '.join(n for n, _ in missing)}; add them ("
-            + ", ".join(f"{n} {t}" for n, t in missing) + ") or pass --merge-schema")  # fmt: skip
+    return (f"with_kafka_metadata=True: table {ident} lacks the column(s) {', '.join(n for n, _ in missing)}; add them ("
+            + ", ".join(f"{n} {t}" for n, t in missing) + ") or pass merge_schema=True")  # fmt: skip
 
 
 def _fields(table: TableLike, source: Source, options: IngestOptions) -> list[StructField]:
@@ -110,13 +116,13 @@ def _check_columns(table: TableLike, source: Source, options: IngestOptions) -> 
     if options.dedupe_columns:
         unknown = [k for k in options.dedupe_columns if k not in names]
         if unknown:
-            raise InvalidArgumentError(f"--dedupe-key: table {ident} has no column {', '.join(unknown)}"
+            raise InvalidArgumentError(f"dedupe_key=: table {ident} has no column {', '.join(unknown)}"
                                        f"{columns_note(names)}")  # fmt: skip
         if options.event_time is not None and options.event_time not in names:
-            raise InvalidArgumentError(f"--event-time: table {ident} has no column {options.event_time}"
+            raise InvalidArgumentError(f"event_time=: table {ident} has no column {options.event_time}"
                                        f"{columns_note(names)}")  # fmt: skip
         if options.event_time is not None and not types[options.event_time].upper().startswith("TIMESTAMP"):
-            raise InvalidArgumentError(f"--event-time: column {options.event_time} of table {ident} is "
+            raise InvalidArgumentError(f"event_time=: column {options.event_time} of table {ident} is "
                                        f"{types[options.event_time]}, not a timestamp")  # fmt: skip
     if options.change_format is not None:
         check_key_names(options.key, names, str(ident))
@@ -131,7 +137,7 @@ def _event_time(fields: list[StructField], options: IngestOptions, ident: TableI
         return None
     unknown = [k for k in keys if k not in {f.name for f in fields}]
     if unknown:
-        raise InvalidArgumentError(f"--dedupe-key: table {ident} has no column {', '.join(unknown)}"
+        raise InvalidArgumentError(f"dedupe_key=: table {ident} has no column {', '.join(unknown)}"
                                    f"{columns_note(f.name for f in fields)}")  # fmt: skip
     ts = [f.name for f in fields if isinstance(f.dataType, (T.TimestampType, T.TimestampNTZType))]
     if options.event_time is None:
@@ -139,9 +145,9 @@ def _event_time(fields: list[StructField], options: IngestOptions, ident: TableI
     if options.event_time not in ts:
         found = next((f for f in fields if f.name == options.event_time), None)
         if found is None:
-            raise InvalidArgumentError(f"--event-time: table {ident} has no column {options.event_time}"
+            raise InvalidArgumentError(f"event_time=: table {ident} has no column {options.event_time}"
                                        f"{columns_note(f.name for f in fields)}")  # fmt: skip
-        raise InvalidArgumentError(f"--event-time: column {options.event_time} of table {ident} is "
+        raise InvalidArgumentError(f"event_time=: column {options.event_time} of table {ident} is "
                                    f"{type_ddl(found.dataType)}, not a timestamp")  # fmt: skip
     return options.event_time
 
@@ -176,7 +182,7 @@ def start_ingest(catalog: CatalogLike, table: str | TableIdent, source: Source, 
     source.check_reachable()
     checkpoint = _checkpoint(catalog, ident, source, opts)
     cdc = opts.change_format
-    tbl.adapter.require("merge" if cdc else "ingest", "ingest --cdc" if cdc else "ingest")
+    tbl.adapter.require("merge" if cdc else "ingest", "ingest(cdc)" if cdc else "ingest")
     _check_columns(tbl, source, opts)
     spark = catalog.session()
     fields = _fields(tbl, source, opts)

@@ -255,20 +255,20 @@ class DeltaFormat(
 
     def check_layout(self, layout: Layout, partitioning: list[PartitionField]) -> None:
         if layout.format_version is not None:
-            raise self.unsupported("--format-version", "it is Iceberg's: a Delta table's protocol follows the "
-                                   "features it uses (deletion vectors, clustering); drop --format-version")  # fmt: skip
+            raise self.unsupported("a format version", "it is Iceberg's: a Delta table's protocol follows the "
+                                   "features it uses (deletion vectors, clustering); drop format_version=")  # fmt: skip
         if layout.clustering and partitioning:
-            raise InvalidArgumentError("--cluster-by with --partition-by: Delta's liquid clustering replaces "
-                                       "partitioning, a table has one or the other; drop --partition-by (the keys can "
-                                       "change later with `lakecat alter --cluster-by`)")  # fmt: skip
+            raise InvalidArgumentError("cluster_by= with partition_by=: Delta's liquid clustering replaces "
+                                       "partitioning, a table has one or the other; drop partition_by= (the keys can "
+                                       "change later with alter(cluster_by))")  # fmt: skip
         self._check_clustering(layout.clustering)
 
     def _check_clustering(self, clustering: Clustering) -> None:
         if clustering.zorder:
-            raise self.unsupported(f"--cluster-by {clustering}", "Delta's liquid clustering picks its own "
+            raise self.unsupported(f"clustering by {clustering}", "Delta's liquid clustering picks its own "
                                    f"multi-column order; give the keys alone (\"{', '.join(clustering.columns)}\")")  # fmt: skip
         if len(clustering.columns) > MAX_CLUSTERING_KEYS:
-            raise InvalidArgumentError(f"--cluster-by {clustering}: Delta clusters by at most {MAX_CLUSTERING_KEYS} "
+            raise InvalidArgumentError(f"cluster_by={str(clustering)!r}: Delta clusters by at most {MAX_CLUSTERING_KEYS} "
                                        "columns; keep the ones queries filter on most")  # fmt: skip
 
     def _prepare_create(self, ctx: CatalogContext, ident: TableIdent, columns: list[Column], extra: list[str],
@@ -284,7 +284,7 @@ class DeltaFormat(
                 return location, meta, registry.register(ident, location, meta)
             raise TableAlreadyExistsError(
                 f"create {ident}: its location {location} is not empty (data of a dropped table?); "
-                "remove it or drop the old table with --purge"
+                "remove it or drop the old table with purge=True"
             )
         return location, meta, None
 
@@ -429,11 +429,11 @@ class DeltaFormat(
     def set_clustering(self, table: TableHandle, clustering: Clustering) -> None:
         self._check_clustering(clustering)
         if clustering and list(self.load(table).metadata().partition_columns):
-            raise InvalidArgumentError(f"alter --cluster-by on {table.name}: the table is partitioned, and Delta's "
+            raise InvalidArgumentError(f"alter(cluster_by) on {table.name}: the table is partitioned, and Delta's "
                                        "liquid clustering replaces partitioning; create a clustered table "
-                                       "(create --cluster-by) and copy the rows")  # fmt: skip
+                                       "(create with cluster_by=) and copy the rows")  # fmt: skip
         keys = ", ".join(quote(c) for c in clustering.columns)
-        self._alter(table, "alter --cluster-by",
+        self._alter(table, "alter(cluster_by)",
                     f"ALTER TABLE {spark_path(table.location)} CLUSTER BY {f'({keys})' if keys else 'NONE'}")  # fmt: skip
 
     def set_deletion_vectors(self, table: TableHandle, on: bool) -> None:

@@ -34,7 +34,7 @@ TYPE_WIDENING_NOTE = (
     "upgrade to the typeWidening reader-writer feature (reader version 3, writer version 7): readers without that "
     "feature — Delta Lake before 3.3 (3.2 knew only its preview), delta-rs (the deltalake package neither reads nor "
     "writes such a table), any engine that does not list typeWidening among its reader features — can no longer read "
-    "the table; Spark with Delta 3.3+ can. --rewrite widens by rewriting the data instead, and every reader keeps "
+    "the table; Spark with Delta 3.3+ can. rewrite=True widens by rewriting the data instead, and every reader keeps "
     "working"
 )
 _UPGRADES = {"rename": (COLUMN_MAPPING, "name"), "drop": (COLUMN_MAPPING, "name"), "widen": (TYPE_WIDENING, "true")}
@@ -99,7 +99,7 @@ class DeltaEvolution:
     def add_column(self, table: TableHandle, column: Column, position: str | None) -> None:
         if not column.nullable:
             raise self.unsupported(  # type: ignore[attr-defined]
-                f"alter --add-column {column.name} NOT NULL",
+                f"alter(add_columns) {column.name} NOT NULL",
                 "Delta's ALTER TABLE ADD COLUMNS takes nullable columns only; add it nullable, fill it, then add a "
                 "CHECK constraint",
             )
@@ -108,24 +108,24 @@ class DeltaEvolution:
             ddl += " FIRST"
         elif position:
             ddl += f" AFTER {quote(position.split(' ', 1)[1])}"
-        self._alter(table, "alter --add-column", f"ALTER TABLE {spark_path(table.location)} ADD COLUMNS ({ddl})")
+        self._alter(table, "alter(add_columns)", f"ALTER TABLE {spark_path(table.location)} ADD COLUMNS ({ddl})")
 
     def rename_column(self, table: TableHandle, old: str, new: str) -> None:
         self._alter(
             table,
-            "alter --rename-column",
+            "alter(rename_columns)",
             f"ALTER TABLE {spark_path(table.location)} RENAME COLUMN {quote(old)} TO {quote(new)}",
         )
 
     def drop_column(self, table: TableHandle, name: str) -> None:
-        self._alter(table, "alter --drop-column", f"ALTER TABLE {spark_path(table.location)} DROP COLUMN {quote(name)}")
+        self._alter(table, "alter(drop_columns)", f"ALTER TABLE {spark_path(table.location)} DROP COLUMN {quote(name)}")
 
     def widen_column(self, table: TableHandle, name: str, new_type: str) -> None:
         """In place, with type widening: old files keep their type and readers widen them (see ``schema_upgrade``)."""
         if str(self.properties(table).get(TYPE_WIDENING, "false")).lower() != "true":  # type: ignore[attr-defined]
             # the protocol has the feature already (schema_upgrade found it): turning the property on costs no reader
             self.apply_schema_upgrade(table, "widen")
-        self._alter(table, "alter --widen",
+        self._alter(table, "alter(widen)",
                     f"ALTER TABLE {spark_path(table.location)} ALTER COLUMN {quote(name)} TYPE {new_type}")  # fmt: skip
 
     def widen_by_rewrite(self, table: TableHandle, types: dict[str, str], dry_run: bool) -> tuple[int, int]:
@@ -139,25 +139,25 @@ class DeltaEvolution:
                       for name in wider if c.lower() == name or _mentions(expr, name))  # fmt: skip
         if used:
             raise self.unsupported(  # type: ignore[attr-defined]
-                "alter --widen --rewrite of a column a generated column is or uses "
+                "alter(widen, rewrite=True) of a column a generated column is or uses "
                 f"({', '.join(f'{c} = {generated[c]}' for c in used)})",
                 "the generation expression would no longer give the column's type; widen in place (type widening, "
-                "see --yes)",
+                "see confirm=True)",
             )
-        self._refuse_not_null(table, "alter --widen --rewrite", "widen in place (type widening, see --yes)")
-        self._refuse_identity(table, fields, "alter --widen --rewrite")
+        self._refuse_not_null(table, "alter(widen, rewrite=True)", "widen in place (type widening, see confirm=True)")
+        self._refuse_identity(table, fields, "alter(widen, rewrite=True)")
         change_data = self.properties(table).get(self.change_data_property, "")  # type: ignore[attr-defined]
         if self.column_mapping(table) != "none" and str(change_data).lower() == "true":
             raise self.unsupported(  # type: ignore[attr-defined]
-                "alter --widen --rewrite on a table with column mapping and the change data feed",
+                "alter(widen, rewrite=True) on a table with column mapping and the change data feed",
                 "Delta refuses to rewrite such a table under a new schema (DELTA_BLOCK_COLUMN_MAPPING_AND_CDC_OPERATION); "
-                "widen in place (type widening, see --yes)",
+                "widen in place (type widening, see confirm=True)",
             )
         planned = self._rewrite_plan(table)
         if dry_run:
             return planned
         partition_columns = list(self.load(table).metadata().partition_columns)  # type: ignore[attr-defined]
-        self._overwrite(table, "alter --widen --rewrite", fields, partition_columns, wider)
+        self._overwrite(table, "alter(widen, rewrite=True)", fields, partition_columns, wider)
         return planned
 
     def _log_fields(self, table: TableHandle) -> list[dict[str, Any]]:
@@ -196,7 +196,7 @@ class DeltaEvolution:
              .partitionBy(*partition_columns).save(table.location))  # fmt: skip
 
     def set_column_comment(self, table: TableHandle, name: str, comment: str) -> None:
-        self._alter(table, "alter --set-comment",
+        self._alter(table, "alter(comments)",
                     f"ALTER TABLE {spark_path(table.location)} ALTER COLUMN {quote(name)} COMMENT {sql_string(comment)}")  # fmt: skip
 
     # --- partitioning ---------------------------------------------------------------------------
@@ -206,24 +206,24 @@ class DeltaEvolution:
         """Delta fixes partition columns at creation: only a rewrite of every file (one commit) changes them."""
         if not rewrite:
             raise self.unsupported(  # type: ignore[attr-defined]
-                "alter --partition-by",
-                "Delta cannot change a table's partitioning in place; --rewrite rewrites every file into the new "
-                "layout in one commit (see what it rewrites with --dry-run)",
+                "alter(partition_by)",
+                "Delta cannot change a table's partitioning in place; rewrite=True rewrites every file into the new "
+                "layout in one commit (see what it rewrites with dry_run=True)",
             )
         if any(f.transform != "identity" for f in fields):
             raise self.unsupported(  # type: ignore[attr-defined]
-                f"alter --partition-by {', '.join(map(str, fields))} --rewrite",
+                f"alter(partition_by, rewrite=True) to {', '.join(map(str, fields))}",
                 "partitioning a Delta table by a transform (days(ts), ...) needs a new generated column, which an "
                 "overwrite cannot add; partition by plain columns, or create a new table and copy the rows",
             )
-        self._refuse_not_null(table, "alter --partition-by --rewrite", "create a table with the same schema "
+        self._refuse_not_null(table, "alter(partition_by, rewrite=True)", "create a table with the same schema "
                               "partitioned the new way (lakecat create) and copy the rows into it")  # fmt: skip
         log_fields = self._log_fields(table)
-        self._refuse_identity(table, log_fields, "alter --partition-by --rewrite")
+        self._refuse_identity(table, log_fields, "alter(partition_by, rewrite=True)")
         planned = self._rewrite_plan(table)
         if dry_run:
             return planned
-        self._overwrite(table, "alter --partition-by --rewrite", log_fields, [f.column for f in fields])
+        self._overwrite(table, "alter(partition_by, rewrite=True)", log_fields, [f.column for f in fields])
         return planned
 
     # --- tags -----------------------------------------------------------------------------------

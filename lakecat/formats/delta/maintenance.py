@@ -152,7 +152,7 @@ class DeltaMaintenance:
         return list(self.load(table).metadata().partition_columns)  # type: ignore[attr-defined]
 
     def files_matching(self, table: TableHandle, predicate: str) -> set[str]:
-        with spark_errors("compact --where", table.entry.ident):
+        with spark_errors("compact(where)", table.entry.ident):
             return {norm_path(p) for p in self.read_current(table).where(predicate).inputFiles()}  # type: ignore[attr-defined]
 
     def partitions_written_since(self, table: TableHandle, since: datetime) -> dict[str, str | None]:

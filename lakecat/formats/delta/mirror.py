@@ -70,7 +70,7 @@ def _iceberg_type(t: Any, where: str, next_id: list[int], known: dict[str, int])
 
     if isinstance(t, dict):
         if t.get("type") != "struct":
-            raise _unsupported(f"mirror --as iceberg: column {where} is a {t.get('type')}, which the mirror cannot "
+            raise _unsupported(f"mirror(as_format='iceberg'): column {where} is a {t.get('type')}, which the mirror cannot "
                                "express yet (arrays and maps)")  # fmt: skip
         return it.StructType(*_fields(t["fields"], next_id, known, f"{where}."))
     simple = {"string": it.StringType(), "long": it.LongType(), "integer": it.IntegerType(), "short": it.IntegerType(),
@@ -82,7 +82,7 @@ def _iceberg_type(t: Any, where: str, next_id: list[int], known: dict[str, int])
     if str(t).startswith("decimal("):
         p, s = str(t)[len("decimal(") : -1].split(",")
         return it.DecimalType(int(p), int(s))
-    raise _unsupported(f"mirror --as iceberg: column {where} has the type {t}, which Iceberg has no type for")
+    raise _unsupported(f"mirror(as_format='iceberg'): column {where} has the type {t}, which Iceberg has no type for")
 
 
 def _fields(fields: list[dict[str, Any]], next_id: list[int], known: dict[str, int], prefix: str = "") -> list[Any]:

@@ -106,7 +106,7 @@ class MirrorTarget:
 
     def __init__(self, table: TableHandle, target: TableFormat) -> None:
         if target.name != _ICEBERG:
-            raise UnsupportedOperationError(f"mirror --as {target.name}: a Delta table mirrors as iceberg only")
+            raise UnsupportedOperationError(f"mirror(as_format={target.name!r}): a Delta table mirrors as iceberg only")
         self.table = table
         self.catalog = target.library_catalog(table.catalog)
         self.ident = (table.entry.ident.namespace, table.entry.ident.name)

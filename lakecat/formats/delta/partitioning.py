@@ -41,7 +41,7 @@ def delta_generated_columns(fields: list[PartitionField], columns: list[Column])
         if f.transform == "bucket":
             raise UnsupportedOperationError(
                 f"partition transform {f}: not supported for delta tables — Delta has no hash-bucket "
-                "partitioning; partition by a coarser column or use --format iceberg"
+                "partitioning; partition by a coarser column or use format='iceberg'"
             )
         gen = generated_column(f)
         if gen.lower() in (n.lower() for n in types):

@@ -126,7 +126,7 @@ class DeltaVersionLog(VersionLog):
         return super().exists(version) and version <= (self.current_version() or 0)
 
     def not_an_ancestor(self, since: int, until: int) -> Exception:
-        return InvalidArgumentError(f"--since {since} is after --until {until}")
+        return InvalidArgumentError(f"since={since} is after until={until}")
 
     def check_readable(self, version: int) -> None:
         """Vacuumed data files of an old version surface only when read (a count may come from stats alone)."""

@@ -416,7 +416,7 @@ class IcebergFormat(
     # --- create / describe / drop -------------------------------------------------------------
     def check_layout(self, layout: Layout, partitioning: list[PartitionField]) -> None:
         if layout.format_version not in (None, 2, 3):
-            raise InvalidArgumentError(f"--format-version {layout.format_version}: lakecat creates Iceberg tables of "
+            raise InvalidArgumentError(f"format_version={layout.format_version}: lakecat creates Iceberg tables of "
                                        "format version 2 or 3")  # fmt: skip
 
     @staticmethod
@@ -589,7 +589,7 @@ class IcebergFormat(
     def set_clustering(self, table: TableHandle, clustering: Clustering) -> None:
         name = self.spark_name(table.catalog, table.entry)
         order = ", ".join(quote(c) for c in clustering.columns)
-        with spark_errors("alter --cluster-by", table.entry.ident):
+        with spark_errors("alter(cluster_by)", table.entry.ident):
             spark = self.refreshed_session(table)
             spark.sql(f"ALTER TABLE {name} WRITE " + (f"ORDERED BY {order}" if clustering and not clustering.zorder
                                                       else "UNORDERED"))  # fmt: skip

@@ -213,11 +213,11 @@ class IcebergEvolution:
 
         where = " FIRST" if position == "FIRST" else (f" AFTER {quote(position.split(' ', 1)[1])}" if position else "")
         # a required column is only accepted on a table without rows (checked above the adapter)
-        self._schema(table, "alter --add-column", change, f"ADD COLUMN {column.ddl()}{where}",
+        self._schema(table, "alter(add_columns)", change, f"ADD COLUMN {column.ddl()}{where}",
                      incompatible=not column.nullable)  # fmt: skip
 
     def rename_column(self, table: TableHandle, old: str, new: str) -> None:
-        self._schema(table, "alter --rename-column", lambda u: u.rename_column(old, new),
+        self._schema(table, "alter(rename_columns)", lambda u: u.rename_column(old, new),
                      f"RENAME COLUMN {quote(old)} TO {quote(new)}")  # fmt: skip
         self._follow_zorder(table, old, new)
 
@@ -248,7 +248,7 @@ class IcebergEvolution:
                               f"{f.direction} {f.null_order}" for f in kept)  # fmt: skip
             return [f"ALTER TABLE {spark_name} WRITE " + (f"ORDERED BY {words}" if words else "UNORDERED"), *drop]
 
-        self._commit(table, "alter --drop-column", fn, sql)
+        self._commit(table, "alter(drop_columns)", fn, sql)
         self._follow_zorder(table, name, None)
 
     def _follow_zorder(self, table: TableHandle, old: str, new: str | None) -> None:
@@ -271,18 +271,23 @@ class IcebergEvolution:
             self.set_clustering(table, Clustering(keys))  # type: ignore[attr-defined]
 
     def widen_column(self, table: TableHandle, name: str, new_type: str) -> None:
-        self._schema(table, "alter --widen", lambda u: u.update_column(name, field_type=iceberg_type(new_type)),
+        self._schema(table, "alter(widen)", lambda u: u.update_column(name, field_type=iceberg_type(new_type)),
                      f"ALTER COLUMN {quote(name)} TYPE {new_type}")  # fmt: skip
 
     def set_column_comment(self, table: TableHandle, name: str, comment: str) -> None:
-        self._schema(table, "alter --set-comment", lambda u: u.update_column(name, doc=comment),
+        self._schema(table, "alter(comments)", lambda u: u.update_column(name, doc=comment),
                      f"ALTER COLUMN {quote(name)} COMMENT {sql_string(comment)}")  # fmt: skip
 
     # --- partitioning ---------------------------------------------------------------------------
     def evolve_partitioning(
         self, table: TableHandle, fields: list[PartitionField], rewrite: bool, dry_run: bool
     ) -> tuple[int, int]:
-        """A new spec for new data; files written before keep their spec (no rewrite: ``rewrite`` is not needed)."""
+        """A new spec for new data; files written before keep their spec (nothing to rewrite: ``rewrite`` is refused)."""
+        if rewrite:
+            raise InvalidArgumentError(
+                "alter(partition_by, rewrite=True): Iceberg changes partitioning in place (new data takes the new spec, "
+                "files written before keep theirs), so there is nothing to rewrite; drop rewrite=True"
+            )
         if dry_run:
             return 0, 0
 
@@ -307,7 +312,7 @@ class IcebergEvolution:
                 f"ALTER TABLE {name} ADD PARTITION FIELD {_field_sql(f)} AS {quote(_field_name(f))}"
                 for k, f in wanted.items() if k not in current]  # fmt: skip
 
-        self._commit(table, "alter --partition-by", fn, sql)
+        self._commit(table, "alter(partition_by)", fn, sql)
         return 0, 0
 
     # --- refs -----------------------------------------------------------------------------------

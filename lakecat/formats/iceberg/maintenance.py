@@ -373,7 +373,7 @@ class IcebergMaintenance:
         except Exception:  # noqa: BLE001 - pyiceberg cannot parse every Spark predicate: ask Spark
             from pyspark.sql import functions as F
 
-            with spark_errors("compact --where", table.entry.ident):
+            with spark_errors("compact(where)", table.entry.ident):
                 rows = (self.read_current(table).where(predicate)  # type: ignore[attr-defined]
                         .select(F.input_file_name().alias("f")).distinct().collect())  # fmt: skip
             return {norm_path(r["f"]) for r in rows}
@@ -698,7 +698,7 @@ class IcebergMaintenance:
         if is_connect(spark):
             raise UnsupportedOperationError(
                 "clean-orphans with a window under 24 h: Iceberg's procedure refuses it and its action API is not "
-                "reachable through Spark Connect; run it in process (LAKECAT_ENGINE=in-process) or use --older-than 24h"
+                "reachable through Spark Connect; run it in process (LAKECAT_ENGINE=in-process) or use older_than='24h'"
             )
         jvm: Any = spark._jvm
         jspark = spark._jsparkSession
