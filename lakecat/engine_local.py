@@ -130,7 +130,9 @@ class LocalEngine:
                                        "stop it first (lakecat local engine stop)")  # fmt: skip
             return f"sc://127.0.0.1:{state['port']}"
         if not port_free(self.port):
-            raise LocalEngineError(f"port {self.port} is already in use; pass --port")
+            raise LocalEngineError(f"port {self.port} is already in use; pass another port=").with_cli_terms(
+                {"another port=": "--port"}
+            )
         _check_java()
         cmd = self.command()
         self.data_dir.mkdir(parents=True, exist_ok=True)

@@ -180,9 +180,11 @@ class LocalKafka:
             return f"127.0.0.1:{state['port']}"
         old = self._read_state() or {}
         cport = self.controller_port or old.get("controller_port") or free_port()
-        for p, flag in ((self.port, "--port"), (cport, "--controller-port")):
+        for p, param in ((self.port, "port"), (cport, "controller_port")):
             if not port_free(p):
-                raise LocalKafkaError(f"port {p} is already in use; pass {flag}")
+                raise LocalKafkaError(f"port {p} is already in use; pass another {param}=").with_cli_terms(
+                    {f"another {param}=": f"--{param.replace('_', '-')}"}
+                )
         java_bin = _require("java")
         self.data_dir.mkdir(parents=True, exist_ok=True)
         java = self._java(java_bin, resolve_kafka_jars())

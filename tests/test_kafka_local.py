@@ -79,7 +79,7 @@ def test_port_in_use_raises(tmp_path: pathlib.Path, broker: tuple[LocalKafka, st
     """A second data dir on the same port fails fast with an actionable message."""
     kafka, _ = broker
     other = LocalKafka(data_dir=tmp_path / "other", port=kafka.port)
-    with pytest.raises(LocalKafkaError, match=rf"port {kafka.port} is already in use; pass --port"):
+    with pytest.raises(LocalKafkaError, match=rf"port {kafka.port} is already in use; pass another port="):
         other.start()
     assert other.status()["running"] is False
 

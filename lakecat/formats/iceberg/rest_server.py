@@ -131,7 +131,9 @@ class LocalRestCatalog:
         if state:
             return _url(state.get("host", DEFAULT_HOST), state["port"])
         if not port_free(self.port, host=self.host):
-            raise LocalRestError(f"port {self.port} is already in use; pass --port")
+            raise LocalRestError(f"port {self.port} is already in use; pass another port=").with_cli_terms(
+                {"another port=": "--port"}
+            )
         try:
             java = java_executable()
         except EnvironmentProblemError as e:
@@ -161,9 +163,9 @@ class LocalRestCatalog:
             if self.host in _WILDCARDS:
                 return classpath, [_STOCK]
             raise MissingDependencyError(
-                f"listening on {self.host} needs {REST_LAUNCHER_JAR.name}, which {MISSING_JAR} (or pass --host 0.0.0.0 "
+                f"listening on {self.host} needs {REST_LAUNCHER_JAR.name}, which {MISSING_JAR} (or pass host='0.0.0.0' "
                 "to run Iceberg's own server on every interface, no authentication)"
-            )
+            ).with_cli_terms({"host='0.0.0.0'": "--host 0.0.0.0"})
         return os.pathsep.join([str(launcher), classpath]), [f"-D{_HOST_PROPERTY}={self.host}", _LAUNCHER]
 
     def _record(self, pid: int) -> None:
