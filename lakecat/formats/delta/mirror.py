@@ -45,7 +45,14 @@ _MATERIALIZED = (
     "delta.rowTracking.materializedRowCommitVersionColumnName",
 )
 _HIDDEN_ID = 1_000_000_000
-_PURGE_HINT = "`lakecat mirror {name} --as iceberg --purge-deletes` rewrites them away first (REORG ... APPLY (PURGE))"
+_PURGE_HINT = "mirror(as_format='iceberg', purge_deletes=True) rewrites them away first (REORG ... APPLY (PURGE))"
+
+
+def mirror_terms(name: str) -> dict[str, str]:
+    """How the command line says the mirror calls a message about table ``name`` names."""
+    return {"mirror(as_format='iceberg', purge_deletes=True)": f"`lakecat mirror {name} --as iceberg --purge-deletes`",
+            "drop_mirrors(as_format='iceberg')": f"`lakecat mirror {name} --drop`",
+            "mirror(as_format='iceberg') makes it": f"`lakecat mirror {name} --as iceberg` makes it"}  # fmt: skip
 
 
 def _unsupported(what: str) -> UnsupportedOperationError:

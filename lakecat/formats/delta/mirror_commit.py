@@ -37,6 +37,7 @@ from .mirror import (
     facts_of_add,
     facts_of_table,
     iceberg_schema,
+    mirror_terms,
     name_mapping,
     version_changes,
 )
@@ -52,10 +53,12 @@ _NAME_MAPPING = "schema.name-mapping.default"
 
 
 def _refuse(name: str, version: int, what: str, fix: str) -> UnsupportedOperationError:
-    return UnsupportedOperationError(
+    error = UnsupportedOperationError(
         f"mirror of {name} as iceberg stops before Delta version {version}: {what}; the mirror stays at the version "
         f"before, correct but behind. {fix}"
     )
+    error.with_cli_terms(mirror_terms(name))
+    return error
 
 
 def check_state(name: str, state: DeltaState, version: int | None = None) -> None:
@@ -94,7 +97,7 @@ def _iceberg_reads_as(old: str, new: str) -> bool:
 def _check_no_deletion_vectors(name: str, version: int, adds: list[dict[str, Any]] | Any) -> None:
     if any(a.get("deletionVector") for a in adds):
         raise _refuse(name, version, "it has deletion vectors (rows deleted without rewriting their files), which the "
-                      "mirror does not express as Iceberg deletes", _PURGE_HINT.format(name=name))  # fmt: skip
+                      "mirror does not express as Iceberg deletes", _PURGE_HINT)  # fmt: skip
 
 
 class _DivergedError(LakecatError):
@@ -244,7 +247,7 @@ class MirrorTarget:
         if spec_cols != state.partition_columns:
             raise _refuse(self.name, version, f"the partition columns changed ({', '.join(spec_cols) or 'none'} -> "
                           f"{', '.join(state.partition_columns) or 'none'})", "Drop the mirror "
-                          f"(`lakecat mirror {self.name} --drop`) and mirror the table again.")  # fmt: skip
+                          "(drop_mirrors(as_format='iceberg')) and mirror the table again.")  # fmt: skip
         if {f.field_id: f for f in new.fields} == {f.field_id: f for f in old.fields}:
             return old
         old_by_id = {f.field_id: f for f in old.fields}
@@ -253,7 +256,7 @@ class MirrorTarget:
         moved = sorted(f.name for f in new.fields if old_ids.get(f.name, f.field_id) != f.field_id)
         if moved:  # Delta numbered its columns itself (column mapping turned on) otherwise than the mirror did
             raise _refuse(self.name, version, f"Delta's column ids of {', '.join(moved)} differ from the mirror's",
-                          f"Drop the mirror (`lakecat mirror {self.name} --drop`) and mirror the table again.")  # fmt: skip
+                          "Drop the mirror (drop_mirrors(as_format='iceberg')) and mirror the table again.")  # fmt: skip
         try:
             with tx.update_schema(allow_incompatible_changes=False) as upd:
                 for f in new.fields:
@@ -274,7 +277,7 @@ class MirrorTarget:
         except ValidationError as e:  # a widening Delta allows and Iceberg does not (date -> timestamp_ntz, a scale)
             raise _refuse(self.name, version, f"a schema change Iceberg cannot express ({first_line(str(e))}), and "
                           "the files written before it keep the old type, which Iceberg readers do not read as the new "
-                          "one", f"The mirror cannot follow this table: `lakecat mirror {self.name} --drop` ends it.") from e  # fmt: skip
+                          "one", "The mirror cannot follow this table: drop_mirrors(as_format='iceberg') ends it.") from e  # fmt: skip
         evolved = tx.table_metadata.schema()
         if {(f.field_id, f.name) for f in evolved.fields} != {(f.field_id, f.name) for f in new.fields}:
             raise _refuse(self.name, version, "a column was added whose id Iceberg would number differently from "
@@ -301,8 +304,8 @@ class MirrorTarget:
         if tbl is None:
             if not create:
                 raise LakecatError(
-                    f"{self.name} has no iceberg mirror: `lakecat mirror {self.name} --as iceberg` makes it"
-                )
+                    f"{self.name} has no iceberg mirror: mirror(as_format='iceberg') makes it"
+                ).with_cli_terms(mirror_terms(self.name))
             check_state(self.name, state)
             tbl = self.create(state)
         mirrored = self.mirrored_version(tbl)
@@ -431,8 +434,9 @@ class DeltaMirror:
                 files = MirrorTarget._current_files(tbl) if tbl is not None else {}
             except Exception as e:  # noqa: BLE001 - not knowing them, delete nothing
                 raise LakecatError(f"{table.name}: the files its {name} mirror reads could not be read, so none are "
-                                   f"deleted ({first_line(str(e))}); `lakecat mirror {table.name} --drop` ends the "
-                                   "mirror") from e  # fmt: skip
+                                   f"deleted ({first_line(str(e))}); drop_mirrors(as_format={name!r}) ends the mirror"
+                                   ).with_cli_terms({f"drop_mirrors(as_format={name!r})":
+                                                     f"`lakecat mirror {table.name} --drop`"}) from e  # fmt: skip
             out |= {norm_path(quote(p, safe="/:")) for p in files}  # a location, not a log's %-escaped path
         return out
 
@@ -475,8 +479,8 @@ class DeltaMirror:
         version = side.mirrored_version(tbl) if tbl is not None else None
         if tbl is None or version is None:
             raise LakecatError(
-                f"{table.name} has no iceberg mirror: `lakecat mirror {table.name} --as iceberg` makes it"
-            )
+                f"{table.name} has no iceberg mirror: mirror(as_format='iceberg') makes it"
+            ).with_cli_terms(mirror_terms(table.name))
         snapshot = tbl.current_snapshot().snapshot_id
         source = self._source_rows(table, version)
         mirror = tbl.scan(snapshot_id=snapshot).to_arrow()
