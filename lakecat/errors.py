@@ -25,8 +25,9 @@ class LakecatError(Exception):
     def cli_message(self) -> str:
         """The message as the command line says it: each Python term (``force=True``) as its option (``--force``)."""
         text = str(self)
-        for python, cli in {**self.cli_terms, **CLI_TERMS}.items():
-            text = text.replace(python, cli)
+        for terms in (self.cli_terms, CLI_TERMS):  # the error's own first: they may spell a common term otherwise
+            for python, cli in terms.items():
+                text = text.replace(python, cli)
         return _OPTION_VALUE.sub(_option, _OPTION_FLAG.sub(_option, text))
 
     def with_cli_terms(self, terms: dict[str, str]) -> LakecatError:

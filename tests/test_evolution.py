@@ -401,14 +401,19 @@ def test_partition_evolution(cli, catalog, spark, ns, table_format):
                              format=table_format, partition_by="region")  # fmt: skip
     for i in range(3):
         spark.sql(f"INSERT INTO {t.spark_name} VALUES ({i}, TIMESTAMP'2026-01-0{i + 1} 10:00:00', 'eu', 'k{i % 2}')")
-    if not t.adapter.partition_evolution_in_place:
-        code, doc, err = run_json(cli, "alter", t.name, "--partition-by", "kind")
+    # in place (Iceberg) a rewrite would be ignored, so it is refused; else (Delta) only a rewrite changes it
+    in_place = t.adapter.partition_evolution_in_place
+    code, doc, err = run_json(cli, "alter", t.name, "--partition-by", "kind", *(("--rewrite",) if in_place else ()))
+    if in_place:
+        assert code == 2 and "changes partitioning in place" in doc["error"]["message"], doc
+    else:
         assert code == 3 and "--rewrite" in doc["error"]["message"], doc
-    code, doc, err = run_json(cli, "alter", t.name, "--partition-by", "kind", "--rewrite", "--dry-run")
+    rewrite = () if in_place else ("--rewrite",)
+    code, doc, err = run_json(cli, "alter", t.name, "--partition-by", "kind", *rewrite, "--dry-run")
     assert code == 0 and doc["dry_run"] is True and doc["partitioning"] == ["region"], err
-    if not t.adapter.partition_evolution_in_place:
+    if not in_place:
         assert doc["rewrite_files"] == 3 and doc["rewrite_bytes"] > 0
-    code, doc, err = run_json(cli, "alter", t.name, "--partition-by", "kind", "--rewrite")
+    code, doc, err = run_json(cli, "alter", t.name, "--partition-by", "kind", *rewrite)
     assert code == 0 and doc["partitioning"] == ["kind"], err
     spark.sql(f"INSERT INTO {t.spark_name} VALUES (7, TIMESTAMP'2026-01-05 10:00:00', 'us', 'k1')")
     assert sorted(r["id"] for r in read_rows(catalog, t)) == [0, 1, 2, 7]
@@ -461,8 +466,9 @@ def test_rewrites_keep_the_schema_or_refuse(cli, catalog, spark, ns, table_forma
     rows = sorted((r["id"], r["n"], r["kind"]) for r in read_rows(catalog, t))
     fields, properties = schema_facts(catalog, t)
     version = t.describe().current_version
-    code, doc, err = run_json(cli, "alter", t.name, "--partition-by", "kind", "--rewrite")
-    if t.adapter.partition_evolution_in_place:
+    in_place = t.adapter.partition_evolution_in_place
+    code, doc, err = run_json(cli, "alter", t.name, "--partition-by", "kind", *(() if in_place else ("--rewrite",)))
+    if in_place:
         assert code == 0 and doc["partitioning"] == ["kind"], err
     else:
         assert code == 3 and "NOT NULL columns (id)" in doc["error"]["message"], doc
