@@ -30,7 +30,7 @@ def absolute_location(location: str) -> str:
     """A user's path or URI as one spelling: local paths absolute, as ``file:///...``; object storage as given."""
     text = str(location).strip()
     if not text:
-        raise InvalidArgumentError("--location is empty")
+        raise InvalidArgumentError("location= is empty").with_cli_terms({"location=": "--location"})
     local = local_path(text)
     if local is not None:
         return normalize_location(str(local.expanduser().resolve()))
@@ -71,8 +71,8 @@ def detect_format(location: str) -> TableFormat:
         )
     if len(owners) > 1:
         raise InvalidArgumentError(
-            f"{location} holds tables of several formats ({', '.join(a.name for a in owners)}): say which with --format"
-        )
+            f"{location} holds tables of several formats ({', '.join(a.name for a in owners)}): say which with format="
+        ).with_cli_terms({"with format=": "with --format"})
     return owners[0]
 
 
@@ -219,7 +219,7 @@ def scan_parquet(directory: str, partition_by: list[str] | None = None) -> _Scan
     if first is None or keys is None:
         raise InvalidArgumentError(f"no Parquet files under {directory}")
     if partition_by is not None and partition_by != keys:
-        raise InvalidArgumentError(f"--partition-by {','.join(partition_by) or '(none)'} does not match the directory "
+        raise InvalidArgumentError(f"partition_by={','.join(partition_by) or '(none)'} does not match the directory "
                                    f"layout, which is partitioned by {', '.join(keys) or 'nothing'}")  # fmt: skip
     clash = [k for k in keys if k in first[1].names]
     if clash:

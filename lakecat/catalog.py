@@ -425,7 +425,7 @@ class Catalog:
         if not entry.location.rstrip("/").endswith(tail):
             raise InvalidArgumentError(
                 f"refusing to purge {entry.ident}: its location {entry.location} is not a table directory "
-                f"ending in {tail}; drop without --purge and delete the files yourself"
+                f"ending in {tail}; drop without purge=True and delete the files yourself"
             )
 
     def _delete_location(self, location: str) -> None:

@@ -245,9 +245,11 @@ class DeltaFormat(
 
     def check_changes(self, table: TableHandle, since: int, until: int) -> None:
         if str(self.properties(table).get(CDF_PROPERTY, "false")).lower() != "true":
-            raise self.unsupported(
-                f"changes of {table.name}", f"its change data feed is off; turn it on with `lakecat alter {table.name} "
-                f"--property {CDF_PROPERTY}=true` (changes are recorded from the next commit on)")  # fmt: skip
+            python = f"set_properties({{{CDF_PROPERTY!r}: 'true'}})"
+            cli = f"`lakecat alter {table.name} --property {CDF_PROPERTY}=true`"
+            error = self.unsupported(f"changes of {table.name}", f"its change data feed is off; turn it on with "
+                                     f"{python} (changes are recorded from the next commit on)")  # fmt: skip
+            raise error.with_cli_terms({python: cli})
 
     # --- create / describe / drop -------------------------------------------------------------
     def check_partitioning(self, fields: list[PartitionField], columns: list[Column]) -> None:

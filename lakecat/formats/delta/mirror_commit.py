@@ -419,7 +419,7 @@ class DeltaMirror:
         """Rewrite the files whose rows deletion vectors hide (one commit, Spark): the versions before it that the
         mirror cannot express are then skipped up to it."""
         spark = table.catalog.session()
-        with spark_errors("mirror --purge-deletes", table.entry.ident):
+        with spark_errors("mirror(purge_deletes=True)", table.entry.ident):
             spark.sql(f"REORG TABLE {spark_path(table.location)} APPLY (PURGE)")
 
     def mirrored_files(self, table: TableHandle) -> set[str]:
