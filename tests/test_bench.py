@@ -260,6 +260,19 @@ def test_the_docs_performance_page_is_generated_from_the_checked_in_json() -> No
     )
 
 
+def test_the_maintenance_service_page_is_generated_from_the_checked_in_json() -> None:
+    from benchmarks import service
+
+    doc = json.loads((ROOT / "benchmarks" / "results" / "service.json").read_text())
+    page = (ROOT / "docs" / "maintenance-service.md").read_text()
+    assert "\n".join(service.docs_lines(doc)) in page, (
+        "regenerate: python -m benchmarks.service --from-json benchmarks/results/service.json --docs"
+    )
+    one = {"rounds": [{"actions": {"expire ok": 0.1, "compact (major) ok": 0.2, "clean-orphans failed": 0.0}}]}
+    assert service._steps_ran(one) == "compacted and expired"  # what ran, in the order a pass runs it
+    assert service._steps_ran({"rounds": [{"actions": {"compact (minor) ok": 0.1}}]}) == "compacted"
+
+
 def test_ratios_are_flat_with_a_direction() -> None:
     r = report.ratios(SAMPLE)
     assert r["ingest.iceberg.throughput"] == {
