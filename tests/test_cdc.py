@@ -183,7 +183,7 @@ def test_debezium_kill_9_then_restart_ends_equal(catalog, ns, kafka_bootstrap, t
     finally:
         os.killpg(proc.pid, signal.SIGKILL)  # mid-stream: the driver and its JVM
         proc.wait()
-    proc = start("--max-records-per-batch", "1000")  # restart with the same checkpoint, drain
+    proc = start("--max-records-per-batch", "3000")  # restart with the same checkpoint, drain the rest in a batch
     out, err = proc.communicate(timeout=600)
     assert proc.returncode == 0, err[-2000:]
     assert_topic_holds(kafka_bootstrap, topic, messages)  # the expected state is the topic's, not only the generator's

@@ -4,7 +4,8 @@ The network is blocked for the process under test with a new network namespace t
 (``unshare -n``, as root). Where that is not permitted, the JVM gets a proxy pointing nowhere
 (``-Dhttps.proxyHost=127.0.0.1 -Dhttps.proxyPort=9``) — Python's side of lakecat never downloads — and the
 test says which it used. The mirror is a static HTTP server over a Maven-layout directory started inside the
-same namespace; the directory is filled once by a caching proxy to Maven Central (the only outside traffic).
+same namespace; the directory is filled from the run's jar cache (Ivy keeps every module's POM and jars there), or,
+when the run has not fetched the sets yet, once by a caching proxy to Maven Central (the only outside traffic).
 """
 
 from __future__ import annotations
@@ -222,20 +223,45 @@ def _lines(stderr: str) -> list[str]:
 # --- a mirror instead of Maven Central ------------------------------------------------------------------
 @pytest.mark.slow
 @pytest.mark.spark
+def _mirror_from_the_jar_cache(mirror: Path) -> bool:
+    """Fill ``mirror`` (a Maven layout: POMs, jars and their ``.sha1``) from this run's jar cache, when the cache holds
+    the Spark set and the broker's set: Ivy keeps every module's original POM (``ivy-REV.xml.original``) and jars there,
+    parents and evicted revisions included, so the mirror serves the same resolution again. False: not cached."""
+    sets = jar_sets.sets_for(resolve_config(), ["kafka"])
+    if any((found := jars.cached(s)) is None or found.missing() for s in sets):
+        return False
+    ivy = jars.cache_dir() / "ivy"
+    for original in ivy.glob("*/*/ivy-*.xml.original"):
+        module_dir = original.parent
+        org, module = module_dir.parent.name, module_dir.name
+        rev = original.name[len("ivy-") : -len(".xml.original")]
+        target = mirror.joinpath(*org.split("."), module, rev)
+        target.mkdir(parents=True, exist_ok=True)
+        files = {target / f"{module}-{rev}.pom": original}
+        for jar in [*module_dir.glob("jars/*.jar"), *module_dir.glob("bundles/*.jar")]:
+            if jar.name.startswith((f"{module}-{rev}.", f"{module}-{rev}-")):
+                files[target / jar.name] = jar
+        for dest, src in files.items():
+            shutil.copyfile(src, dest)
+            dest.with_name(dest.name + ".sha1").write_text(jars.sha1_of(dest))
+    return True
+
+
 def test_mirror_replaces_maven_central(tmp_path):
     mirror = tmp_path / "mirror"
     mirror.mkdir()
     from functools import partial
 
-    proxy = ThreadingHTTPServer(("127.0.0.1", 0), partial(CachingProxy, directory=str(mirror)))
-    threading.Thread(target=proxy.serve_forever, daemon=True).start()
-    try:  # fill the mirror: everything the Spark set and the broker need, through the recording proxy
-        fill = subprocess.run([*LAKECAT, "jars", "fetch", "--with", "kafka", "--json"], capture_output=True, text=True, timeout=1800,
-                              env=_env(LAKECAT_JARS_CACHE=str(tmp_path / "fill-cache"), LAKECAT_HOME=str(tmp_path / "fill-home"),
-                                       LAKECAT_MAVEN_REPOSITORY=f"http://127.0.0.1:{proxy.server_address[1]}/"))  # fmt: skip
-    finally:
-        proxy.shutdown()
-    assert fill.returncode == 0, fill.stderr
+    if not _mirror_from_the_jar_cache(mirror):  # a run that has not fetched them yet: through the recording proxy
+        proxy = ThreadingHTTPServer(("127.0.0.1", 0), partial(CachingProxy, directory=str(mirror)))
+        threading.Thread(target=proxy.serve_forever, daemon=True).start()
+        try:  # fill the mirror: everything the Spark set and the broker need
+            fill = subprocess.run([*LAKECAT, "jars", "fetch", "--with", "kafka", "--json"], capture_output=True, text=True, timeout=1800,
+                                  env=_env(LAKECAT_JARS_CACHE=str(tmp_path / "fill-cache"), LAKECAT_HOME=str(tmp_path / "fill-home"),
+                                           LAKECAT_MAVEN_REPOSITORY=f"http://127.0.0.1:{proxy.server_address[1]}/"))  # fmt: skip
+        finally:
+            proxy.shutdown()
+        assert fill.returncode == 0, fill.stderr
     assert (mirror / "io" / "delta").is_dir() and (mirror / "org" / "apache" / "kafka").is_dir()
 
     port = free_port()

@@ -7,6 +7,7 @@ at each version and the rows the independent readers (pyiceberg, deltalake) read
 
 from __future__ import annotations
 
+import gc
 import json
 import sys
 from pathlib import Path
@@ -25,6 +26,20 @@ schema = StructType([StructField("id", LongType()), StructField("_corrupt", Stri
 parsed = spark.range(1).select(jvm.from_json(F.lit('{"id": 7}'), schema, "_corrupt", fast=True).alias("p"))
 out["parsed_by_extension"] = parsed.collect()[0]["p"]["id"]
 
+
+def read_now(fmt: str, location: str) -> list[dict]:
+    """The table's rows as the format's own library reads them."""
+    if fmt == "iceberg":
+        from pyiceberg.catalog.sql import SqlCatalog
+
+        config = cat.config
+        pyi = SqlCatalog(config.name, uri=f"sqlite:///{config.metastore.sqlite_path}", warehouse=config.warehouse_uri)
+        return pyi.load_table(("smoke", f"t_{fmt}")).scan().to_arrow().to_pylist()
+    from deltalake import DeltaTable
+
+    return DeltaTable(location).to_pyarrow_table().to_pylist()
+
+
 data = Path(sys.argv[1])
 for fmt in ("iceberg", "delta"):
     name = f"smoke.t_{fmt}"
@@ -36,19 +51,13 @@ for fmt in ("iceberg", "delta"):
     t.upsert(str(data / f"{fmt}-2.json"), key=["id"], file_format="json")
     at_first = t.as_of(version=first, engine="spark")
     rows = sorted((r["id"], r["v"]) for r in at_first.to_spark().collect())
-    if fmt == "iceberg":
-        from pyiceberg.catalog.sql import SqlCatalog
-
-        config = cat.config
-        pyi = SqlCatalog(config.name, uri=f"sqlite:///{config.metastore.sqlite_path}", warehouse=config.warehouse_uri)
-        now = pyi.load_table(("smoke", f"t_{fmt}")).scan().to_arrow().to_pylist()
-    else:
-        from deltalake import DeltaTable
-
-        now = DeltaTable(t.location).to_pyarrow_table().to_pylist()
+    now = read_now(fmt, t.location)
     out[fmt] = {
         "first_version": str(first),
         "spark_at_first": rows,
         "reader_now": sorted((r["id"], r["v"]) for r in now),
     }
-print(json.dumps(out))
+print(json.dumps(out), flush=True)
+# Arrow's scanners are released while Arrow is whole: one whose native threads outlive it into the interpreter's
+# teardown aborts the process after its work is done (apache/arrow#34314)
+gc.collect()

@@ -1,6 +1,6 @@
 """The chaos soak: exactly once for every format under kill -9, a broker restart and maintenance running beside.
 
-``python -m benchmarks.soak [--minutes N] [--kills K] [--seed S]`` from the checkout's root (the short form CI runs: ``--minutes 3``).
+``python -m benchmarks.soak [--minutes N] [--kills K] [--seed S]`` from the checkout's root (the short form CI runs: ``--minutes 2 --kills 1 --no-cdc``).
 
 What runs, all at once, against a private catalog (``LAKECAT_HOME`` in a temporary directory) and a real local
 KRaft broker:
