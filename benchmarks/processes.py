@@ -145,15 +145,19 @@ ENGINE_COMMANDS = ("compact_dry_run", "rollback", "upsert")
 def engine(home: Path, *, repeat: int, formats: list[str]) -> dict[str, Any]:
     """Median wall seconds and peak RSS of whole lakecat processes: warm (local engine) vs cold (in-process Spark).
 
-    Per round and format: an upsert of 100 rows, a rollback to the version before it, a ``compact --dry-run``;
-    warm and cold rounds alternate. The lakecat process's peak RSS is its own tree's (the engine is not in it).
+    Per round and format: an upsert of 100 rows (new values each round, so it commits), a rollback to the version
+    before it, a ``compact --dry-run``; warm and cold rounds alternate. The lakecat process's peak RSS is its own tree's (the engine is not in it).
     """
     env = {**os.environ, "LAKECAT_HOME": str(home), "NO_COLOR": "1"}
     env.pop("LAKECAT_ENGINE", None)
     cold_env = {**env, "LAKECAT_ENGINE": "in-process"}
     lakecat_cmd = [sys.executable, "-m", "lakecat.commands.main"]
     source = home / "engine-upsert.json"
-    source.write_text("".join(json.dumps({"id": i, "v": f"v{i}"}) + "\n" for i in range(100)))
+
+    def upsert_source(round_: int) -> Path:
+        source.write_text("".join(json.dumps({"id": i, "v": f"v{i}-{round_}"}) + "\n" for i in range(100)))
+        return source
+
     old_home = os.environ.get("LAKECAT_HOME")
     os.environ["LAKECAT_HOME"] = str(home)
     try:
@@ -178,14 +182,14 @@ def engine(home: Path, *, repeat: int, formats: list[str]) -> dict[str, Any]:
         for fmt in formats:
             name = f"bench.engine_{fmt}"
             lakecat("create", name, "--format", fmt, "--schema", "id BIGINT, v STRING", cold=False)
-            lakecat("upsert", name, "--from", source, "--key", "id", "--file-format", "json", cold=False)
+            lakecat("upsert", name, "--from", upsert_source(-1), "--key", "id", "--file-format", "json", cold=False)
             for i in range(max(1, repeat) * 2):
                 mode = "cold" if i % 2 else "warm"
                 box = runs.setdefault(f"{fmt}_{mode}", {c: [] for c in ENGINE_COMMANDS})
                 history = json.loads(lakecat("history", name, "--limit", "1", cold=False)["stdout"])
                 before = history[0]["version"]
-                box["upsert"].append(lakecat("upsert", name, "--from", source, "--key", "id", "--file-format", "json",
-                                             cold=mode == "cold"))  # fmt: skip
+                box["upsert"].append(lakecat("upsert", name, "--from", upsert_source(i), "--key", "id",
+                                             "--file-format", "json", cold=mode == "cold"))  # fmt: skip
                 box["rollback"].append(lakecat("rollback", name, "--version", before, "--yes", cold=mode == "cold"))
                 box["compact_dry_run"].append(lakecat("compact", name, "--dry-run", cold=mode == "cold"))
                 say(f"engine {fmt} {mode}: " + ", ".join(f"{c} {box[c][-1]['seconds']:.1f}s" for c in ENGINE_COMMANDS))

@@ -150,15 +150,14 @@ def assert_same_snapshot_view(t):
         (e.snapshot_id, e.timestamp_ms) for e in meta.snapshot_log]  # fmt: skip
 
 
-def test_rollback(cli, catalog, spark, ns, table_format):
+def test_rollback(cli, catalog, spark, ns, table_format, light_cli):
     name = f"{ns}.rb"
     t, versions, stamps = three_appends_and_a_delete(catalog, spark, name, table_format)
 
     rc, _, err = cli("rollback", name, "--version", versions[1])  # nobody to confirm: refuse, change nothing
     assert rc == 2 and "--yes" in err and independent_count(catalog, t) == 5
 
-    code, doc, err = run_json(cli, "rollback", name, "--version", versions[1], "--yes")
-    assert code == 0, err
+    doc = light_cli("rollback", name, "--version", versions[1], "--yes")  # pyiceberg / delta-rs commit it: no JVM
     assert (doc["from_version"], doc["to_version"], doc["changed"]) == (versions[-1], versions[1], True)
     assert independent_count(catalog, t) == 4  # pyiceberg / delta-rs agree
     assert t.as_of(version=doc["current_version"]).count() == 4

@@ -289,6 +289,15 @@ class DeltaVersions:
         return log_transactions(table.location, log_entries(table.location, table.name), target + 1, current)
 
     def rollback(self, table: TableHandle, target: int, current: int | None) -> int | None:
+        """delta-rs commits the RESTORE (no JVM) where it writes the table as Spark does (``check_light_write``: not
+        with deletion vectors, clustering, column mapping...); Spark's ``RESTORE`` otherwise."""
+        try:
+            self.check_light_write(table, "restore")  # type: ignore[attr-defined]
+        except NotExactError:
+            pass
+        else:
+            self._light(table, "rollback", lambda: self.load(table).restore(int(target)))  # type: ignore[attr-defined]
+            return self.current_version(table)
         spark = table.catalog.session()
         spark.sql(f"RESTORE TABLE {spark_path(table.location)} TO VERSION AS OF {int(target)}").collect()
         return self.current_version(table)

@@ -330,10 +330,23 @@ class IcebergVersions:
         return sorted(a for a in apps if a)
 
     def rollback(self, table: TableHandle, target: int, current: int | None) -> int | None:
-        spark = self.refreshed_session(table)  # type: ignore[attr-defined]
+        """pyiceberg moves the main branch (no JVM), as Iceberg's procedures do; a format version 3 table, which
+        pyiceberg does not write, through the procedure."""
         meta = self.snapshot_metadata(table)
         ancestors = _ancestors(meta, current) if current is not None else []
         procedure = "rollback_to_snapshot" if target in ancestors else "set_current_snapshot"
+        if not self.writes_through_spark(table):  # type: ignore[attr-defined]
+
+            def move(tbl: Any) -> None:
+                manage = tbl.manage_snapshots()
+                if procedure == "rollback_to_snapshot":
+                    manage.rollback_to_snapshot(int(target)).commit()
+                else:
+                    manage.set_current_snapshot(int(target)).commit()
+
+            self._commit(table, "rollback", move)  # type: ignore[attr-defined]
+            return self.current_version(table)
+        spark = self.refreshed_session(table)  # type: ignore[attr-defined]
         spark.sql(
             f"CALL {quote(table.catalog.name)}.system.{procedure}("
             f"table => {sql_string(table.entry.ident.quoted)}, snapshot_id => {int(target)})"
