@@ -272,6 +272,22 @@ def test_staged_dead_letters_survive_kill_9_and_land_once(catalog, ns, kafka_boo
     assert len(dead) == n // every and len({r["kafka_offset"] for r in dead}) == n // every
     assert {r["error"] for r in dead} == {"invalid_json"} and all(r["raw_value"] for r in dead)
     assert not list(staged.glob("batch-*.parquet"))  # committed, then removed
+    assert _committed_light(catalog, f"{name}_dlq", table_format)  # by pyiceberg / delta-rs: no Spark job for them
+
+
+def _committed_light(catalog, name: str, table_format: str) -> bool:
+    """Whether the table's newest commit was written by the format's light library, not Spark."""
+    entry = catalog.entry(name)
+    if table_format == "iceberg":
+        from helpers import pyiceberg_catalog
+
+        snap = pyiceberg_catalog(catalog).load_table((entry.ident.namespace, entry.ident.name)).current_snapshot()
+        props = snap.summary.additional_properties
+        return "spark.app.id" not in props and props.get("lakecat.query-id", "").endswith("-dlq")
+    from deltalake import DeltaTable
+
+    info = DeltaTable(entry.location).history(1)[0]
+    return "delta-rs" in str(info.get("clientVersion") or info.get("engineInfo") or "")
 
 
 # --- the Python twin, a continuous trigger in the background ----------------------------------

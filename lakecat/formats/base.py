@@ -610,6 +610,10 @@ class TableFormat(ABC):
         """Append ``df`` as one commit that carries the marker (``app_id``, ``batch_id``)."""
         raise self.unsupported("ingest")
 
+    def append_batch_light(self, table: TableHandle, data: pa.Table, app_id: str, batch_id: int) -> None:
+        """``append_batch`` of Arrow rows without a JVM, where ``check_light_write(table, "append")`` passed."""
+        raise NotExactError(f"writes without a JVM are not implemented for {self.name} tables")
+
     def merge_marker_conf(self, app_id: str, batch_id: int) -> dict[str, str]:
         """Session settings that put the marker (``app_id``, ``batch_id``) on the next MERGE commit."""
         raise self.unsupported("merge")

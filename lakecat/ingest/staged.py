@@ -6,7 +6,8 @@ ingest at half the rate of the clean topic. Instead each batch's dead letters ar
 ``<checkpoint>/_lakecat_dead_letters/`` before the batch returns (so before Spark logs the batch as done), and the
 staged files are appended to the dead-letter table together: at the end of the first batch after the oldest is
 ``every_s`` old (``IngestOptions.dead_letter_every``, a minute by default), when a batch has more bad records than
-``STAGE_MAX_ROWS``, and when the run ends. A run that is killed leaves them staged; the next run commits them before
+``STAGE_MAX_ROWS``, and when the run ends. The commit is pyiceberg's or delta-rs's append (no Spark job) up to
+``LIGHT_MAX_BYTES`` of staged files. A run that is killed leaves them staged; the next run commits them before
 its first batch.
 
 Exactly once: the dead-letter table's bookkeeping (``Target``) holds the highest batch id committed; a write of the
@@ -37,6 +38,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 STAGE_MAX_ROWS = 100_000  # a batch with more bad records commits them itself (they are not collected in the driver)
+#: Staged files up to this size (Parquet, on disk) are committed by pyiceberg / delta-rs from this process; more, or a
+#: dead-letter table the light library does not write as Spark would, by a Spark job that streams them
+LIGHT_MAX_BYTES = 64 * 1024 * 1024
 PREFIX, SUFFIX = "batch-", ".parquet"
 
 
@@ -131,6 +135,17 @@ class StagedDeadLetters:
     def due(self) -> bool:
         return self.oldest is not None and time.monotonic() - self.oldest >= self.every_s
 
+    def _read(self, paths: list[str]) -> Any:
+        """The staged files as one Arrow table of the dead-letter table's columns."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        schema = letter_schema()
+        schema = schema.append(pa.field("ingest_time", schema.field("kafka_timestamp").type))
+        schema = schema.append(pa.field("batch_id", pa.int64()))
+        parts = [pq.read_table(p, filesystem=self.fs).select(list(DLQ_COLUMNS)).cast(schema) for p in paths]
+        return pa.concat_tables(parts)
+
     def commit(self) -> int:
         """Append every staged file not yet in the table in one write, then remove the staged files; the number of
         batches written."""
@@ -139,8 +154,11 @@ class StagedDeadLetters:
         done = self.target.committed_batch() if staged else -1
         pending = sorted(b for b in staged if b > done)
         if pending:
-            uris = [f"{self.uri}/{PREFIX}{b:020d}{SUFFIX}" for b in pending]
-            self.target.write(self.spark.read.schema(DLQ_SCHEMA).parquet(*uris).select(*DLQ_COLUMNS), pending[-1])
+            paths = [staged[b] for b in pending]
+            small = sum(i.size or 0 for i in self.fs.get_file_info(paths)) <= LIGHT_MAX_BYTES
+            if not small or self.target.write_light(lambda: self._read(paths), pending[-1]) is None:
+                uris = [f"{self.uri}/{PREFIX}{b:020d}{SUFFIX}" for b in pending]
+                self.target.write(self.spark.read.schema(DLQ_SCHEMA).parquet(*uris).select(*DLQ_COLUMNS), pending[-1])
             log.info("committed the staged dead letters of %d batch(es) to %s", len(pending), self.target.table.name)
         for p in [*staged.values(), *unfinished]:
             self.fs.delete_file(p)

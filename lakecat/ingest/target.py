@@ -11,7 +11,12 @@ import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from ..errors import NotExactError
+
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    import pyarrow as pa
     from pyspark.sql import DataFrame
 
     from ..protocols import TableLike
@@ -38,6 +43,20 @@ class Target:
         if batch_id <= self.committed_batch():
             return False
         self.table.adapter.append_batch(self.table, df, self.app_id, batch_id)
+        self.last_batch = batch_id
+        return True
+
+    def write_light(self, data: Callable[[], pa.Table], batch_id: int) -> bool | None:
+        """``write`` of the Arrow rows ``data()`` gives without a JVM (pyiceberg, delta-rs), the same marker on the
+        commit; None when the table's light library does not write it as Spark would (the caller writes through
+        Spark)."""
+        if batch_id <= self.committed_batch():
+            return False
+        try:
+            self.table.adapter.check_light_write(self.table, "append")
+        except NotExactError:
+            return None
+        self.table.adapter.append_batch_light(self.table, data(), self.app_id, batch_id)
         self.last_batch = batch_id
         return True
 

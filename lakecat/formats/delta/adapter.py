@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from pathlib import Path
 
+    import pyarrow as pa
     from pyspark.sql import DataFrame
 
     from ...config import CatalogConfig
@@ -489,6 +490,14 @@ class DeltaFormat(
                  .option("txnVersion", str(batch_id)).save(table.location))  # fmt: skip
 
         with_retries(write, what=f"ingest into {table.name}")
+
+    def append_batch_light(self, table: TableHandle, data: pa.Table, app_id: str, batch_id: int) -> None:
+        from deltalake import CommitProperties, Transaction, write_deltalake
+
+        # the SetTransaction Spark's txnAppId / txnVersion write
+        marker = CommitProperties(app_transactions=[Transaction(app_id=app_id, version=batch_id)])
+        self._light(table, "ingest into", lambda: write_deltalake(table.location, data, mode="append", commit_properties=marker,
+                                                                  storage_options=delta_storage_options(table.location)))  # fmt: skip
 
     def merge_marker_conf(self, app_id: str, batch_id: int) -> dict[str, str]:
         # SetTransaction in the MERGE's own commit

@@ -48,6 +48,7 @@ from .writes import IcebergWrites
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    import pyarrow as pa
     from pyspark.sql import DataFrame
 
     from ...config import CatalogConfig
@@ -649,6 +650,10 @@ class IcebergFormat(
         with spark_errors("ingest into", table.entry.ident):
             (df.writeTo(table.spark_name).option(f"snapshot-property.{MARKER_QUERY}", app_id)
              .option(f"snapshot-property.{MARKER_BATCH}", str(batch_id)).append())  # fmt: skip
+
+    def append_batch_light(self, table: TableHandle, data: pa.Table, app_id: str, batch_id: int) -> None:
+        marker = {MARKER_QUERY: app_id, MARKER_BATCH: str(batch_id)}
+        self._light_commit(table, "ingest into", lambda tbl: tbl.append(data, snapshot_properties=marker))
 
     def merge_marker_conf(self, app_id: str, batch_id: int) -> dict[str, str]:
         return {f"spark.sql.iceberg.snapshot-property.{MARKER_QUERY}": app_id,
