@@ -146,7 +146,8 @@ def engine(home: Path, *, repeat: int, formats: list[str]) -> dict[str, Any]:
     """Median wall seconds and peak RSS of whole lakecat processes: warm (local engine) vs cold (in-process Spark).
 
     Per round and format: an upsert of 100 rows (new values each round, so it commits), a rollback to the version
-    before it, a ``compact --dry-run``; warm and cold rounds alternate. The lakecat process's peak RSS is its own tree's (the engine is not in it).
+    before it, a ``compact --dry-run``; warm and cold rounds alternate. The lakecat process's peak RSS is its own
+    tree's (the engine is not in it).
     """
     env = {**os.environ, "LAKECAT_HOME": str(home), "NO_COLOR": "1"}
     env.pop("LAKECAT_ENGINE", None)

@@ -221,8 +221,6 @@ def _lines(stderr: str) -> list[str]:
 
 
 # --- a mirror instead of Maven Central ------------------------------------------------------------------
-@pytest.mark.slow
-@pytest.mark.spark
 def _mirror_from_the_jar_cache(mirror: Path) -> bool:
     """Fill ``mirror`` (a Maven layout: POMs, jars and their ``.sha1``) from this run's jar cache, when the cache holds
     the Spark set and the broker's set: Ivy keeps every module's original POM (``ivy-REV.xml.original``) and jars there,
@@ -247,6 +245,8 @@ def _mirror_from_the_jar_cache(mirror: Path) -> bool:
     return True
 
 
+@pytest.mark.slow
+@pytest.mark.spark
 def test_mirror_replaces_maven_central(tmp_path):
     mirror = tmp_path / "mirror"
     mirror.mkdir()

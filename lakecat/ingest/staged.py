@@ -140,9 +140,7 @@ class StagedDeadLetters:
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        schema = letter_schema()
-        schema = schema.append(pa.field("ingest_time", schema.field("kafka_timestamp").type))
-        schema = schema.append(pa.field("batch_id", pa.int64()))
+        schema = letter_schema(DLQ_COLUMNS)
         parts = [pq.read_table(p, filesystem=self.fs).select(list(DLQ_COLUMNS)).cast(schema) for p in paths]
         return pa.concat_tables(parts)
 
@@ -169,14 +167,15 @@ class StagedDeadLetters:
 JSON_OPTIONS = {"timestampFormat": "yyyy-MM-dd'T'HH:mm:ss.SSSSSSXXX"}
 
 
-def letter_schema() -> Any:
-    """The Arrow schema of a batch's dead letters as collected: DLQ_SCHEMA's ``LETTER_COLUMNS``."""
+def letter_schema(names: tuple[str, ...] = LETTER_COLUMNS) -> Any:
+    """The Arrow schema of ``names`` of DLQ_SCHEMA: by default a batch's dead letters as collected
+    (``LETTER_COLUMNS``); ``DLQ_COLUMNS``, as staged with their time and batch id."""
     import pyarrow as pa
 
     types = {"BINARY": pa.binary(), "STRING": pa.string(), "INT": pa.int32(), "BIGINT": pa.int64(),
              "TIMESTAMP": pa.timestamp("us", tz="UTC")}  # fmt: skip
     columns = dict(c.split(" ") for c in DLQ_SCHEMA.split(", "))
-    return pa.schema([pa.field(name, types[columns[name]]) for name in LETTER_COLUMNS])
+    return pa.schema([pa.field(name, types[columns[name]]) for name in names])
 
 
 def letters_from_json(text: str | None) -> Any:

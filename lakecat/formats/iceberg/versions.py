@@ -337,12 +337,8 @@ class IcebergVersions:
         procedure = "rollback_to_snapshot" if target in ancestors else "set_current_snapshot"
         if not self.writes_through_spark(table):  # type: ignore[attr-defined]
 
-            def move(tbl: Any) -> None:
-                manage = tbl.manage_snapshots()
-                if procedure == "rollback_to_snapshot":
-                    manage.rollback_to_snapshot(int(target)).commit()
-                else:
-                    manage.set_current_snapshot(int(target)).commit()
+            def move(tbl: Any) -> None:  # pyiceberg's ManageSnapshots names its two moves as the procedures do
+                getattr(tbl.manage_snapshots(), procedure)(int(target)).commit()
 
             self._commit(table, "rollback", move)  # type: ignore[attr-defined]
             return self.current_version(table)
